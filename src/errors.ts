@@ -1,0 +1,52 @@
+/**
+ * Errors are values with a code. Each frontend maps codes to its own status in one table; nothing else in the
+ * server chooses a status. Recognise a NereidError by its brand, never with `instanceof`: two copies of the
+ * package loaded in one process must still understand each other's errors.
+ */
+
+export type ErrorCode =
+  | 'INVALID_ARG'
+  | 'NOT_FOUND'
+  | 'UNAVAILABLE'
+  | 'RESOURCE_EXHAUSTED'
+  | 'INTERNAL'
+  | 'UNSUPPORTED'
+  | 'ALREADY_EXISTS'
+  | 'UNAUTHENTICATED'
+  | 'CANCELLED'
+  | 'UNKNOWN';
+
+export const ERROR_CODES: readonly ErrorCode[] = [
+  'INVALID_ARG', 'NOT_FOUND', 'UNAVAILABLE', 'RESOURCE_EXHAUSTED', 'INTERNAL',
+  'UNSUPPORTED', 'ALREADY_EXISTS', 'UNAUTHENTICATED', 'CANCELLED', 'UNKNOWN',
+];
+
+const BRAND = Symbol.for('nereid.error');
+
+export class NereidError extends Error {
+  readonly code: ErrorCode;
+  readonly [BRAND] = true;
+
+  constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.code = code;
+    this.name = 'NereidError';
+  }
+}
+
+export function isNereidError(e: unknown): e is NereidError {
+  return typeof e === 'object' && e !== null && (e as Record<symbol, unknown>)[BRAND] === true;
+}
+
+/** Any thrown value as a NereidError; foreign errors become INTERNAL and keep their message. */
+export function toNereidError(e: unknown): NereidError {
+  if (isNereidError(e)) return e;
+  const message = e instanceof Error ? e.message : String(e);
+  return new NereidError('INTERNAL', message, { cause: e });
+}
+
+export const invalidArg = (message: string): NereidError => new NereidError('INVALID_ARG', message);
+export const notFound = (message: string): NereidError => new NereidError('NOT_FOUND', message);
+export const unavailable = (message: string): NereidError => new NereidError('UNAVAILABLE', message);
+export const unsupported = (message: string): NereidError => new NereidError('UNSUPPORTED', message);
+export const internal = (message: string): NereidError => new NereidError('INTERNAL', message);
