@@ -1,0 +1,37 @@
+/**
+ * Everything an InferenceServer is configured with. The CLI turns `tritonserver`-style flags into this; an app
+ * embedding Nereid builds it directly. Names follow the flags they come from, in camelCase.
+ */
+
+export type ModelControlMode = 'none' | 'poll' | 'explicit';
+
+export interface ServerOptions {
+  /** Model repository directories (--model-repository, repeatable). */
+  modelRepositories: string[];
+  /** --model-control-mode (default 'none'). */
+  modelControlMode?: ModelControlMode;
+  /** --load-model (explicit mode only); ['*'] loads every model. */
+  loadModels?: string[];
+  /** --repository-poll-secs (default 15; poll mode only). */
+  repositoryPollSecs?: number;
+  /** --strict-model-config / --disable-auto-complete-config: no backend auto-complete, config file required. */
+  strictModelConfig?: boolean;
+  /** --model-config-name: use `<model>/configs/<name>.pbtxt` when it exists. */
+  modelConfigName?: string;
+  /** --exit-on-error (default true): a model that fails to load at startup fails the start. */
+  exitOnError?: boolean;
+  /** --strict-readiness (default true): the server is ready only while every model is ready. */
+  strictReadiness?: boolean;
+  /** --exit-timeout-secs (default 30): how long close() waits for in-flight requests. */
+  exitTimeoutSecs?: number;
+  /** --backend-config, parsed: backend name ('' for global) → key → value. */
+  backendConfig?: Record<string, Record<string, string>>;
+  /** --id (default 'triton'): the name server metadata reports. */
+  id?: string;
+  /** --model-load-thread-count (default 4). */
+  modelLoadThreadCount?: number;
+}
+
+export const DEFAULT_SERVER_ID = 'triton';
+/** Nereid's own version, reported by server metadata. */
+export const NEREID_VERSION = '0.1.0';
