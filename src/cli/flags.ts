@@ -1,0 +1,581 @@
+/**
+ * `nereid serve` flags: tritonserver's command line, parsed the way tritonserver parses it (GNU getopt_long,
+ * long options only), into ServeOptions. Nothing here starts anything.
+ *
+ * getopt_long rules kept on purpose, because scripts written for tritonserver rely on them:
+ * - `--flag=value` and `--flag value`; a flag that takes a value always takes the next argument, even one that
+ *   starts with `--` (so `--strict-readiness --log-info=true` is an error about the value of --strict-readiness);
+ * - an unambiguous prefix of a flag name works (`--model-repo=x`); a prefix that fits two different flags is an
+ *   error, unless the names are aliases of one flag (`--model-` alone is ambiguous, `--model-s` is --model-store);
+ * - `--` ends the flags; any argument that is not a flag is an error ("Unexpected argument"), reported after the
+ *   flags are checked, since getopt moves non-options to the end.
+ * Where tritonserver's own parser is loose (std::stoi accepts "12abc") Nereid is strict: integers must be whole.
+ */
+import type { LogFormat, LogSettings } from '../observability/logger.js';
+import { DEFAULT_SERVER_ID, type ModelControlMode, type ServerOptions } from '../server/options.js';
+import { formatUsage, type UsageEntry } from './usage.js';
+
+export class FlagError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'FlagError';
+  }
+}
+
+export interface ServeOptions {
+  server: ServerOptions;
+  http: { allow: boolean; port: number; address: string; maxInputSize: number };
+  grpc: { allow: boolean; port: number; address: string };
+  metrics: { allow: boolean; port: number; address: string; intervalMs: number };
+  log: LogSettings;
+  help: boolean;
+  /**
+   * Accepted flags with no field above, by canonical flag name without `--` (aliases resolved): every
+   * occurrence in order, already validated, enums lower-cased and booleans as 'true'/'false'. For a flag given
+   * once, the last value counts.
+   */
+  extra: Record<string, string[]>;
+  /** Deprecation notices tritonserver prints while parsing; the caller decides where they go. */
+  warnings: string[];
+}
+
+/** ServerOptions with every field the flags decide filled in. */
+interface ServerDraft {
+  modelRepositories: string[];
+  modelControlMode: ModelControlMode;
+  loadModels: string[];
+  repositoryPollSecs: number;
+  strictModelConfig: boolean;
+  modelConfigName: string;
+  exitOnError: boolean;
+  strictReadiness: boolean;
+  exitTimeoutSecs: number;
+  backendConfig: Record<string, Record<string, string>>;
+  id: string;
+  modelLoadThreadCount: number;
+}
+
+interface Draft extends Omit<ServeOptions, 'server' | 'metrics'> {
+  server: ServerDraft;
+  metrics: { allow: boolean; port: number; address: string | null; intervalMs: number };
+  strictModelConfigGiven: boolean;
+  disableAutoComplete: boolean;
+  cacheSizeGiven: boolean;
+  cacheConfigGiven: boolean;
+  /** Restricted categories already claimed, per flag: a category may sit in one group only. */
+  restricted: Record<string, Set<string>>;
+}
+
+function newDraft(): Draft {
+  return {
+    server: {
+      modelRepositories: [], modelControlMode: 'none', loadModels: [], repositoryPollSecs: 15,
+      strictModelConfig: false, modelConfigName: '', exitOnError: true, strictReadiness: true,
+      exitTimeoutSecs: 30, backendConfig: {}, id: DEFAULT_SERVER_ID, modelLoadThreadCount: 4,
+    },
+    http: { allow: true, port: 8000, address: '0.0.0.0', maxInputSize: 67108864 },
+    grpc: { allow: true, port: 8001, address: '0.0.0.0' },
+    metrics: { allow: true, port: 8002, address: null, intervalMs: 2000 },
+    log: { info: true, warning: true, error: true, verbose: 0, format: 'default', file: '' },
+    help: false,
+    extra: {},
+    warnings: [],
+    strictModelConfigGiven: false,
+    disableAutoComplete: false,
+    cacheSizeGiven: false,
+    cacheConfigGiven: false,
+    restricted: {},
+  };
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Value parsers. Each throws BadValue saying what was expected; the loop adds the flag's name and the value.
+
+class BadValue extends Error {
+  constructor(readonly expected: string) {
+    super(expected);
+  }
+}
+
+const INT32_MIN = -2147483648;
+const INT32_MAX = 2147483647;
+
+function bool(v: string): boolean {
+  const l = v.toLowerCase();
+  if (l === 'true' || l === 'on' || l === '1') return true;
+  if (l === 'false' || l === 'off' || l === '0') return false;
+  throw new BadValue('a boolean: true, on, 1, false, off or 0 (any case)');
+}
+
+function int(v: string, min = INT32_MIN, max = INT32_MAX, what = `an integer in [${min}, ${max}]`): number {
+  if (!/^[+-]?\d+$/.test(v)) throw new BadValue(what);
+  const n = Number(v);
+  if (n < min || n > max) throw new BadValue(what);
+  return n;
+}
+
+/** A 64-bit integer; BigInt for the range check, then a Number (exact up to 2^53, far above any real size). */
+function int64(v: string, min = -(2n ** 63n), what = 'a 64-bit integer'): number {
+  if (!/^[+-]?\d+$/.test(v)) throw new BadValue(what);
+  const n = BigInt(v);
+  if (n < min || n > 2n ** 63n - 1n) throw new BadValue(what);
+  return Number(n);
+}
+
+function float(v: string): number {
+  if (!/^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/.test(v)) throw new BadValue('a number');
+  return Number(v);
+}
+
+const port = (v: string): number => int(v, 0, 65535, 'a port number in [0, 65535] (0 picks a free port)');
+
+/** Case-insensitive choice, returned lower-cased. */
+function choice<T extends string>(v: string, choices: readonly T[]): T {
+  const l = v.toLowerCase();
+  const hit = choices.find((c) => c === l);
+  if (hit === undefined) throw new BadValue(`one of ${choices.join(', ')} (any case)`);
+  return hit;
+}
+
+function keep(d: Draft, id: string, value: string): void {
+  (d.extra[id] ??= []).push(value);
+}
+
+/**
+ * `[<name>,]<setting>=<value>`. A comma only names a section when it comes before the first '=', so a value may
+ * contain commas (`key=a,b`). `nameRequired` makes `<setting>=<value>` alone an error.
+ */
+function sectioned(v: string, syntax: string, nameRequired: boolean): { name: string; key: string; value: string } {
+  const eq = v.indexOf('=');
+  const comma = v.indexOf(',');
+  const named = comma >= 0 && (eq < 0 || comma < eq);
+  const name = named ? v.slice(0, comma) : '';
+  const key = v.slice(named ? comma + 1 : 0, eq < 0 ? undefined : eq);
+  const value = v.slice(eq + 1);
+  if (eq < 0 || key === '' || value === '' || (named && name === '') || (nameRequired && name === '')) {
+    throw new BadValue(syntax);
+  }
+  return { name, key, value };
+}
+
+const BACKEND_CONFIG_SYNTAX = "'<backend>,<setting>=<value>' or '<setting>=<value>' (global)";
+
+function backendConfig(d: Draft, v: string): void {
+  const { name, key, value } = sectioned(v, BACKEND_CONFIG_SYNTAX, false);
+  (d.server.backendConfig[name] ??= {})[key] = value;
+}
+
+function metricsConfig(v: string): string {
+  const eq = v.indexOf('=');
+  const comma = v.indexOf(',');
+  // tritonserver has no per-section metrics settings yet, so a ',' before '=' is refused rather than guessed at.
+  if (eq <= 0 || eq === v.length - 1 || (comma >= 0 && comma < eq)) throw new BadValue("'<setting>=<value>'");
+  return v;
+}
+
+const TRACE_LEVELS = ['off', 'false', 'true', 'on', 'min', 'max', 'timestamps', 'tensors'] as const;
+const TRACE_CONFIG_SYNTAX = "'<setting>=<value>' or '<mode>,<setting>=<value>' with mode triton or opentelemetry";
+
+function traceConfig(v: string): string {
+  const { name, key, value } = sectioned(v, TRACE_CONFIG_SYNTAX, false);
+  if (name !== '') choice(name, ['triton', 'opentelemetry']);
+  if (name === '' && key === 'level') choice(value, TRACE_LEVELS);
+  if (name === '' && key === 'mode') choice(value, ['triton', 'opentelemetry']);
+  if (name === '' && (key === 'rate' || key === 'count')) int(value);
+  if (name.toLowerCase() === 'triton' && key === 'log-frequency') int(value);
+  return v;
+}
+
+function rateLimitResource(v: string): string {
+  const syntax = "'<name>:<count>' or '<name>:<count>:<device>' with integer count and device";
+  const parts = v.split(':');
+  if (parts.length < 2 || parts.length > 3 || parts[0] === '') throw new BadValue(syntax);
+  for (const n of parts.slice(1)) if (!/^[+-]?\d+$/.test(n)) throw new BadValue(syntax);
+  return v;
+}
+
+/** `<first>:<second>` where each part is checked by its own parser. */
+function pair(v: string, syntax: string, first: (s: string) => unknown, second: (s: string) => unknown): string {
+  const colon = v.indexOf(':');
+  if (colon < 0) throw new BadValue(syntax);
+  try {
+    first(v.slice(0, colon));
+    second(v.slice(colon + 1));
+  } catch {
+    throw new BadValue(syntax);
+  }
+  return v;
+}
+
+const RESTRICTED_CATEGORIES = [
+  'health', 'metadata', 'inference', 'shared-memory', 'model-config', 'model-repository', 'statistics', 'trace',
+  'logging',
+] as const;
+
+/** `<category>[,<category>...]:<key>=<value>`; each category may appear in only one group of the same flag. */
+function restricted(d: Draft, id: string, v: string): string {
+  const syntax = `'<category>[,<category>...]:<key>=<value>' with categories from ${RESTRICTED_CATEGORIES.join(', ')}`;
+  const colon = v.indexOf(':');
+  const eq = v.indexOf('=', colon + 1);
+  if (colon <= 0 || eq < 0 || eq === colon + 1 || eq === v.length - 1) throw new BadValue(syntax);
+  const claimed = (d.restricted[id] ??= new Set());
+  for (const category of v.slice(0, colon).split(',')) {
+    if (!(RESTRICTED_CATEGORIES as readonly string[]).includes(category)) throw new BadValue(syntax);
+    if (claimed.has(category)) throw new BadValue(`a category not already given to another --${id} group ('${category}' is)`);
+    claimed.add(category);
+  }
+  return v;
+}
+
+function headerPattern(v: string): string {
+  // tritonserver matches header names case-insensitively with RE2; a JavaScript RegExp is the nearest check.
+  try {
+    new RegExp(v, 'i');
+  } catch {
+    throw new BadValue('a valid regular expression');
+  }
+  return v;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// The flag table: tritonserver's flags, in its --help groups and order. Help texts are Nereid's own words.
+
+interface FlagSpec extends UsageEntry {
+  /** The canonical name: an alias carries the id of the flag it stands for. */
+  readonly id: string;
+  readonly set: (d: Draft, value: string, id: string) => void;
+}
+
+function flag(group: string, name: string, arg: string | null, def: string, help: string, set: FlagSpec['set'], id = name): FlagSpec {
+  return { group, name, arg, def, help, set, id };
+}
+
+const BOOL_ARG = '<boolean>';
+const keepBool: FlagSpec['set'] = (d, v, id) => keep(d, id, String(bool(v)));
+const keepInt: FlagSpec['set'] = (d, v, id) => keep(d, id, String(int(v)));
+const keepString: FlagSpec['set'] = (d, v, id) => keep(d, id, v);
+const deprecatedTrace = (replacement: string): string =>
+  `'--trace-…' flags other than --trace-config are deprecated; use '--trace-config ${replacement}'.`;
+
+const SERVER = 'Server';
+const LOGGING = 'Logging';
+const REPO = 'Model Repository';
+const HTTP = 'HTTP';
+const GRPC = 'GRPC';
+const METRICS = 'Metrics';
+const TRACING = 'Tracing';
+const BACKEND = 'Backend';
+const REPOAGENT = 'Repository Agent';
+const CACHE = 'Response Cache';
+const RATE = 'Rate Limiter';
+const MEMORY = 'Memory/Device Management';
+const DEPRECATED = 'DEPRECATED';
+
+const FLAGS: readonly FlagSpec[] = [
+  flag('', 'help', null, '', 'Print this usage and exit.', (d) => { d.help = true; }),
+
+  flag(SERVER, 'id', '<string>', DEFAULT_SERVER_ID, 'Name this server reports in its metadata.', (d, v) => { d.server.id = v; }),
+  flag(SERVER, 'exit-timeout-secs', '<integer>', '30', 'On shutdown, seconds to wait for inferences in flight before exiting anyway. Negative values mean 0.',
+    (d, v) => { d.server.exitTimeoutSecs = Math.max(0, int(v)); }),
+  flag(SERVER, 'allow-client-shm', BOOL_ARG, 'false', 'Let clients register and use system shared memory regions.', keepBool),
+
+  flag(LOGGING, 'log-verbose', '<integer>', '0', 'Verbose logging level: 0 turns verbose logging off, N >= 1 prints verbose messages up to level N. true means 1, false means 0.',
+    (d, v) => { d.log.verbose = logVerbose(v); }),
+  flag(LOGGING, 'log-info', BOOL_ARG, 'true', 'Print info messages.', (d, v) => { d.log.info = bool(v); }),
+  flag(LOGGING, 'log-warning', BOOL_ARG, 'true', 'Print warning messages.', (d, v) => { d.log.warning = bool(v); }),
+  flag(LOGGING, 'log-error', BOOL_ARG, 'true', 'Print error messages.', (d, v) => { d.log.error = bool(v); }),
+  flag(LOGGING, 'log-format', '<default|ISO8601>', 'default', "Line prefix: 'default' is \"LMMDD hh:mm:ss.uuuuuu\", 'ISO8601' is \"YYYY-MM-DDThh:mm:ssZ L\" (L = level letter). Case-sensitive.",
+    (d, v) => { d.log.format = logFormat(v); }),
+  flag(LOGGING, 'log-file', '<path>', "'' (stderr)", 'Append log lines to this file instead of printing them on stderr.', (d, v) => { d.log.file = v; }),
+
+  flag(REPO, 'model-store', '<path>', '', 'Same as --model-repository.', addRepository, 'model-repository'),
+  flag(REPO, 'model-repository', '<path>', '', 'A model repository directory. Required; repeat it to serve several repositories (a model name must then be unique across all of them).', addRepository),
+  flag(REPO, 'exit-on-error', BOOL_ARG, 'true', 'Fail the start when anything, such as a model load, fails during initialization.', (d, v) => { d.server.exitOnError = bool(v); }),
+  flag(REPO, 'disable-auto-complete-config', null, '', 'Do not fill in missing model configuration from the model files: every model needs a complete config.pbtxt. Implies --strict-model-config=true.',
+    (d) => { d.disableAutoComplete = true; }),
+  flag(REPO, 'strict-readiness', BOOL_ARG, 'true', 'true: /v2/health/ready reports ready only while every model is ready. false: ready whenever the server answers.',
+    (d, v) => { d.server.strictReadiness = bool(v); }),
+  flag(REPO, 'model-control-mode', '<none|poll|explicit>', 'none', 'none: load every model at startup, never change. poll: also rescan the repositories every --repository-poll-secs and apply changes. explicit: load only --load-model models at startup, then load and unload through the repository API. Any case.',
+    (d, v) => { d.server.modelControlMode = choice(v, ['none', 'poll', 'explicit']); }),
+  flag(REPO, 'repository-poll-secs', '<integer>', '15', 'Seconds between two scans of the repositories; used only with --model-control-mode=poll.',
+    (d, v) => { d.server.repositoryPollSecs = Math.max(0, int(v)); }),
+  flag(REPO, 'load-model', '<name>', '', "A model to load at startup; repeatable. Only with --model-control-mode=explicit. '*' loads every model and must then be the only --load-model.",
+    (d, v) => { if (!d.server.loadModels.includes(v)) d.server.loadModels.push(v); }),
+  flag(REPO, 'model-config-name', '<string>', "'' (config.pbtxt)", 'Use <model>/configs/<name>.pbtxt as the config of each model that has one.',
+    (d, v) => { d.server.modelConfigName = configName(v); }),
+  flag(REPO, 'model-load-thread-count', '<integer>', '4', 'How many models load at the same time (at least 1).',
+    (d, v) => { d.server.modelLoadThreadCount = Math.max(1, int(v)); }),
+  flag(REPO, 'model-load-retry-count', '<integer>', '0', 'How many times a failed model load is retried.', (d, v, id) => keep(d, id, String(Math.max(0, int(v))))),
+  flag(REPO, 'model-namespacing', BOOL_ARG, 'false', 'Let models of the same name live in different repositories, each in its own namespace.', keepBool),
+
+  flag(HTTP, 'allow-http', BOOL_ARG, 'true', 'Serve the HTTP/REST protocol.', (d, v) => { d.http.allow = bool(v); }),
+  flag(HTTP, 'http-address', '<address>', '0.0.0.0', 'Address the HTTP server binds to.', (d, v) => { d.http.address = v; }),
+  flag(HTTP, 'http-port', '<integer>', '8000', 'Port of the HTTP server (0 picks a free port).', (d, v) => { d.http.port = port(v); }),
+  flag(HTTP, 'reuse-http-port', BOOL_ARG, 'false', 'Let several servers listen on the same HTTP port when all of them set this.', keepBool),
+  flag(HTTP, 'http-header-forward-pattern', '<regex>', '', 'HTTP headers whose names match this regular expression (any case) are passed to models as request parameters.',
+    (d, v, id) => keep(d, id, headerPattern(v))),
+  flag(HTTP, 'http-thread-count', '<integer>', '8', 'Threads serving HTTP in tritonserver; accepted for compatibility.', keepInt),
+  flag(HTTP, 'http-max-input-size', '<integer>', '67108864', 'Largest HTTP request body in bytes, before and after decompression (greater than 0).',
+    (d, v) => { d.http.maxInputSize = int64(v, 1n, 'an integer greater than 0 (bytes)'); }),
+  flag(HTTP, 'http-restricted-api', '<category>[,<category>...]:<header>=<value>', '', `Serve these API categories only to requests carrying header <header> with value <value>. Categories: ${RESTRICTED_CATEGORIES.join(', ')}. Repeatable; a category may appear in one group only.`,
+    (d, v, id) => keep(d, id, restricted(d, id, v))),
+
+  flag(GRPC, 'allow-grpc', BOOL_ARG, 'true', 'Serve the gRPC protocol.', (d, v) => { d.grpc.allow = bool(v); }),
+  flag(GRPC, 'grpc-address', '<address>', '0.0.0.0', 'Address the gRPC server binds to.', (d, v) => { d.grpc.address = v; }),
+  flag(GRPC, 'grpc-port', '<integer>', '8001', 'Port of the gRPC server (0 picks a free port).', (d, v) => { d.grpc.port = port(v); }),
+  flag(GRPC, 'reuse-grpc-port', BOOL_ARG, 'false', 'Let several servers listen on the same gRPC port when all of them set this.', keepBool),
+  flag(GRPC, 'grpc-header-forward-pattern', '<regex>', '', 'gRPC metadata whose keys match this regular expression (any case) are passed to models as request parameters.',
+    (d, v, id) => keep(d, id, headerPattern(v))),
+  flag(GRPC, 'grpc-infer-thread-count', '<integer>', '2', 'Threads handling gRPC inference in tritonserver, 2 to 128; accepted for compatibility.',
+    (d, v, id) => keep(d, id, String(int(v, 2, 128)))),
+  flag(GRPC, 'grpc-infer-allocation-pool-size', '<integer>', '8', 'How many inference request/response objects are kept for reuse.', keepInt),
+  flag(GRPC, 'grpc-max-response-pool-size', '<integer>', '2147483647 (no limit)', 'Most inference response objects alive at once (greater than 0).',
+    (d, v, id) => keep(d, id, String(int(v, 1)))),
+  flag(GRPC, 'grpc-use-ssl', BOOL_ARG, 'false', 'Serve gRPC over TLS.', keepBool),
+  flag(GRPC, 'grpc-use-ssl-mutual', BOOL_ARG, 'false', 'Serve gRPC over TLS and require client certificates. Giving this flag also turns --grpc-use-ssl on.',
+    (d, v, id) => { keep(d, id, String(bool(v))); keep(d, 'grpc-use-ssl', 'true'); }),
+  flag(GRPC, 'grpc-server-cert', '<path>', '', 'PEM file with the server certificate (with --grpc-use-ssl).', keepString),
+  flag(GRPC, 'grpc-server-key', '<path>', '', 'PEM file with the server key (with --grpc-use-ssl).', keepString),
+  flag(GRPC, 'grpc-root-cert', '<path>', '', 'PEM file with the root certificate that client certificates must chain to.', keepString),
+  flag(GRPC, 'grpc-infer-response-compression-level', '<none|low|medium|high>', 'none', 'Compression of inference responses. Any case.',
+    (d, v, id) => keep(d, id, choice(v, ['none', 'low', 'medium', 'high']))),
+  flag(GRPC, 'grpc-keepalive-time', '<integer>', '7200000', 'Milliseconds between keepalive pings.', keepInt),
+  flag(GRPC, 'grpc-keepalive-timeout', '<integer>', '20000', 'Milliseconds to wait for a keepalive ping to be acknowledged before closing the connection.', keepInt),
+  flag(GRPC, 'grpc-keepalive-permit-without-calls', BOOL_ARG, 'false', 'Allow keepalive pings on a connection with no call in flight.', keepBool),
+  flag(GRPC, 'grpc-http2-max-pings-without-data', '<integer>', '2', 'Pings allowed while no data is sent; 0 means no limit.', keepInt),
+  flag(GRPC, 'grpc-http2-min-recv-ping-interval-without-data', '<integer>', '300000', 'Shortest accepted interval in milliseconds between client pings while no data is sent; a shorter one is a ping strike.', keepInt),
+  flag(GRPC, 'grpc-http2-max-ping-strikes', '<integer>', '2', 'Ping strikes tolerated before the connection is closed; 0 means no limit.', keepInt),
+  flag(GRPC, 'grpc-max-connection-age', '<integer>', '0 (unset)', 'Milliseconds a connection may live.', keepInt),
+  flag(GRPC, 'grpc-max-connection-age-grace', '<integer>', '0 (unset)', 'Milliseconds a connection past its maximum age gets to finish its calls.', keepInt),
+  flag(GRPC, 'grpc-restricted-protocol', '<category>[,<category>...]:<key>=<value>', '', `Serve these protocol categories only to calls carrying metadata 'triton-grpc-protocol-<key>' with value <value>. Categories: ${RESTRICTED_CATEGORIES.join(', ')}. Repeatable; a category may appear in one group only.`,
+    (d, v, id) => keep(d, id, restricted(d, id, v))),
+
+  flag(METRICS, 'allow-metrics', BOOL_ARG, 'true', 'Serve Prometheus metrics.', (d, v) => { d.metrics.allow = bool(v); }),
+  flag(METRICS, 'allow-gpu-metrics', BOOL_ARG, 'true', 'Report GPU metrics (only with --allow-metrics).', keepBool),
+  flag(METRICS, 'allow-cpu-metrics', BOOL_ARG, 'true', 'Report CPU and memory metrics (only with --allow-metrics).', keepBool),
+  flag(METRICS, 'metrics-address', '<address>', 'the value of --http-address', 'Address the metrics server binds to.', (d, v) => { d.metrics.address = v; }),
+  flag(METRICS, 'metrics-port', '<integer>', '8002', 'Port of the metrics server (0 picks a free port).', (d, v) => { d.metrics.port = port(v); }),
+  flag(METRICS, 'metrics-interval-ms', '<integer>', '2000', 'Milliseconds between two updates of the polled metrics (greater than 0).',
+    (d, v) => { d.metrics.intervalMs = int(v, 1); }),
+  flag(METRICS, 'metrics-config', '<setting>=<value>', '', 'A metrics setting: counter_latencies, histogram_latencies, summary_latencies, summary_quantiles. Repeatable.',
+    (d, v, id) => keep(d, id, metricsConfig(v))),
+
+  flag(TRACING, 'trace-config', '[<mode>,]<setting>=<value>', '', 'A trace setting. Global settings: level (OFF, TIMESTAMPS, TENSORS), rate, count, mode (triton or opentelemetry). With a mode: triton,file / triton,log-frequency; opentelemetry,url / resource / bsp_*. Repeatable.',
+    (d, v, id) => keep(d, id, traceConfig(v))),
+
+  flag(BACKEND, 'backend-directory', '<path>', '/opt/tritonserver/backends', 'Directory searched for backends.', keepString),
+  flag(BACKEND, 'backend-config', '[<backend>,]<setting>=<value>', '', 'A backend setting, for one backend or, without a backend name, for all of them (a backend-specific setting wins). Repeatable.',
+    (d, v) => backendConfig(d, v)),
+
+  flag(REPOAGENT, 'repoagent-directory', '<path>', '/opt/tritonserver/repoagents', 'Directory searched for repository agents.', keepString),
+
+  flag(CACHE, 'cache-config', '<cache>,<setting>=<value>', '', "A response cache setting, such as local,size=1048576. Any cache flag turns the server's response cache on. Repeatable.",
+    (d, v, id) => { d.cacheConfigGiven = true; sectioned(v, "'<cache>,<setting>=<value>'", true); keep(d, id, v); }),
+  flag(CACHE, 'cache-directory', '<path>', '/opt/tritonserver/caches', 'Directory searched for cache implementations.', keepString),
+
+  flag(RATE, 'rate-limit', '<execution_count|off>', 'off', 'execution_count: run a model instance only when the resources it declares are free, favouring priority and the least-used instance. off: run as soon as an instance is free. Any case.',
+    (d, v, id) => keep(d, id, choice(v, ['execution_count', 'off']))),
+  flag(RATE, 'rate-limit-resource', '<name>:<count>[:<device>]', '', 'How many units of a rate-limiter resource exist, on one device or, without <device>, on every device. Repeatable.',
+    (d, v, id) => keep(d, id, rateLimitResource(v))),
+
+  flag(MEMORY, 'pinned-memory-pool-byte-size', '<integer>', '268435456', 'Bytes of pinned host memory to pool for device transfers.', (d, v, id) => keep(d, id, String(int64(v)))),
+  flag(MEMORY, 'cuda-memory-pool-byte-size', '<gpu>:<bytes>', '67108864 per GPU', 'Bytes of CUDA memory to pool on one GPU. Repeatable, once per GPU.',
+    (d, v, id) => keep(d, id, pair(v, "'<gpu>:<bytes>' (two integers)", int, int64))),
+  flag(MEMORY, 'cuda-virtual-address-size', '<gpu>:<bytes>', '1073741824 per GPU', 'CUDA virtual address space per growable implicit state on one GPU. Repeatable.',
+    (d, v, id) => keep(d, id, pair(v, "'<gpu>:<bytes>' (two integers)", int, int64))),
+  flag(MEMORY, 'min-supported-compute-capability', '<number>', '0.0 (CPU build)', 'GPUs below this CUDA compute capability are not used.', (d, v, id) => keep(d, id, String(float(v)))),
+  flag(MEMORY, 'buffer-manager-thread-count', '<integer>', '0', 'Threads that copy tensor data.', keepInt),
+  flag(MEMORY, 'host-policy', '<policy>,<setting>=<value>', '', 'A host policy setting: numa-node or cpu-cores. Repeatable.',
+    (d, v, id) => { sectioned(v, "'<policy>,<setting>=<value>'", true); keep(d, id, v); }),
+  flag(MEMORY, 'model-load-gpu-limit', '<device>:<fraction>', '', 'Refuse to load models on a GPU whose memory use is above this fraction.',
+    (d, v, id) => keep(d, id, pair(v, "'<device>:<fraction>' (an integer and a number)", int, float))),
+  flag(MEMORY, 'enable-peer-access', BOOL_ARG, 'true', 'Enable peer access between GPUs.', keepBool),
+
+  flag(DEPRECATED, 'strict-model-config', BOOL_ARG, 'false', 'Deprecated, use --disable-auto-complete-config. true: every model needs a complete config.pbtxt.',
+    (d, v) => {
+      d.warnings.push("Warning: '--strict-model-config' has been deprecated! Please use '--disable-auto-complete-config' instead.");
+      d.strictModelConfigGiven = true;
+      d.server.strictModelConfig = bool(v);
+    }),
+  flag(DEPRECATED, 'response-cache-byte-size', '<integer>', '', 'Deprecated, use --cache-config local,size=<bytes>. Cannot be combined with --cache-config.',
+    (d, v, id) => {
+      d.warnings.push("Warning: '--response-cache-byte-size' has been deprecated! Please use '--cache-config local,size=<bytes>' instead.");
+      d.cacheSizeGiven = true;
+      keep(d, id, String(int64(v)));
+    }),
+  flag(DEPRECATED, 'trace-file', '<path>', '', deprecatedTrace('triton,file=<path>'), (d, v, id) => deprecated(d, id, v)),
+  flag(DEPRECATED, 'trace-level', '<level>', 'OFF', deprecatedTrace('level=<OFF|TIMESTAMPS|TENSORS>'), (d, v, id) => deprecated(d, id, choice(v, TRACE_LEVELS))),
+  flag(DEPRECATED, 'trace-rate', '<integer>', '1000', deprecatedTrace('rate=<N>'), (d, v, id) => deprecated(d, id, String(int(v)))),
+  flag(DEPRECATED, 'trace-count', '<integer>', '-1', deprecatedTrace('count=<N>'), (d, v, id) => deprecated(d, id, String(int(v)))),
+  flag(DEPRECATED, 'trace-log-frequency', '<integer>', '0', deprecatedTrace('triton,log-frequency=<N>'), (d, v, id) => deprecated(d, id, String(int(v)))),
+];
+
+function addRepository(d: Draft, v: string): void {
+  if (v === '') throw new BadValue('a directory path');
+  // tritonserver keeps repositories in a set: giving one twice serves it once.
+  if (!d.server.modelRepositories.includes(v)) d.server.modelRepositories.push(v);
+}
+
+function logVerbose(v: string): number {
+  const l = v.toLowerCase();
+  if (l === 'true') return 1;
+  if (l === 'false') return 0;
+  return Math.max(0, int(v, INT32_MIN, INT32_MAX, 'an integer >= 0, true (1) or false (0)'));
+}
+
+function logFormat(v: string): LogFormat {
+  if (v !== 'default' && v !== 'ISO8601') throw new BadValue("'default' or 'ISO8601' (case-sensitive)");
+  return v;
+}
+
+function configName(v: string): string {
+  if (v === '' || /\s/.test(v)) throw new BadValue('a non-empty name without spaces');
+  return v;
+}
+
+function deprecated(d: Draft, id: string, v: string): void {
+  d.warnings.push(`Warning: '--${id}' has been deprecated and will be removed in future releases. Please use '--trace-config' instead.`);
+  keep(d, id, v);
+}
+
+const BY_NAME = new Map(FLAGS.map((f) => [f.name, f]));
+
+/** Every accepted flag name (aliases included), without `--`. */
+export const FLAG_NAMES: readonly string[] = FLAGS.map((f) => f.name);
+
+export const USAGE: string = formatUsage(
+  'Usage: nereid serve --model-repository <path> [flags]\n\n' +
+    "Flags are tritonserver's: --flag=value or --flag value; any unambiguous prefix of a flag name works.",
+  FLAGS,
+);
+
+// ---------------------------------------------------------------------------------------------------------
+// The parser.
+
+/** getopt_long's lookup: an exact name first, else the one flag (or aliases of one flag) the prefix fits. */
+function lookup(name: string, spelled: string): FlagSpec {
+  const exact = BY_NAME.get(name);
+  if (exact) return exact;
+  const fits = name === '' ? [] : FLAGS.filter((f) => f.name.startsWith(name));
+  if (fits.length === 0) throw new FlagError(`Unrecognized option '${spelled}'; see --help for the list of flags`);
+  if (new Set(fits.map((f) => f.id)).size > 1) {
+    throw new FlagError(`Option '${spelled}' is ambiguous; possibilities: ${fits.map((f) => `'--${f.name}'`).join(' ')}`);
+  }
+  return fits[0]!;
+}
+
+function apply(spec: FlagSpec, d: Draft, value: string): void {
+  try {
+    spec.set(d, value, spec.id);
+  } catch (e) {
+    if (!(e instanceof BadValue)) throw e;
+    // A value that looks like a flag was most likely meant as one: getopt took it as this flag's value.
+    const hint = value.startsWith('--') ? ` (--${spec.name} needs a value: write --${spec.name}=<value>)` : '';
+    throw new FlagError(`Bad option "--${spec.name}": got '${value}', expected ${e.expected}${hint}`);
+  }
+}
+
+/**
+ * Parses `nereid serve` arguments (without the command) into ServeOptions. Throws FlagError on the first
+ * problem. `--help` stops parsing and returns at once with `help: true`, without the checks below.
+ */
+export function parseServeFlags(argv: string[]): ServeOptions {
+  const d = newDraft();
+  let positional: string | undefined;
+  for (let i = 0; i < argv.length; i++) {
+    const arg = argv[i]!;
+    if (arg === '--') {
+      positional ??= argv[i + 1];
+      break;
+    }
+    if (arg === '-' || !arg.startsWith('-')) {
+      positional ??= arg;
+      continue;
+    }
+    if (!arg.startsWith('--')) throw new FlagError(`Unrecognized option '${arg}'; flags are long, like --model-repository; see --help`);
+    const eq = arg.indexOf('=');
+    const spelled = eq < 0 ? arg : arg.slice(0, eq);
+    const spec = lookup(spelled.slice(2), spelled);
+    let value = '';
+    if (spec.arg === null) {
+      if (eq >= 0) throw new FlagError(`Option '--${spec.name}' does not take a value`);
+    } else if (eq >= 0) {
+      value = arg.slice(eq + 1);
+    } else if (i + 1 < argv.length) {
+      value = argv[++i]!;
+    } else {
+      throw new FlagError(`Option '--${spec.name}' requires a value: ${spec.arg}`);
+    }
+    apply(spec, d, value);
+    if (d.help) return build(normalize(d));
+  }
+  if (positional !== undefined) throw new FlagError(`Unexpected argument: ${positional}`);
+  return build(check(normalize(d)));
+}
+
+/** What tritonserver derives after parsing, before any check. */
+function normalize(d: Draft): Draft {
+  if (d.server.modelControlMode !== 'poll') d.server.repositoryPollSecs = 0;
+  d.metrics.address ??= d.http.address;
+  if (!d.metrics.allow) {
+    d.extra['allow-gpu-metrics'] = ['false'];
+    d.extra['allow-cpu-metrics'] = ['false'];
+  }
+  if (d.disableAutoComplete) {
+    if (d.strictModelConfigGiven && !d.server.strictModelConfig) {
+      d.warnings.push("Warning: Overriding deprecated '--strict-model-config' from False to True in favor of '--disable-auto-complete-config'!");
+    }
+    d.server.strictModelConfig = true;
+  }
+  return d;
+}
+
+function check(d: Draft): Draft {
+  if (d.cacheSizeGiven && d.cacheConfigGiven) {
+    throw new FlagError('Incompatible flags --response-cache-byte-size and --cache-config both provided. Please provide one or the other.');
+  }
+  checkLoadModels(d.server);
+  checkPortCollision(d);
+  if (d.server.modelRepositories.length === 0) throw new FlagError('--model-repository must be specified');
+  return d;
+}
+
+function checkLoadModels(s: ServerDraft): void {
+  if (s.loadModels.length === 0) return;
+  if (s.modelControlMode !== 'explicit') {
+    throw new FlagError(`--load-model requires --model-control-mode=explicit (the mode is '${s.modelControlMode}')`);
+  }
+  if (s.loadModels.includes('*') && s.loadModels.length > 1) {
+    throw new FlagError("--load-model=* loads every model and must be the only --load-model");
+  }
+}
+
+/** tritonserver's CheckPortCollision: two enabled services on the same address string and port. Port 0 never collides. */
+function checkPortCollision(d: Draft): void {
+  const services: [string, string, number][] = [];
+  if (d.http.allow) services.push(['HTTP', d.http.address, d.http.port]);
+  if (d.grpc.allow) services.push(['GRPC', d.grpc.address, d.grpc.port]);
+  if (d.metrics.allow) services.push(['metrics', d.metrics.address ?? d.http.address, d.metrics.port]);
+  for (let i = 0; i < services.length; i++) {
+    for (let j = i + 1; j < services.length; j++) {
+      const [a, addr, p] = services[i]!;
+      const [b, addr2, p2] = services[j]!;
+      if (p !== 0 && addr === addr2 && p === p2) {
+        throw new FlagError(`The server cannot listen to ${a} requests and ${b} requests at the same address and port ${addr}:${p}`);
+      }
+    }
+  }
+}
+
+function build(d: Draft): ServeOptions {
+  return {
+    server: { ...d.server },
+    http: d.http,
+    grpc: d.grpc,
+    metrics: { ...d.metrics, address: d.metrics.address ?? d.http.address },
+    log: d.log,
+    help: d.help,
+    extra: d.extra,
+    warnings: d.warnings,
+  };
+}

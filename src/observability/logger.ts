@@ -1,0 +1,260 @@
+/**
+ * Nereid's log, in tritonserver's line formats so existing log scrapers keep working:
+ *
+ *   default   I0523 14:03:07.123456 4242 http] Started HTTPService at 0.0.0.0:8000
+ *   ISO8601   2024-05-23T14:03:07Z I 4242 http] Started HTTPService at 0.0.0.0:8000
+ *
+ * Triton prints `file.cc:line` where we print a short tag naming the module (see `child`). Times are UTC, as in
+ * Triton. Levels: E (error), W (warning), I (info), V (verbose, numbered: `verbose(2, …)` prints when the
+ * verbose level is 2 or more).
+ *
+ * Cost when disabled: each level method is swapped for one shared `noop` whenever the settings change (pino's
+ * `setLevel`), so a disabled `info(...)` is one empty call. A caller whose message is expensive to build should
+ * test `isVerbose(n)` first.
+ */
+import { closeSync, openSync, writeSync } from 'node:fs';
+import { NereidError } from '../errors.js';
+
+export type LogFormat = 'default' | 'ISO8601';
+
+/** The logging flags of `tritonserver` (--log-info, --log-warning, --log-error, --log-verbose, --log-format, --log-file). */
+export interface LogSettings {
+  info: boolean;
+  warning: boolean;
+  error: boolean;
+  /** 0 disables verbose logging; N prints `verbose(level ≤ N, …)`. */
+  verbose: number;
+  format: LogFormat;
+  /** '' logs to stderr; otherwise a file opened once, in append mode. */
+  file: string;
+}
+
+/** The body of `GET /v2/logging` (and gRPC `LogSettings`): always the full set, under Triton's key names. */
+export interface LogSettingsJson {
+  log_file: string;
+  log_info: boolean;
+  log_warning: boolean;
+  log_error: boolean;
+  log_verbose_level: number;
+  log_format: LogFormat;
+}
+
+export interface Logger {
+  error(msg: string): void;
+  warn(msg: string): void;
+  /** Same as `warn`; the level is called "warning" in Triton's flags and settings. */
+  warning(msg: string): void;
+  info(msg: string): void;
+  verbose(level: number, msg: string): void;
+  /** True when `verbose(level, …)` would print: guard messages that are costly to build. */
+  isVerbose(level: number): boolean;
+  /** A logger writing to the same output under the same settings, tagged `tag` (nested: `parent/tag`). */
+  child(tag: string): Logger;
+  /** The current settings in the logging extension's JSON form. */
+  settings(): LogSettingsJson;
+  /**
+   * Applies a `POST /v2/logging` body. Keys with a `null` value and unknown keys are ignored, as in Triton. All
+   * keys are checked before any is applied, so a rejected update changes nothing. Throws NereidError:
+   * UNSUPPORTED for a non-null `log_file`; INTERNAL for a value of the wrong JSON type (Triton's HTTP frontend
+   * answers 500 there; a gRPC frontend checks the oneof type itself and answers INVALID_ARGUMENT); UNAVAILABLE
+   * for a `log_format` other than `default` or `ISO8601` (Triton's HTTP status 503).
+   */
+  update(partial: Readonly<Record<string, unknown>>): void;
+  /** Closes the shared output (the log file); later lines go to stderr. Idempotent. */
+  close(): Promise<void>;
+}
+
+function noop(): void {}
+
+/** The output and settings one root logger shares with all its children. */
+class Sink {
+  settings: LogSettings;
+  private fd: number;
+  private readonly loggers = new Set<WeakRef<TaggedLogger>>();
+  private stampSecond = -1;
+  private stampText = '';
+
+  constructor(settings: LogSettings) {
+    this.settings = { ...settings };
+    this.fd = settings.file === '' ? -1 : openLogFile(settings.file);
+  }
+
+  /** Children are held weakly: a model's logger must not outlive the unloaded model. */
+  register(logger: TaggedLogger): void {
+    this.loggers.add(new WeakRef(logger));
+  }
+
+  apply(next: LogSettings): void {
+    this.settings = next;
+    for (const ref of this.loggers) {
+      const logger = ref.deref();
+      if (logger === undefined) this.loggers.delete(ref);
+      else logger.rebind();
+    }
+  }
+
+  /** `tail` is ` <pid> <tag>] `, built once per logger. */
+  write(level: string, tail: string, msg: string): void {
+    const us = Math.floor((performance.timeOrigin + performance.now()) * 1000);
+    const line = this.settings.format === 'ISO8601'
+      ? `${this.isoStamp(us)} ${level}${tail}${msg}\n`
+      : `${level}${this.defaultStamp(us)}${tail}${msg}\n`;
+    if (this.fd >= 0) writeSync(this.fd, line);
+    else process.stderr.write(line);
+  }
+
+  close(): void {
+    if (this.fd >= 0) closeSync(this.fd);
+    this.fd = -1;
+  }
+
+  /** `MMDD hh:mm:ss.uuuuuu`; the part up to the second is cached because lines come in bursts. */
+  private defaultStamp(us: number): string {
+    const second = Math.floor(us / 1e6);
+    if (second !== this.stampSecond) {
+      const d = new Date(second * 1000);
+      this.stampSecond = second;
+      this.stampText = `${pad2(d.getUTCMonth() + 1)}${pad2(d.getUTCDate())} ${pad2(d.getUTCHours())}:${pad2(d.getUTCMinutes())}:${pad2(d.getUTCSeconds())}`;
+    }
+    return `${this.stampText}.${String(us % 1e6).padStart(6, '0')}`;
+  }
+
+  /** `YYYY-MM-DDThh:mm:ssZ`: whole seconds, as Triton prints it. */
+  private isoStamp(us: number): string {
+    return `${new Date(Math.floor(us / 1e6) * 1000).toISOString().slice(0, 19)}Z`;
+  }
+}
+
+const pad2 = (n: number): string => (n < 10 ? `0${n}` : String(n));
+
+function openLogFile(path: string): number {
+  try {
+    return openSync(path, 'a');
+  } catch (e) {
+    throw new NereidError('INVALID_ARG', `failed to open log file '${path}': ${(e as Error).message}`, { cause: e });
+  }
+}
+
+class TaggedLogger implements Logger {
+  error: (msg: string) => void = noop;
+  warn: (msg: string) => void = noop;
+  warning: (msg: string) => void = noop;
+  info: (msg: string) => void = noop;
+  verbose: (level: number, msg: string) => void = noop;
+  private readonly tail: string;
+
+  constructor(private readonly sink: Sink, private readonly tag: string) {
+    this.tail = ` ${process.pid} ${tag}] `;
+    sink.register(this);
+    this.rebind();
+  }
+
+  /** Called on every settings change: enabled levels get a writer, disabled ones the shared noop. */
+  rebind(): void {
+    const { sink, tail } = this;
+    const s = sink.settings;
+    this.error = s.error ? (msg) => sink.write('E', tail, msg) : noop;
+    this.warn = s.warning ? (msg) => sink.write('W', tail, msg) : noop;
+    this.warning = this.warn;
+    this.info = s.info ? (msg) => sink.write('I', tail, msg) : noop;
+    const max = s.verbose;
+    this.verbose = max > 0 ? (level, msg) => { if (level <= max) sink.write('V', tail, msg); } : noop;
+  }
+
+  isVerbose(level: number): boolean {
+    const max = this.sink.settings.verbose;
+    return max > 0 && level <= max;
+  }
+
+  child(tag: string): Logger {
+    return new TaggedLogger(this.sink, this.tag === ROOT_TAG ? tag : `${this.tag}/${tag}`);
+  }
+
+  settings(): LogSettingsJson {
+    return toJson(this.sink.settings);
+  }
+
+  update(partial: Readonly<Record<string, unknown>>): void {
+    this.sink.apply(applyUpdate(this.sink.settings, partial));
+  }
+
+  close(): Promise<void> {
+    this.sink.close();
+    return Promise.resolve();
+  }
+}
+
+const ROOT_TAG = 'nereid';
+
+function toJson(s: LogSettings): LogSettingsJson {
+  return {
+    log_file: s.file,
+    log_info: s.info,
+    log_warning: s.warning,
+    log_error: s.error,
+    log_verbose_level: s.verbose,
+    log_format: s.format,
+  };
+}
+
+/** Validates every key of a logging-extension body, then returns the new settings (Triton's messages). */
+function applyUpdate(current: LogSettings, body: Readonly<Record<string, unknown>>): LogSettings {
+  const next = { ...current };
+  const present = (key: string): boolean => body[key] !== undefined && body[key] !== null;
+  if (present('log_file')) {
+    throw new NereidError('UNSUPPORTED', 'log file location can not be updated through network protocol');
+  }
+  if (present('log_info')) next.info = asBool(body, 'log_info');
+  if (present('log_warning')) next.warning = asBool(body, 'log_warning');
+  if (present('log_error')) next.error = asBool(body, 'log_error');
+  if (present('log_verbose_level')) next.verbose = asVerboseLevel(body.log_verbose_level);
+  if (present('log_format')) next.format = asFormat(body.log_format);
+  return next;
+}
+
+function asBool(body: Readonly<Record<string, unknown>>, key: string): boolean {
+  const v = body[key];
+  if (typeof v !== 'boolean') throw new NereidError('INTERNAL', `attempt to access JSON non-boolean as boolean ('${key}')`);
+  return v;
+}
+
+function asVerboseLevel(v: unknown): number {
+  // Triton reads a JSON unsigned integer and keeps it as an int32.
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > 0x7fffffff) {
+    throw new NereidError('INTERNAL', "attempt to access JSON non-unsigned-integer as unsigned-integer ('log_verbose_level')");
+  }
+  return v;
+}
+
+function asFormat(v: unknown): LogFormat {
+  if (typeof v !== 'string') throw new NereidError('INTERNAL', "attempt to access JSON non-string as string ('log_format')");
+  if (v !== 'default' && v !== 'ISO8601') throw new NereidError('UNAVAILABLE', `invalid argument for --log_format, got: ${v}`);
+  return v;
+}
+
+/**
+ * The root logger for one server. Opens `settings.file` (append) at once; throws NereidError INVALID_ARG when
+ * it cannot be opened. Call `close()` at shutdown.
+ */
+export function createLogger(settings: LogSettings): Logger {
+  return new TaggedLogger(new Sink(settings), ROOT_TAG);
+}
+
+const NOOP_SETTINGS: LogSettings = { info: false, warning: false, error: false, verbose: 0, format: 'default', file: '' };
+
+/**
+ * Prints nothing, ever. `update` still validates its body (so a frontend behaves the same) but changes nothing,
+ * and `settings()` always reports every level off.
+ */
+export const NOOP_LOGGER: Logger = Object.freeze({
+  error: noop,
+  warn: noop,
+  warning: noop,
+  info: noop,
+  verbose: noop,
+  isVerbose: () => false,
+  child: () => NOOP_LOGGER,
+  settings: () => toJson(NOOP_SETTINGS),
+  update: (partial: Readonly<Record<string, unknown>>) => void applyUpdate(NOOP_SETTINGS, partial),
+  close: () => Promise.resolve(),
+});
