@@ -5,3 +5,8 @@ export { newMessage, blank } from './message.js';
 export type { ProtoObject } from './message.js';
 export { MESSAGES, ENUMS, findField, messageDescriptor, enumDescriptor } from './schema.js';
 export type { FieldDescriptor, MessageDescriptor, EnumDescriptor, FieldType, FieldLabel, ScalarKind } from './schema.js';
+export { modelConfigToJson, modelConfigFromJson } from './json.js';
+export { autoCompleteBackendFields, normalizeModelConfig, PLATFORM_BACKEND, SEQUENCE_IDLE_DEFAULT_MICROSECONDS } from './normalize.js';
+export type { DirEntry, NormalizeOptions } from './normalize.js';
+export { validateModelConfig } from './validate.js';
+export type { ValidateOptions } from './validate.js';

@@ -1,0 +1,337 @@
+/**
+ * Core's `ValidateModelConfig` and friends, on one normalized config. Each rule throws an INVALID_ARG
+ * NereidError worded like Triton's message for the same mistake. Checks that need other models (an ensemble
+ * step's tensor types) or the model files belong to the loader and backends, not here.
+ *
+ * Deliberate difference: KIND_GPU groups pass. Triton refuses them on a build without GPUs; Nereid runs them on
+ * CPU and the loader logs a warning.
+ */
+import { NereidError } from '../errors.js';
+import type {
+  BatchInput, BatchOutput, ControlKind, ModelConfig, ModelDynamicBatching, ModelInput, ModelOutput, ModelSequenceBatching,
+} from './types.js';
+import { PLATFORM_BACKEND } from './normalize.js';
+
+export interface ValidateOptions {
+  /** The model's folder name, which the config's `name` must equal. */
+  readonly modelName: string;
+}
+
+const fail = (message: string): never => {
+  throw new NereidError('INVALID_ARG', message);
+};
+
+export function validateModelConfig(cfg: ModelConfig, opts: ValidateOptions): void {
+  if (cfg.name !== opts.modelName) {
+    fail(`unexpected directory name '${opts.modelName}' for model '${cfg.name}', directory name must equal model name`);
+  }
+  validatePlatform(cfg);
+  if (cfg.max_batch_size < 0) fail(`'max_batch_size' must be non-negative value for ${cfg.name}`);
+  validateIO(cfg);
+  if (cfg.dynamic_batching) validateDynamicBatching(cfg, cfg.dynamic_batching);
+  if (cfg.sequence_batching) validateSequenceBatching(cfg, cfg.sequence_batching);
+  if (cfg.ensemble_scheduling) validateEnsemble(cfg);
+  else if (cfg.platform === 'ensemble') fail(`ensemble scheduling must be set for ensemble ${cfg.name} whose platform is ensemble`);
+  else validateInstanceGroups(cfg);
+  validateCache(cfg);
+  validateMetrics(cfg);
+}
+
+// ---- platform and backend ----
+
+function validatePlatform(cfg: ModelConfig): void {
+  if (!cfg.backend) {
+    if (cfg.platform !== 'ensemble') fail(`unexpected platform type '${cfg.platform}' for ${cfg.name}`);
+    return;
+  }
+  if (cfg.platform === 'ensemble') {
+    fail(`Ensemble model '${cfg.name}' must have platform type '${cfg.platform}' and empty backend type`);
+  }
+  // Core compares backend *types*: a platform core knows must come with its backend and a backend core knows
+  // with one of its platforms; an unknown backend (python, a custom one) must not claim a known platform.
+  const platformType = PLATFORM_BACKEND[cfg.platform] ?? '';
+  const backendType = KNOWN_BACKENDS.has(cfg.backend) ? cfg.backend : '';
+  if (platformType !== backendType) fail(`unexpected 'platform' and 'backend' pair, got:${cfg.platform}, ${cfg.backend}`);
+}
+
+const KNOWN_BACKENDS = new Set(Object.values(PLATFORM_BACKEND));
+
+// ---- inputs and outputs ----
+
+const WILDCARD = -1;
+
+function validateIO(cfg: ModelConfig): void {
+  const suffix = ` for ${cfg.name}`;
+  const wrap = (check: () => void): void => {
+    try {
+      check();
+    } catch (e) {
+      if (e instanceof Error) e.message += suffix;
+      throw e;
+    }
+  };
+  for (const io of cfg.input) wrap(() => validateInput(io, cfg));
+  for (const io of cfg.output) wrap(() => validateOutput(io, cfg));
+  wrap(() => validateBatchIO(cfg));
+}
+
+function validateInput(io: ModelInput, cfg: ModelConfig): void {
+  validateShape(io, cfg.max_batch_size, 'model input');
+  if ((io.format === 'FORMAT_NHWC' || io.format === 'FORMAT_NCHW') && io.dims.length !== 3) {
+    fail(`model input NHWC/NCHW require 3 dims`);
+  }
+  validateTensorRtOnly(io, cfg.platform);
+}
+
+function validateOutput(io: ModelOutput, cfg: ModelConfig): void {
+  validateShape(io, cfg.max_batch_size, 'model output');
+  validateTensorRtOnly(io, cfg.platform);
+}
+
+function validateTensorRtOnly(io: ModelInput | ModelOutput, platform: string): void {
+  if (platform === 'tensorrt_plan') return;
+  if (io.is_shape_tensor) fail('shape tensors are only supported for TensorRT platform');
+  if (io.is_non_linear_format_io) fail('Non-linear IO format is only supported for the TensorRT platform');
+}
+
+/** Core's `ValidateIOShape`: named, typed, non-empty dims, and a reshape with the same element count. */
+function validateShape(io: ModelInput | ModelOutput, mbs: number, kind: string): void {
+  const prefix = `${kind} '${io.name}'`;
+  if (!io.name) fail(`${kind} must specify 'name'`);
+  if (io.data_type === 'TYPE_INVALID') fail(`${kind} must specify 'data_type'`);
+  if (io.dims.length === 0) fail(`${prefix} must specify 'dims'`);
+  if (io.reshape && io.reshape.shape.length === 0 && mbs === 0) {
+    fail(`${prefix} cannot have empty reshape for non-batching model as scalar tensors are not supported`);
+  }
+  const badDim = (d: number): boolean => d < 1 && d !== WILDCARD;
+  if (io.dims.some(badDim)) fail(`${prefix} dimension must be integer >= 1, or ${WILDCARD} to indicate a variable-size dimension`);
+  if (!io.reshape) return;
+  const shape = io.reshape.shape;
+  if (shape.some(badDim)) {
+    fail(`${prefix} reshape dimensions must be integer >= 1, or ${WILDCARD} to indicate a variable-size dimension`);
+  }
+  // Between variable-size dims, each run of fixed dims must hold as many elements in dims as in reshape
+  // ([2, 4, -1, 6] → [8, -1, 1, 6] is fine); with no variable dims this is the plain element count.
+  const dimRuns = runs(io.dims);
+  const reshapeRuns = runs(shape);
+  if (dimRuns.length !== reshapeRuns.length) {
+    if (dimRuns.length === 1 || reshapeRuns.length === 1) fail(`${prefix} has different size for dims and reshape`);
+    fail(`${prefix} has different number of variable-size dimensions for dims and reshape`);
+  }
+  if (dimRuns.some((n, i) => n !== reshapeRuns[i])) fail(`${prefix} has different size for dims and reshape`);
+}
+
+/** Element counts of the runs of fixed dims between variable (-1) dims. */
+function runs(dims: readonly number[]): number[] {
+  const out: number[] = [];
+  let n = 1;
+  for (const d of dims) {
+    if (d === WILDCARD) { out.push(n); n = 1; } else n *= d;
+  }
+  out.push(n);
+  return out;
+}
+
+function validateBatchIO(cfg: ModelConfig): void {
+  const inputs = new Set(cfg.input.map((i) => i.name));
+  const outputs = new Set(cfg.output.map((o) => o.name));
+  const sources = (b: BatchInput | BatchOutput, what: string): void => {
+    if (b.source_input.length !== 1) fail(`${what} kind '${b.kind}' expects 1 source input, got ${b.source_input.length}`);
+    for (const s of b.source_input) if (!inputs.has(s)) fail(`unknown source input name '${s}'`);
+  };
+  for (const b of cfg.batch_input) {
+    sources(b, 'batch input');
+    if (b.data_type !== 'TYPE_INT32' && b.data_type !== 'TYPE_FP32') fail('batch input data type must be TYPE_INT32 or TYPE_FP32');
+  }
+  for (const b of cfg.batch_output) {
+    sources(b, 'batch output');
+    const seen = new Set<string>();
+    for (const t of b.target_name) {
+      if (!outputs.has(t)) fail(`unknown target output name '${t}'`);
+      if (seen.has(t)) fail(`target output name '${t}' can only be specified once`);
+      seen.add(t);
+    }
+  }
+}
+
+// ---- scheduling ----
+
+function validatePreferred(sizes: readonly number[], cfg: ModelConfig, what: string): void {
+  for (const s of sizes) {
+    if (s <= 0) fail(`${what} must be positive for ${cfg.name}`);
+    if (s > cfg.max_batch_size) fail(`${what} must be <= max batch size for ${cfg.name}`);
+  }
+}
+
+function validateDynamicBatching(cfg: ModelConfig, db: ModelDynamicBatching): void {
+  validatePreferred(db.preferred_batch_size, cfg, 'dynamic batching preferred size');
+  const levels = db.priority_levels;
+  if (levels !== 0) {
+    const inRange = (l: number): boolean => l >= 1 && l <= levels;
+    if (!inRange(db.default_priority_level)) fail(`default priority level must be in range [1, ${levels}] for ${cfg.name}`);
+    for (const key of Object.keys(db.priority_queue_policy)) {
+      if (!inRange(Number(key))) fail(`priority queue policy must have priority level in range [1, ${levels}] for ${cfg.name}`);
+    }
+  }
+  if (!db.preserve_ordering) return;
+  if (levels > 1) fail(`Only one priority level is allowed when 'preserve_ordering' is true for ${cfg.name}`);
+  const policies = [db.default_queue_policy, ...Object.values(db.priority_queue_policy)];
+  for (const p of policies) {
+    if (p && p.default_timeout_microseconds !== 0 && p.timeout_action === 'DELAY') {
+      fail(`Queue policy can not have DELAY as timeout action when 'preserve_ordering' is true for ${cfg.name}`);
+    }
+  }
+}
+
+function validateSequenceBatching(cfg: ModelConfig, sb: ModelSequenceBatching): void {
+  for (const kind of ['CONTROL_SEQUENCE_START', 'CONTROL_SEQUENCE_READY', 'CONTROL_SEQUENCE_END'] as const) {
+    validateBooleanControl(cfg, sb, kind);
+  }
+  validateCorridControl(cfg, sb);
+  if (sb.oldest) validatePreferred(sb.oldest.preferred_batch_size, cfg, 'sequence batching preferred batch size');
+  const util = sb.direct?.minimum_slot_utilization ?? 0;
+  if (util < 0 || util > 1) fail(`sequence batching minimum slot utilization must be in range (0.0, 1.0] for ${cfg.name}`);
+}
+
+/** The controls of one kind, each with the name of the input that carries it; at most one is allowed. */
+function findControl(cfg: ModelConfig, sb: ModelSequenceBatching, kind: ControlKind) {
+  const found = sb.control_input.flatMap((ci) => ci.control.filter((c) => c.kind === kind).map((c) => ({ name: ci.name, c })));
+  if (found.length > 1) fail(`sequence batching specifies multiple ${kind} tensors for ${cfg.name}`);
+  const hit = found[0];
+  if (hit && !hit.name) fail(`sequence batching control tensor must have a name for ${kind} for ${cfg.name}`);
+  return hit;
+}
+
+function validateBooleanControl(cfg: ModelConfig, sb: ModelSequenceBatching, kind: ControlKind): void {
+  const hit = findControl(cfg, sb, kind);
+  if (!hit) return;
+  const { c } = hit;
+  const given = [c.int32_false_true, c.fp32_false_true, c.bool_false_true].filter((l) => l.length > 0);
+  if (given.length !== 1) {
+    fail(`sequence batching must specify either 'int32_false_true', 'fp32_false_true' or 'bool_false_true' for ${kind} for ${cfg.name}`);
+  }
+  if (given[0]!.length !== 2) fail(`sequence batching control must specify exactly 2 values (false, true) for ${kind} for ${cfg.name}`);
+  if (c.data_type !== 'TYPE_INVALID') fail(`sequence batching must not specify 'data_type' for ${kind} for ${cfg.name}`);
+}
+
+const CORRID_TYPES = new Set(['TYPE_UINT64', 'TYPE_INT64', 'TYPE_UINT32', 'TYPE_INT32', 'TYPE_STRING']);
+
+function validateCorridControl(cfg: ModelConfig, sb: ModelSequenceBatching): void {
+  const hit = findControl(cfg, sb, 'CONTROL_SEQUENCE_CORRID');
+  if (!hit) return;
+  const { c } = hit;
+  if (c.int32_false_true.length || c.fp32_false_true.length || c.bool_false_true.length) {
+    fail(`sequence batching must not specify either 'int32_false_true', 'fp32_false_true' or 'bool_false_true' for CONTROL_SEQUENCE_CORRID for ${cfg.name}`);
+  }
+  if (!CORRID_TYPES.has(c.data_type)) {
+    fail(`unexpected data type for control CONTROL_SEQUENCE_CORRID for ${cfg.name}. Allowed data types are TYPE_UINT64, TYPE_INT64, TYPE_UINT32, TYPE_INT32 and TYPE_STRING`);
+  }
+}
+
+// ---- ensembles ----
+
+interface EnsembleTensor { ready: boolean; isOutput: boolean; prev: EnsembleTensor[]; next: EnsembleTensor[] }
+
+/** Core's `ValidateEnsembleSchedulingConfig`: the checks that need only this config. */
+function validateEnsemble(cfg: ModelConfig): void {
+  const name = cfg.name;
+  if (cfg.platform !== 'ensemble') fail(`ensemble scheduling cannot be set for model '${name}' whose platform is not ensemble`);
+  if (cfg.instance_group.length !== 0) fail(`instance group should not be specified for ensemble '${name}'`);
+  if (cfg.optimization) fail(`optimization should not be specified for ensemble '${name}'`);
+  if (cfg.model_warmup.length !== 0) fail(`model_warmup can not be specified for ensemble '${name}'`);
+  const steps = cfg.ensemble_scheduling!.step;
+  if (steps.length === 0) fail(`must specify 'step' for ensemble '${name}'`);
+  const tensors = buildEnsembleGraph(cfg);
+  propagateReadiness(cfg, tensors);
+  const outputs = new Set<string>();
+  for (const o of cfg.output) {
+    const t = tensors.get(o.name);
+    if (!t) fail(`ensemble output '${o.name}' for ensemble ${name}' is not used`);
+    if (!t!.ready) fail(`output '${o.name}' for ensemble '${name}' is not written`);
+    outputs.add(o.name);
+  }
+  for (const [tname, t] of tensors) {
+    if (outputs.has(tname)) continue;
+    if (!t.ready || t.next.length === 0) fail(`ensemble tensor '${tname}' is unused in ensemble '${name}'`);
+  }
+}
+
+/** Tensors by name; an edge runs from each input tensor of a step to each of its output tensors. */
+function buildEnsembleGraph(cfg: ModelConfig): Map<string, EnsembleTensor> {
+  const tensors = new Map<string, EnsembleTensor>();
+  const get = (n: string): EnsembleTensor => {
+    let t = tensors.get(n);
+    if (!t) tensors.set(n, (t = { ready: false, isOutput: false, prev: [], next: [] }));
+    return t;
+  };
+  cfg.ensemble_scheduling!.step.forEach((step, i) => {
+    const where = `in step ${i} of ensemble '${cfg.name}'`;
+    if (!step.model_name) fail(`must specify 'model_name' ${where}`);
+    if (Object.keys(step.input_map).length === 0) fail(`must specify 'input_map' ${where}`);
+    if (Object.keys(step.output_map).length === 0) fail(`must specify 'output_map' ${where}`);
+    const produced = Object.values(step.output_map).map((tname) => {
+      const t = get(tname);
+      if (t.isOutput) fail(`ensemble tensor '${tname}' can appear in an output map only once for ensemble '${cfg.name}' step ${i}`);
+      t.isOutput = true;
+      return t;
+    });
+    for (const tname of Object.values(step.input_map)) {
+      const t = get(tname);
+      for (const out of produced) { out.prev.push(t); t.next.push(out); }
+    }
+  });
+  return tensors;
+}
+
+function propagateReadiness(cfg: ModelConfig, tensors: Map<string, EnsembleTensor>): void {
+  const queue: EnsembleTensor[] = [];
+  for (const i of cfg.input) {
+    const t = tensors.get(i.name);
+    if (!t) fail(`ensemble input '${i.name}' for ensemble ${cfg.name}' is not used`);
+    t!.ready = true;
+    queue.push(t!);
+  }
+  while (queue.length > 0) {
+    const t = queue.pop()!;
+    for (const n of t.next) {
+      if (n.ready || !n.prev.every((p) => p.ready)) continue;
+      n.ready = true;
+      queue.push(n);
+    }
+  }
+}
+
+// ---- instance groups, cache, metrics ----
+
+function validateInstanceGroups(cfg: ModelConfig): void {
+  if (cfg.instance_group.length === 0) fail(`must specify one or more 'instance group's for ${cfg.name}`);
+  for (const g of cfg.instance_group) {
+    const which = `instance group ${g.name} of model ${cfg.name}`;
+    if (g.kind === 'KIND_AUTO') fail(`${which} has unexpected kind KIND_AUTO`);
+    if ((g.kind === 'KIND_CPU' || g.kind === 'KIND_MODEL') && g.gpus.length > 0) {
+      fail(`${which} has kind ${g.kind} but specifies one or more GPUs`);
+    }
+    if (g.profile.length > 0 && cfg.platform !== 'tensorrt_plan' && cfg.backend !== 'tensorrt') {
+      fail(`${which} and platform ${cfg.platform}specifies profile field which is only supported for TensorRT models`);
+    }
+  }
+}
+
+function validateCache(cfg: ModelConfig): void {
+  if (!cfg.response_cache?.enable) return;
+  if (cfg.model_transaction_policy?.decoupled) {
+    fail(`Response Cache does not currently support model ${cfg.name} with 'decoupled' transaction policy. Please disable the response cache.`);
+  }
+  if (cfg.sequence_batching) {
+    fail(`Response Cache does not currently support model ${cfg.name} with sequence batching scheduler. Please disable the response cache.`);
+  }
+}
+
+function validateMetrics(cfg: ModelConfig): void {
+  for (const mc of cfg.model_metrics?.metric_control ?? []) {
+    if (!mc.metric_identifier?.family) fail(`metric_identifier.family must be specified in model_metrics for ${cfg.name}`);
+    if (!mc.histogram_options || mc.histogram_options.buckets.length === 0) {
+      fail(`histogram_options.buckets must be specified in model_metrics for ${cfg.name}`);
+    }
+  }
+}
