@@ -1,0 +1,164 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { isNereidError, type ErrorCode } from '../../src/errors.js';
+import { createLogger, NOOP_LOGGER, type LogSettings, type Logger } from '../../src/observability/logger.js';
+
+const ALL_ON: LogSettings = { info: true, warning: true, error: true, verbose: 0, format: 'default', file: '' };
+
+/** A logger writing to a fresh temp file; `lines()` closes nothing and reads what was written so far. */
+function fileLogger(settings: Partial<LogSettings> = {}): { log: Logger; lines: () => string[]; done: () => Promise<void> } {
+  const dir = mkdtempSync(join(tmpdir(), 'nereid-log-'));
+  const file = join(dir, 'server.log');
+  const log = createLogger({ ...ALL_ON, ...settings, file });
+  return {
+    log,
+    lines: () => readFileSync(file, 'utf8').split('\n').filter((l) => l !== ''),
+    done: async () => {
+      await log.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+function rejects(fn: () => void, code: ErrorCode, message: RegExp): void {
+  assert.throws(fn, (e: unknown) => {
+    assert.ok(isNereidError(e), `expected a NereidError, got ${String(e)}`);
+    assert.equal(e.code, code);
+    assert.match(e.message, message);
+    return true;
+  });
+}
+
+test('default format: LMMDD hh:mm:ss.uuuuuu <pid> <tag>] msg, in UTC', async () => {
+  const { log, lines, done } = fileLogger();
+  const before = new Date();
+  log.info('hello world');
+  log.warn('careful');
+  log.error('broken');
+  const [info, warn, error] = lines();
+  const m = /^I(\d\d)(\d\d) (\d\d):(\d\d):(\d\d)\.(\d{6}) (\d+) nereid\] hello world$/.exec(info!);
+  assert.ok(m, info);
+  // Either side of a UTC midnight the line was written on.
+  const days = [before, new Date()].map((d) => `${d.getUTCMonth() + 1}/${d.getUTCDate()}`);
+  assert.ok(days.includes(`${Number(m[1])}/${Number(m[2])}`), info);
+  assert.equal(Number(m[7]), process.pid);
+  assert.match(warn!, /^W\d{4} \d\d:\d\d:\d\d\.\d{6} \d+ nereid\] careful$/);
+  assert.match(error!, /^E\d{4} \d\d:\d\d:\d\d\.\d{6} \d+ nereid\] broken$/);
+  await done();
+});
+
+test('ISO8601 format: YYYY-MM-DDThh:mm:ssZ L <pid> <tag>] msg', async () => {
+  const { log, lines, done } = fileLogger({ format: 'ISO8601' });
+  const year = new Date().getUTCFullYear();
+  log.child('http').info('Started HTTPService at 0.0.0.0:8000');
+  const [line] = lines();
+  assert.match(line!, new RegExp(`^${year}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\dZ I ${process.pid} http\\] Started HTTPService at 0\\.0\\.0\\.0:8000$`));
+  await done();
+});
+
+test('children carry their tag, nest it, and share the output', async () => {
+  const { log, lines, done } = fileLogger();
+  const model = log.child('model').child('simple');
+  model.info('loaded');
+  log.info('root');
+  assert.match(lines()[0]!, / model\/simple\] loaded$/);
+  assert.match(lines()[1]!, / nereid\] root$/);
+  await done();
+});
+
+test('verbose levels: printed up to the configured level, as V lines', async () => {
+  const { log, lines, done } = fileLogger({ verbose: 2 });
+  log.verbose(1, 'one');
+  log.verbose(2, 'two');
+  log.verbose(3, 'three');
+  assert.deepEqual(lines().map((l) => l.replace(/^(.).*\] /, '$1 ')), ['V one', 'V two']);
+  assert.equal(log.isVerbose(2), true);
+  assert.equal(log.isVerbose(3), false);
+  await done();
+});
+
+test('disabled levels are the one shared no-op; update swaps methods on every logger', async () => {
+  const { log, lines, done } = fileLogger({ info: false, warning: false });
+  const child = log.child('c');
+  assert.equal(log.info, child.info, 'disabled methods are the same noop');
+  assert.equal(log.info, log.warn);
+  assert.equal(log.verbose, log.info, 'verbose 0 is the noop too');
+  log.info('hidden');
+  child.warn('hidden');
+  log.update({ log_info: true, log_verbose_level: 1 });
+  assert.notEqual(child.info, log.warn);
+  child.info('shown');
+  child.verbose(1, 'detail');
+  log.update({ log_info: false, log_error: false });
+  child.info('hidden again');
+  child.error('hidden again');
+  assert.deepEqual(lines().map((l) => l.replace(/^.*\] /, '')), ['shown', 'detail']);
+  await done();
+});
+
+test('format can be switched at run time', async () => {
+  const { log, lines, done } = fileLogger();
+  log.info('a');
+  log.update({ log_format: 'ISO8601' });
+  log.info('b');
+  assert.match(lines()[0]!, /^I\d{4} /);
+  assert.match(lines()[1]!, /^\d{4}-\d\d-\d\dT/);
+  await done();
+});
+
+test('settings() reports the full set under Triton\'s keys', async () => {
+  const { log, done } = fileLogger({ verbose: 1, format: 'ISO8601' });
+  const s = log.settings();
+  assert.deepEqual(Object.keys(s), ['log_file', 'log_info', 'log_warning', 'log_error', 'log_verbose_level', 'log_format']);
+  assert.match(s.log_file, /server\.log$/);
+  assert.deepEqual({ ...s, log_file: '' }, {
+    log_file: '', log_info: true, log_warning: true, log_error: true, log_verbose_level: 1, log_format: 'ISO8601',
+  });
+  await done();
+  assert.equal(createLogger(ALL_ON).settings().log_file, '');
+});
+
+test('update() validates every key before applying any', async () => {
+  const { log, done } = fileLogger();
+  rejects(() => log.update({ log_file: 'other.log' }), 'UNSUPPORTED', /^log file location can not be updated through network protocol$/);
+  rejects(() => log.update({ log_info: 'true' }), 'INTERNAL', /non-boolean as boolean/);
+  rejects(() => log.update({ log_verbose_level: -1 }), 'INTERNAL', /unsigned-integer/);
+  rejects(() => log.update({ log_verbose_level: 1.5 }), 'INTERNAL', /unsigned-integer/);
+  rejects(() => log.update({ log_format: 7 }), 'INTERNAL', /non-string as string/);
+  rejects(() => log.update({ log_format: 'iso8601' }), 'UNAVAILABLE', /^invalid argument for --log_format, got: iso8601$/);
+  rejects(() => log.update({ log_info: false, log_format: 'json' }), 'UNAVAILABLE', /json/);
+  assert.equal(log.settings().log_info, true, 'a rejected update changes nothing');
+  log.update({ log_file: null, log_info: null, log_warning: false, unknown_key: 1 });
+  assert.equal(log.settings().log_info, true);
+  assert.equal(log.settings().log_warning, false);
+  log.update({});
+  await done();
+});
+
+test('after close, lines go to stderr rather than to a closed descriptor', async () => {
+  const { log, lines, done } = fileLogger({ info: false });
+  log.error('before');
+  await log.close();
+  await log.close();
+  log.child('x'); // still usable
+  assert.deepEqual(lines().length, 1);
+  await done();
+});
+
+test('an unopenable log file is an INVALID_ARG error', () => {
+  rejects(() => createLogger({ ...ALL_ON, file: join(tmpdir(), 'no-such-dir-nereid', 'x', 'server.log') }), 'INVALID_ARG', /failed to open log file/);
+});
+
+test('NOOP_LOGGER prints nothing, reports everything off, still validates updates', async () => {
+  NOOP_LOGGER.info('x');
+  NOOP_LOGGER.child('y').error('x');
+  NOOP_LOGGER.verbose(1, 'x');
+  assert.equal(NOOP_LOGGER.isVerbose(1), false);
+  NOOP_LOGGER.update({ log_info: true });
+  assert.equal(NOOP_LOGGER.settings().log_info, false);
+  rejects(() => NOOP_LOGGER.update({ log_format: 'x' }), 'UNAVAILABLE', /log_format/);
+  await NOOP_LOGGER.close();
+});
