@@ -98,10 +98,13 @@ class RepoWriter:
     def write_model(self, rel, model):
         self.write_bytes(rel, model.SerializeToString())
 
-    def remove_stale(self):
-        """Delete files under root this run did not write, then empty dirs."""
+    def remove_stale(self, subdirs=None):
+        """Delete files this run did not write, then empty dirs: everywhere
+        under root, or only under the given subdirectories of root."""
         removed = []
-        for dirpath, dirnames, filenames in os.walk(self.root, topdown=False):
+        tops = [self.root] if subdirs is None else [self.path(d) for d in subdirs]
+        walk = [x for top in tops for x in os.walk(top, topdown=False)]
+        for dirpath, dirnames, filenames in walk:
             for fn in filenames:
                 p = os.path.normpath(os.path.join(dirpath, fn))
                 if p not in self.written:
