@@ -1,0 +1,413 @@
+#!/usr/bin/env node
+// HTTP benchmarks of Nereid against the minimal reference server (bench/reference-server.mjs), in one run:
+//
+//   1. `simple`, JSON and binary tensors, at concurrency 1, 8 and 32: rounds alternate Nereid and the reference;
+//      medians of rounds and the ratios Nereid/reference for throughput, p50 and p99.
+//      Goals: throughput ≥ 0.9× the reference at every concurrency; p50 at concurrency 1 ≤ 1.1× the reference.
+//   2. A 1 MiB FP32 identity, binary vs JSON (Nereid; the reference for context). Goal: binary ≥ 5× JSON.
+//   3. Cold start (spawn → first 200 from /v2/health/ready) and idle RSS of Nereid on the whole bundled
+//      examples/model_repository vs the reference loading `simple`. Goals: ≤ 3× and ≤ 1.5×.
+//
+//   node bench/http.mjs [--quick] [--only reference|nereid] [--sections http,big,cold] [--rounds N]
+//                       [--duration S] [--warmup S] [--concurrency 1,8,32] [--starts N] [--settle S] [--out FILE]
+//
+// Prints tables and writes every figure, every round included, to .bench-results/http-<time>.json.
+
+import { mkdtempSync, cpSync, rmSync, mkdirSync, writeFileSync, existsSync } from 'node:fs';
+import { tmpdir, cpus } from 'node:os';
+import { join, relative } from 'node:path';
+import { parseArgs } from 'node:util';
+import { execFileSync } from 'node:child_process';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { runLoad } from './loadgen.mjs';
+import { simpleBodies, identity1mBodies } from './bodies.mjs';
+import {
+  ROOT, startServer, referenceArgs, nereidArgs, nereidBuilt, freePort, rssKiB, cpuMs, killAll,
+} from './servers.mjs';
+
+const { values: a } = parseArgs({
+  options: {
+    quick: { type: 'boolean', default: false },
+    only: { type: 'string' },
+    sections: { type: 'string', default: 'http,big,cold' },
+    rounds: { type: 'string' },
+    duration: { type: 'string' },
+    warmup: { type: 'string' },
+    concurrency: { type: 'string', default: '1,8,32' },
+    'big-concurrency': { type: 'string', default: '1,4' },
+    starts: { type: 'string' },
+    settle: { type: 'string' },
+    out: { type: 'string' },
+    help: { type: 'boolean', short: 'h', default: false },
+  },
+});
+if (a.help) {
+  process.stdout.write(`usage: node bench/http.mjs [--quick] [--only reference|nereid] [--sections http,big,cold]
+       [--rounds N] [--duration S] [--warmup S] [--concurrency 1,8,32] [--big-concurrency 1,4]
+       [--starts N] [--settle S] [--out FILE]
+see bench/README.md
+`);
+  process.exit(0);
+}
+const quick = a.quick;
+const opt = {
+  rounds: Number(a.rounds ?? (quick ? 2 : 5)),
+  duration: Number(a.duration ?? (quick ? 1 : 3)),
+  warmup: Number(a.warmup ?? (quick ? 0.3 : 1)),
+  concurrency: a.concurrency.split(',').map(Number),
+  bigConcurrency: a['big-concurrency'].split(',').map(Number),
+  starts: Number(a.starts ?? (quick ? 2 : 5)),
+  settle: Number(a.settle ?? (quick ? 1 : 2)),
+  sections: new Set(a.sections.split(',')),
+};
+const sides = a.only ? [a.only] : ['nereid', 'reference'];
+for (const s of sides) if (s !== 'nereid' && s !== 'reference') throw new Error(`--only takes nereid or reference, not ${s}`);
+
+const SIMPLE = join(ROOT, 'examples', 'model_repository', 'simple');
+const IDENTITY = join(ROOT, 'test', 'fixtures', 'big', 'identity_fp32_1m');
+const BUNDLED = join(ROOT, 'examples', 'model_repository');
+const INFER = (model) => `/v2/models/${model}/infer`;
+
+const GOALS = { throughputRatio: 0.9, p50RatioAtC1: 1.1, binaryOverJson: 5, coldStartRatio: 3, idleRssRatio: 1.5 };
+
+const log = (s) => process.stderr.write(s + '\n');
+const median = (xs) => {
+  const s = [...xs].filter((x) => !Number.isNaN(x)).sort((x, y) => x - y);
+  if (s.length === 0) return NaN;
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
+const fmt = (x, digits = 0) => (Number.isFinite(x) ? x.toFixed(digits) : '-');
+const us = (ms) => fmt(ms * 1000);
+const pad = (s, n) => String(s).padStart(n);
+const padEnd = (s, n) => String(s).padEnd(n);
+
+function gitDescribe() {
+  try {
+    const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8' }).trim();
+    const dirty = execFileSync('git', ['status', '--porcelain', '--', 'src', 'bin'], { cwd: ROOT, encoding: 'utf8' }).trim() !== '';
+    return dirty ? `${commit} (src/ has uncommitted changes)` : commit;
+  } catch {
+    return 'unknown';
+  }
+}
+
+/** One measured run, with the server's CPU time per request (user + system, all threads). */
+async function measure(server, path, bodies, concurrency, extra = {}) {
+  const cpu0 = cpuMs(server.pid);
+  const r = await runLoad({
+    url: server.origin + path, bodies, concurrency, duration: opt.duration, warmup: opt.warmup, ...extra,
+  });
+  const cpu1 = cpuMs(server.pid);
+  // CPU time includes the warm-up; spread it over every request the server answered in the run.
+  const served = r.requests * (1 + opt.warmup / Math.max(r.seconds, 1e-9));
+  r.serverCpuUsPerRequest = ((cpu1 - cpu0) * 1000) / served;
+  return r;
+}
+
+function summarize(runs) {
+  return {
+    throughput: median(runs.map((r) => r.throughput)),
+    p50: median(runs.map((r) => r.p50)),
+    p99: median(runs.map((r) => r.p99)),
+    p999: median(runs.map((r) => r.p999)),
+    serverCpuUsPerRequest: median(runs.map((r) => r.serverCpuUsPerRequest)),
+    throughputMin: Math.min(...runs.map((r) => r.throughput)),
+    throughputMax: Math.max(...runs.map((r) => r.throughput)),
+    requests: runs.reduce((s, r) => s + r.requests, 0),
+    errors: runs.reduce((s, r) => s + r.errors, 0),
+    errorSamples: runs.flatMap((r) => r.errorDetail?.samples ?? []).slice(0, 5),
+  };
+}
+
+/** Runs `rounds` rounds over the servers, reversing their order every other round so drift hits both alike. */
+async function alternate(servers, path, bodies, concurrency, label, extra) {
+  const runs = Object.fromEntries(servers.map((s) => [s.name, []]));
+  for (let round = 0; round < opt.rounds; round++) {
+    const order = round % 2 === 0 ? servers : [...servers].reverse();
+    for (const s of order) {
+      const r = await measure(s, path, bodies, concurrency, extra);
+      runs[s.name].push(r);
+      log(`  ${label} c=${concurrency} round ${round + 1}/${opt.rounds} ${padEnd(s.name, 9)} ` +
+        `${pad(fmt(r.throughput), 7)} req/s  p50 ${pad(us(r.p50), 6)} µs  p99 ${pad(us(r.p99), 6)} µs` +
+        (r.errors ? `  ERRORS ${r.errors}: ${r.errorDetail.samples[0]}` : ''));
+    }
+  }
+  return runs;
+}
+
+const results = {
+  meta: {
+    date: new Date().toISOString(),
+    node: process.version,
+    cpus: cpus().length,
+    cpuModel: cpus()[0]?.model,
+    commit: gitDescribe(),
+    options: { ...opt, sections: [...opt.sections], sides },
+    goals: GOALS,
+  },
+};
+const verdicts = [];
+const errorNotes = [];
+function verdict(name, value, goal, pass) {
+  verdicts.push({ name, value, goal, pass });
+}
+
+let tmp = null;
+const started = [];
+process.on('SIGINT', () => {
+  killAll();
+  if (tmp) rmSync(tmp, { recursive: true, force: true });
+  process.exit(130);
+});
+
+async function start(kind, modelDirOrRepo, model) {
+  const port = await freePort();
+  const args = kind === 'nereid' ? nereidArgs(modelDirOrRepo, port) : referenceArgs(join(modelDirOrRepo, '1', 'model.onnx'), port);
+  const s = await startServer(kind, args, port);
+  s.model = model;
+  started.push(s);
+  return s;
+}
+
+async function stop(s) {
+  await s.stop();
+  started.splice(started.indexOf(s), 1);
+}
+
+// ─── 1. simple, JSON and binary, concurrency 1/8/32 ─────────────────────────────────────────────────────────────
+async function httpSection(nereid) {
+  const servers = [];
+  if (sides.includes('nereid')) servers.push(nereid);
+  if (sides.includes('reference')) servers.push(await start('reference', SIMPLE, 'simple'));
+  log(`simple: ${servers.map((s) => `${s.name} pid ${s.pid} port ${s.port}`).join(', ')}`);
+  const path = INFER('simple');
+  const bodies = { json: simpleBodies('json'), binary: simpleBodies('binary') };
+  // Warm every server's JIT and allocator before the first measured round.
+  for (const s of servers) {
+    for (const enc of ['json', 'binary']) await runLoad({ url: s.origin + path, bodies: bodies[enc], concurrency: 8, duration: opt.warmup * 2, warmup: 0 });
+  }
+  const out = [];
+  for (const enc of ['json', 'binary']) {
+    for (const c of opt.concurrency) {
+      const runs = await alternate(servers, path, bodies[enc], c, `simple ${enc}`);
+      const row = { encoding: enc, concurrency: c, runs, median: {} };
+      for (const s of servers) row.median[s.name] = summarize(runs[s.name]);
+      if (servers.length === 2) {
+        const n = row.median.nereid;
+        const r = row.median.reference;
+        row.ratio = { throughput: n.throughput / r.throughput, p50: n.p50 / r.p50, p99: n.p99 / r.p99 };
+        verdict(`simple ${enc} c=${c} throughput nereid/reference`, row.ratio.throughput, `>= ${GOALS.throughputRatio}`,
+          row.ratio.throughput >= GOALS.throughputRatio);
+        if (c === 1) {
+          verdict(`simple ${enc} c=1 p50 nereid/reference`, row.ratio.p50, `<= ${GOALS.p50RatioAtC1}`, row.ratio.p50 <= GOALS.p50RatioAtC1);
+        }
+      }
+      for (const s of servers) {
+        const m = row.median[s.name];
+        if (m.errors) errorNotes.push(`simple ${enc} c=${c} ${s.name}: ${m.errors} errors, e.g. ${m.errorSamples[0]}`);
+      }
+      out.push(row);
+    }
+  }
+  const rss = {};
+  for (const s of servers) rss[s.name] = rssKiB(s.pid);
+  for (const s of servers) if (s.name === 'reference') await stop(s);
+  return { rows: out, rssAfterKiB: rss };
+}
+
+function printHttp(section) {
+  const names = Object.keys(section.rows[0].median);
+  console.log('\n== simple (INT32 [1,16] x2): medians of rounds; latency in µs; cpu = server CPU µs per request ==');
+  let head = `${padEnd('encoding', 8)} ${pad('c', 3)}`;
+  for (const n of names) head += ` | ${padEnd(n, 9)} ${pad('req/s', 7)} ${pad('p50', 6)} ${pad('p99', 6)} ${pad('cpu', 5)}`;
+  if (names.length === 2) head += ` | nereid/ref  thr    p50    p99  goal`;
+  console.log(head);
+  for (const row of section.rows) {
+    let line = `${padEnd(row.encoding, 8)} ${pad(row.concurrency, 3)}`;
+    for (const n of names) {
+      const m = row.median[n];
+      line += ` | ${padEnd('', 9)} ${pad(fmt(m.throughput), 7)} ${pad(us(m.p50), 6)} ${pad(us(m.p99), 6)} ${pad(fmt(m.serverCpuUsPerRequest), 5)}`;
+    }
+    if (row.ratio) {
+      const thrOk = row.ratio.throughput >= GOALS.throughputRatio;
+      const p50Ok = row.concurrency !== 1 || row.ratio.p50 <= GOALS.p50RatioAtC1;
+      line += ` | ${pad('', 10)} ${pad(fmt(row.ratio.throughput, 2), 5)} ${pad(fmt(row.ratio.p50, 2), 6)} ${pad(fmt(row.ratio.p99, 2), 6)}  ` +
+        (thrOk && p50Ok ? 'pass' : 'FAIL');
+    }
+    const errs = names.map((n) => row.median[n].errors).reduce((x, y) => x + y, 0);
+    if (errs) line += `  (${errs} ERRORS)`;
+    console.log(line);
+  }
+}
+
+// ─── 2. 1 MiB FP32 identity, binary vs JSON ───────────────────────────────────────────────────────────────────────
+async function bigSection(nereid) {
+  const servers = [];
+  if (sides.includes('nereid')) servers.push(nereid);
+  if (sides.includes('reference')) servers.push(await start('reference', IDENTITY, 'identity_fp32_1m'));
+  const path = INFER('identity_fp32_1m');
+  const bodies = { json: identity1mBodies('json'), binary: identity1mBodies('binary') };
+  log(`identity_fp32_1m: JSON request ${(bodies.json[0].body.length / 1048576).toFixed(2)} MiB, ` +
+    `binary request ${(bodies.binary[0].body.length / 1048576).toFixed(2)} MiB`);
+  // A full check of a 5 MiB JSON response costs the client tens of ms: check every 8th only (plus all warm-up).
+  const extra = { verifyEvery: 8 };
+  const out = [];
+  for (const c of opt.bigConcurrency) {
+    const row = { concurrency: c, median: {}, runs: {} };
+    for (const enc of ['json', 'binary']) {
+      const runs = await alternate(servers, path, bodies[enc], c, `identity_1m ${enc}`, extra);
+      row.runs[enc] = runs;
+      for (const s of servers) {
+        row.median[s.name] ??= {};
+        row.median[s.name][enc] = summarize(runs[s.name]);
+        const m = row.median[s.name][enc];
+        if (m.errors) errorNotes.push(`identity_1m ${enc} c=${c} ${s.name}: ${m.errors} errors, e.g. ${m.errorSamples[0]}`);
+      }
+    }
+    for (const s of servers) {
+      const m = row.median[s.name];
+      m.binaryOverJson = m.binary.throughput / m.json.throughput;
+    }
+    if (row.median.nereid) {
+      const x = row.median.nereid.binaryOverJson;
+      verdict(`identity_1m c=${c} nereid binary/JSON throughput`, x, `>= ${GOALS.binaryOverJson}`, x >= GOALS.binaryOverJson);
+    }
+    out.push(row);
+  }
+  for (const s of servers) if (s.name === 'reference') await stop(s);
+  return { rows: out };
+}
+
+function printBig(section) {
+  console.log('\n== identity_fp32_1m (1 MiB FP32 each way): medians of rounds; latency in ms ==');
+  console.log(`${padEnd('server', 9)} ${pad('c', 3)} | ${pad('JSON req/s', 10)} ${pad('p50', 7)} ${pad('p99', 7)} | ${pad('binary req/s', 12)} ${pad('p50', 7)} ${pad('p99', 7)} | binary/JSON  goal`);
+  for (const row of section.rows) {
+    for (const [name, m] of Object.entries(row.median)) {
+      const goal = name === 'nereid' ? (m.binaryOverJson >= GOALS.binaryOverJson ? 'pass' : 'FAIL') : '(context)';
+      const errs = m.json.errors + m.binary.errors;
+      console.log(`${padEnd(name, 9)} ${pad(row.concurrency, 3)} | ${pad(fmt(m.json.throughput, 1), 10)} ${pad(fmt(m.json.p50, 2), 7)} ${pad(fmt(m.json.p99, 2), 7)} | ` +
+        `${pad(fmt(m.binary.throughput, 1), 12)} ${pad(fmt(m.binary.p50, 2), 7)} ${pad(fmt(m.binary.p99, 2), 7)} | ${pad(fmt(m.binaryOverJson, 1) + 'x', 11)}  ${goal}` +
+        (errs ? `  (${errs} ERRORS)` : ''));
+    }
+    if (row.median.nereid && row.median.reference) {
+      const n = row.median.nereid;
+      const r = row.median.reference;
+      console.log(`${padEnd('n/ref', 9)} ${pad(row.concurrency, 3)} | ${pad(fmt(n.json.throughput / r.json.throughput, 2) + 'x', 10)} ${pad('', 15)} | ` +
+        `${pad(fmt(n.binary.throughput / r.binary.throughput, 2) + 'x', 12)}`);
+    }
+  }
+}
+
+// ─── 3. Cold start and idle RSS ───────────────────────────────────────────────────────────────────────────────────
+async function coldSection() {
+  const runs = Object.fromEntries(sides.map((s) => [s, []]));
+  for (let i = 0; i < opt.starts; i++) {
+    const order = i % 2 === 0 ? sides : [...sides].reverse();
+    for (const kind of order) {
+      const s = await start(kind, kind === 'nereid' ? BUNDLED : SIMPLE, kind === 'nereid' ? '(bundled repository)' : 'simple');
+      await sleep(opt.settle * 1000);
+      const rss = rssKiB(s.pid);
+      runs[kind].push({ readyMs: s.readyMs, rssKiB: rss });
+      log(`  start ${i + 1}/${opt.starts} ${padEnd(kind, 9)} ready in ${fmt(s.readyMs)} ms, idle RSS ${fmt(rss / 1024, 1)} MiB`);
+      await stop(s);
+    }
+  }
+  const out = { runs, median: {} };
+  for (const kind of sides) {
+    out.median[kind] = { readyMs: median(runs[kind].map((r) => r.readyMs)), rssKiB: median(runs[kind].map((r) => r.rssKiB)) };
+  }
+  if (sides.length === 2) {
+    const n = out.median.nereid;
+    const r = out.median.reference;
+    out.ratio = { readyMs: n.readyMs / r.readyMs, rssKiB: n.rssKiB / r.rssKiB };
+    verdict('cold start nereid(bundled)/reference(simple)', out.ratio.readyMs, `<= ${GOALS.coldStartRatio}`, out.ratio.readyMs <= GOALS.coldStartRatio);
+    verdict('idle RSS nereid(bundled)/reference(simple)', out.ratio.rssKiB, `<= ${GOALS.idleRssRatio}`, out.ratio.rssKiB <= GOALS.idleRssRatio);
+  }
+  return out;
+}
+
+function printCold(section) {
+  console.log(`\n== cold start (spawn → first 200 on /v2/health/ready) and idle RSS (${opt.settle} s after ready): medians of ${opt.starts} starts ==`);
+  console.log(`${padEnd('server', 9)} ${padEnd('models', 22)} ${pad('ready ms', 9)} ${pad('RSS MiB', 8)}`);
+  for (const [kind, m] of Object.entries(section.median)) {
+    const models = kind === 'nereid' ? 'bundled repository' : 'simple';
+    console.log(`${padEnd(kind, 9)} ${padEnd(models, 22)} ${pad(fmt(m.readyMs), 9)} ${pad(fmt(m.rssKiB / 1024, 1), 8)}`);
+  }
+  if (section.ratio) {
+    const r = section.ratio;
+    console.log(`${padEnd('ratio', 9)} ${padEnd('nereid/reference', 22)} ${pad(fmt(r.readyMs, 2) + 'x', 9)} ${pad(fmt(r.rssKiB, 2) + 'x', 8)}` +
+      `   goals <= ${GOALS.coldStartRatio}x (${r.readyMs <= GOALS.coldStartRatio ? 'pass' : 'FAIL'}), <= ${GOALS.idleRssRatio}x (${r.rssKiB <= GOALS.idleRssRatio ? 'pass' : 'FAIL'})`);
+  }
+}
+
+// ─── main ─────────────────────────────────────────────────────────────────────────────────────────────────────────
+async function main() {
+  if (sides.includes('nereid') && !nereidBuilt()) {
+    throw new Error('bin/nereid.js needs the compiled dist/: run `npx tsc -p .` first (or use --only reference)');
+  }
+  const haveIdentity = existsSync(join(IDENTITY, '1', 'model.onnx'));
+  if (opt.sections.has('big') && !haveIdentity) {
+    log(`skipping the 1 MiB section: ${relative(ROOT, IDENTITY)} does not exist`);
+    opt.sections.delete('big');
+  }
+  log(`${results.meta.cpus} CPUs (${results.meta.cpuModel}), node ${process.version}, commit ${results.meta.commit}`);
+  log(`rounds ${opt.rounds} × ${opt.duration} s (+${opt.warmup} s warm-up) per side; concurrency ${opt.concurrency.join(',')}`);
+
+  // Nereid serves a temporary repository holding only the models the runs need.
+  let nereid = null;
+  if (sides.includes('nereid') && (opt.sections.has('http') || opt.sections.has('big'))) {
+    tmp = mkdtempSync(join(tmpdir(), 'nereid-bench-'));
+    cpSync(SIMPLE, join(tmp, 'simple'), { recursive: true });
+    if (haveIdentity) cpSync(IDENTITY, join(tmp, 'identity_fp32_1m'), { recursive: true });
+    nereid = await start('nereid', tmp, 'simple');
+    log(`nereid: pid ${nereid.pid} port ${nereid.port}, ready in ${fmt(nereid.readyMs)} ms`);
+  }
+
+  try {
+    if (opt.sections.has('http')) {
+      results.http = await httpSection(nereid);
+      printHttp(results.http);
+    }
+    if (opt.sections.has('big')) {
+      results.big = await bigSection(nereid);
+      printBig(results.big);
+    }
+    if (nereid) {
+      results.nereidRssAfterLoadKiB = rssKiB(nereid.pid);
+      await stop(nereid);
+    }
+    if (opt.sections.has('cold')) {
+      results.cold = await coldSection();
+      printCold(results.cold);
+    }
+  } finally {
+    for (const s of [...started]) await stop(s);
+    if (tmp) rmSync(tmp, { recursive: true, force: true });
+  }
+
+  results.verdicts = verdicts;
+  results.errors = errorNotes;
+  if (verdicts.length) {
+    console.log('\n== goals ==');
+    for (const v of verdicts) console.log(`${v.pass ? 'pass' : 'FAIL'}  ${padEnd(v.name, 52)} ${pad(fmt(v.value, 2), 6)}  (goal ${v.goal})`);
+  }
+  if (errorNotes.length) {
+    console.log('\nTHIS RUN HAD ERRORS; the figures above include failed requests:');
+    for (const e of errorNotes) console.log(`  ${e}`);
+  }
+  const outFile = a.out ?? join(ROOT, '.bench-results', `http-${results.meta.date.replace(/[:.]/g, '-')}.json`);
+  mkdirSync(join(outFile, '..'), { recursive: true });
+  writeFileSync(outFile, JSON.stringify(results, null, 2) + '\n');
+  console.log(`\nresults: ${relative(process.cwd(), outFile)}`);
+  if (errorNotes.length) process.exitCode = 1;
+}
+
+try {
+  await main();
+} catch (err) {
+  killAll();
+  if (tmp) rmSync(tmp, { recursive: true, force: true });
+  console.error(err.stack ?? String(err));
+  process.exitCode = 1;
+}

@@ -1,0 +1,136 @@
+// Starting, watching and stopping the servers a benchmark compares, each as its own child process.
+
+import { spawn } from 'node:child_process';
+import { readFileSync, existsSync } from 'node:fs';
+import http from 'node:http';
+import net from 'node:net';
+import { join, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { performance } from 'node:perf_hooks';
+import { setTimeout as sleep } from 'node:timers/promises';
+
+export const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
+export const ROOT = join(BENCH_DIR, '..');
+export const HOST = '127.0.0.1';
+
+/** A free TCP port on the loopback address (bound then released; the server takes it right after). */
+export function freePort() {
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.unref();
+    s.on('error', reject);
+    s.listen(0, HOST, () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+function getStatus(port, path) {
+  return new Promise((resolve) => {
+    const req = http.get({ host: HOST, port, path, agent: false, timeout: 1000 }, (res) => {
+      res.resume();
+      resolve(res.statusCode);
+    });
+    req.on('error', () => resolve(0));
+    req.on('timeout', () => req.destroy());
+  });
+}
+
+/** Resident set size of a process in KiB (Linux /proc), or NaN. */
+export function rssKiB(pid) {
+  try {
+    const m = /^VmRSS:\s+(\d+)\s+kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    return m ? Number(m[1]) : NaN;
+  } catch {
+    return NaN;
+  }
+}
+
+/** User + system CPU time of a process (all its threads) in ms (Linux /proc, 100 ticks per second), or NaN. */
+export function cpuMs(pid) {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * 10; // utime, stime are fields 14 and 15 of the line
+  } catch {
+    return NaN;
+  }
+}
+
+const live = new Set();
+/** Kills every server still running (for Ctrl-C and failures). */
+export function killAll() {
+  for (const s of live) s.proc.kill('SIGKILL');
+}
+
+/**
+ * Spawns `node <args>` and waits until GET /v2/health/ready answers 200.
+ * Resolves to { name, pid, port, origin, readyMs, proc, log(), stop() }; readyMs runs from just before the spawn
+ * to the first 200, polled every 5 ms.
+ */
+export async function startServer(name, nodeArgs, port, { timeoutMs = 120_000 } = {}) {
+  let tail = '';
+  const keep = (chunk) => {
+    tail = (tail + chunk.toString()).slice(-16_384);
+  };
+  const t0 = performance.now();
+  const proc = spawn(process.execPath, nodeArgs, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  proc.stdout.on('data', keep);
+  proc.stderr.on('data', keep);
+  let exited = null;
+  const exit = new Promise((resolve) => proc.on('exit', (code, signal) => {
+    exited = { code, signal };
+    live.delete(server);
+    resolve(exited);
+  }));
+  const server = {
+    name,
+    pid: proc.pid,
+    port,
+    origin: `http://${HOST}:${port}`,
+    proc,
+    readyMs: NaN,
+    log: () => tail,
+    async stop() {
+      if (exited) return exited;
+      proc.kill('SIGTERM');
+      const timer = setTimeout(() => proc.kill('SIGKILL'), 15_000);
+      const r = await exit;
+      clearTimeout(timer);
+      return r;
+    },
+  };
+  live.add(server);
+  for (;;) {
+    if (exited) throw new Error(`${name} exited (${exited.code ?? exited.signal}) before it was ready:\n${tail}`);
+    if ((await getStatus(port, '/v2/health/ready')) === 200) break;
+    if (performance.now() - t0 > timeoutMs) {
+      await server.stop();
+      throw new Error(`${name} was not ready after ${timeoutMs / 1000} s:\n${tail}`);
+    }
+    await sleep(5);
+  }
+  server.readyMs = performance.now() - t0;
+  return server;
+}
+
+export function referenceArgs(modelPath, port) {
+  return [join(BENCH_DIR, 'reference-server.mjs'), '--model', modelPath, '--port', String(port), '--host', HOST];
+}
+
+export function nereidArgs(repository, port) {
+  return [
+    join(ROOT, 'bin', 'nereid.js'), 'serve',
+    '--model-repository', repository,
+    '--http-port', String(port),
+    '--http-address', HOST,
+    '--allow-grpc=false',
+    '--allow-metrics=false',
+  ];
+}
+
+/** Whether bin/nereid.js can run: it imports the compiled dist/ (`npx tsc -p .`). */
+export function nereidBuilt() {
+  return existsSync(join(ROOT, 'dist', 'src', 'cli', 'main.js'));
+}
