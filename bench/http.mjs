@@ -38,13 +38,14 @@ const { values: a } = parseArgs({
     starts: { type: 'string' },
     settle: { type: 'string' },
     out: { type: 'string' },
+    'nereid-args': { type: 'string', default: '' },
     help: { type: 'boolean', short: 'h', default: false },
   },
 });
 if (a.help) {
   process.stdout.write(`usage: node bench/http.mjs [--quick] [--only reference|nereid] [--sections http,big,cold]
        [--rounds N] [--duration S] [--warmup S] [--concurrency 1,8,32] [--big-concurrency 1,4]
-       [--starts N] [--settle S] [--out FILE]
+       [--starts N] [--settle S] [--out FILE] [--nereid-args '--flag value ...']
 see bench/README.md
 `);
   process.exit(0);
@@ -59,6 +60,7 @@ const opt = {
   starts: Number(a.starts ?? (quick ? 2 : 5)),
   settle: Number(a.settle ?? (quick ? 1 : 2)),
   sections: new Set(a.sections.split(',')),
+  nereidArgs: a['nereid-args'].split(/\s+/).filter(Boolean),
 };
 const sides = a.only ? [a.only] : ['nereid', 'reference'];
 for (const s of sides) if (s !== 'nereid' && s !== 'reference') throw new Error(`--only takes nereid or reference, not ${s}`);
@@ -161,9 +163,11 @@ process.on('SIGINT', () => {
   process.exit(130);
 });
 
-async function start(kind, modelDirOrRepo, model) {
+async function start(kind, modelDirOrRepo, model, extraArgs = []) {
   const port = await freePort();
-  const args = kind === 'nereid' ? nereidArgs(modelDirOrRepo, port) : referenceArgs(join(modelDirOrRepo, '1', 'model.onnx'), port);
+  const args = kind === 'nereid'
+    ? [...nereidArgs(modelDirOrRepo, port), ...opt.nereidArgs, ...extraArgs]
+    : referenceArgs(join(modelDirOrRepo, '1', 'model.onnx'), port);
   const s = await startServer(kind, args, port);
   s.model = model;
   started.push(s);
@@ -341,6 +345,21 @@ function printCold(section) {
   }
 }
 
+function printPlacement(list) {
+  if (!list?.length) return;
+  console.log(`nereid instances: ${list.map((p) => `${p.instance} ${p.where} (${p.why})`).join('; ')}`);
+  const off = list.filter((p) => p.model === 'simple' && p.where !== 'event loop');
+  if (off.length) console.log(`note: ${off.map((p) => p.instance).join(', ')} of 'simple' run in a worker thread in this run; the figures above include that hop`);
+}
+
+/** Nereid's verbose load lines: where each ONNX Runtime instance runs. */
+function placements(text) {
+  const out = [];
+  const re = /model '([^']+)' instance '([^']+)' runs (on the event loop|in a worker thread) \(([^)]*)\)/g;
+  for (const m of text.matchAll(re)) out.push({ model: m[1], instance: m[2], where: m[3] === 'on the event loop' ? 'event loop' : 'worker thread', why: m[4] });
+  return out;
+}
+
 // ─── main ─────────────────────────────────────────────────────────────────────────────────────────────────────────
 async function main() {
   if (sides.includes('nereid') && !nereidBuilt()) {
@@ -360,14 +379,21 @@ async function main() {
     tmp = mkdtempSync(join(tmpdir(), 'nereid-bench-'));
     cpSync(SIMPLE, join(tmp, 'simple'), { recursive: true });
     if (haveIdentity) cpSync(IDENTITY, join(tmp, 'identity_fp32_1m'), { recursive: true });
-    nereid = await start('nereid', tmp, 'simple');
+    // Verbose level 1 at start only, to learn where each instance runs (event loop or worker thread: Nereid
+    // decides by timing probe runs at load); then back to level 0 through the logging API before any load.
+    nereid = await start('nereid', tmp, 'simple', ['--log-verbose', '1']);
     log(`nereid: pid ${nereid.pid} port ${nereid.port}, ready in ${fmt(nereid.readyMs)} ms`);
+    results.nereidPlacement = placements(nereid.log());
+    for (const p of results.nereidPlacement) log(`  ${p.model} ${p.instance}: ${p.where} (${p.why})`);
+    const quiet = await fetch(`${nereid.origin}/v2/logging`, { method: 'POST', body: '{"log_verbose_level":0}' }).catch((e) => e);
+    if (quiet.status !== 200) log(`warning: could not turn Nereid's verbose logging back off (${quiet.status ?? quiet.message})`);
   }
 
   try {
     if (opt.sections.has('http')) {
       results.http = await httpSection(nereid);
       printHttp(results.http);
+      printPlacement(results.nereidPlacement);
     }
     if (opt.sections.has('big')) {
       results.big = await bigSection(nereid);
