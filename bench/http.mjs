@@ -15,7 +15,7 @@
 
 import { mkdtempSync, cpSync, rmSync, mkdirSync, writeFileSync, existsSync } from 'node:fs';
 import { tmpdir, cpus } from 'node:os';
-import { join, relative } from 'node:path';
+import { join, relative, basename } from 'node:path';
 import { parseArgs } from 'node:util';
 import { execFileSync } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -171,6 +171,27 @@ async function start(kind, modelDirOrRepo, model, extraArgs = []) {
   const s = await startServer(kind, args, port);
   s.model = model;
   started.push(s);
+  if (kind === 'nereid') {
+    s.placement = placements(s.log());
+    // Back to level 0 through the logging API, so no verbose logging can run during the measurements.
+    const quiet = await fetch(`${s.origin}/v2/logging`, { method: 'POST', body: '{"log_verbose_level":0}' }).catch((e) => e);
+    if (quiet.status !== 200) log(`warning: could not turn Nereid's verbose logging back off (${quiet.status ?? quiet.message})`);
+  }
+  return s;
+}
+
+/**
+ * Nereid on a temporary repository holding only `dirs` (model folders). It starts with --log-verbose 1 so that
+ * its load lines say where each ONNX Runtime instance runs (event loop or worker thread; Nereid decides by
+ * timing probe runs at load), which the report prints beside the figures.
+ */
+async function startNereidOn(label, dirs) {
+  const repo = join(tmp, label);
+  for (const d of dirs) cpSync(d, join(repo, basename(d)), { recursive: true });
+  const s = await start('nereid', repo, label, ['--log-verbose', '1']);
+  log(`nereid (${label}): pid ${s.pid} port ${s.port}, ready in ${fmt(s.readyMs)} ms`);
+  for (const p of s.placement) log(`  ${p.instance}: ${p.where} (${p.why})`);
+  results.nereidPlacement[label] = s.placement;
   return s;
 }
 
@@ -180,9 +201,9 @@ async function stop(s) {
 }
 
 // ─── 1. simple, JSON and binary, concurrency 1/8/32 ─────────────────────────────────────────────────────────────
-async function httpSection(nereid) {
+async function httpSection() {
   const servers = [];
-  if (sides.includes('nereid')) servers.push(nereid);
+  if (sides.includes('nereid')) servers.push(await startNereidOn('simple', [SIMPLE]));
   if (sides.includes('reference')) servers.push(await start('reference', SIMPLE, 'simple'));
   log(`simple: ${servers.map((s) => `${s.name} pid ${s.pid} port ${s.port}`).join(', ')}`);
   const path = INFER('simple');
@@ -216,7 +237,7 @@ async function httpSection(nereid) {
   }
   const rss = {};
   for (const s of servers) rss[s.name] = rssKiB(s.pid);
-  for (const s of servers) if (s.name === 'reference') await stop(s);
+  for (const s of servers) await stop(s);
   return { rows: out, rssAfterKiB: rss };
 }
 
@@ -246,9 +267,9 @@ function printHttp(section) {
 }
 
 // ─── 2. 1 MiB FP32 identity, binary vs JSON ───────────────────────────────────────────────────────────────────────
-async function bigSection(nereid) {
+async function bigSection() {
   const servers = [];
-  if (sides.includes('nereid')) servers.push(nereid);
+  if (sides.includes('nereid')) servers.push(await startNereidOn('identity_fp32_1m', [IDENTITY]));
   if (sides.includes('reference')) servers.push(await start('reference', IDENTITY, 'identity_fp32_1m'));
   const path = INFER('identity_fp32_1m');
   const bodies = { json: identity1mBodies('json'), binary: identity1mBodies('binary') };
@@ -279,8 +300,10 @@ async function bigSection(nereid) {
     }
     out.push(row);
   }
-  for (const s of servers) if (s.name === 'reference') await stop(s);
-  return { rows: out };
+  const rss = {};
+  for (const s of servers) rss[s.name] = rssKiB(s.pid);
+  for (const s of servers) await stop(s);
+  return { rows: out, rssAfterKiB: rss };
 }
 
 function printBig(section) {
@@ -309,11 +332,18 @@ async function coldSection() {
   for (let i = 0; i < opt.starts; i++) {
     const order = i % 2 === 0 ? sides : [...sides].reverse();
     for (const kind of order) {
-      const s = await start(kind, kind === 'nereid' ? BUNDLED : SIMPLE, kind === 'nereid' ? '(bundled repository)' : 'simple');
+      const s = await start(kind, kind === 'nereid' ? BUNDLED : SIMPLE, kind === 'nereid' ? '(bundled repository)' : 'simple',
+        kind === 'nereid' ? ['--log-verbose', '1'] : []);
       await sleep(opt.settle * 1000);
       const rss = rssKiB(s.pid);
-      runs[kind].push({ readyMs: s.readyMs, rssKiB: rss });
-      log(`  start ${i + 1}/${opt.starts} ${padEnd(kind, 9)} ready in ${fmt(s.readyMs)} ms, idle RSS ${fmt(rss / 1024, 1)} MiB`);
+      const run = { readyMs: s.readyMs, rssKiB: rss };
+      if (s.placement) {
+        run.instances = s.placement.length;
+        run.workerThreadInstances = s.placement.filter((p) => p.where !== 'event loop').map((p) => p.instance);
+      }
+      runs[kind].push(run);
+      log(`  start ${i + 1}/${opt.starts} ${padEnd(kind, 9)} ready in ${fmt(s.readyMs)} ms, idle RSS ${fmt(rss / 1024, 1)} MiB` +
+        (s.placement ? `, ${run.workerThreadInstances.length} of ${run.instances} instances in worker threads` : ''));
       await stop(s);
     }
   }
@@ -338,6 +368,10 @@ function printCold(section) {
     const models = kind === 'nereid' ? 'bundled repository' : 'simple';
     console.log(`${padEnd(kind, 9)} ${padEnd(models, 22)} ${pad(fmt(m.readyMs), 9)} ${pad(fmt(m.rssKiB / 1024, 1), 8)}`);
   }
+  const nr = section.runs.nereid;
+  if (nr?.length && nr[0].instances !== undefined) {
+    console.log(`nereid per start: ${nr.map((r) => `${fmt(r.readyMs)} ms/${fmt(r.rssKiB / 1024)} MiB/${r.workerThreadInstances.length} of ${r.instances} in workers`).join(', ')}`);
+  }
   if (section.ratio) {
     const r = section.ratio;
     console.log(`${padEnd('ratio', 9)} ${padEnd('nereid/reference', 22)} ${pad(fmt(r.readyMs, 2) + 'x', 9)} ${pad(fmt(r.rssKiB, 2) + 'x', 8)}` +
@@ -348,8 +382,8 @@ function printCold(section) {
 function printPlacement(list) {
   if (!list?.length) return;
   console.log(`nereid instances: ${list.map((p) => `${p.instance} ${p.where} (${p.why})`).join('; ')}`);
-  const off = list.filter((p) => p.model === 'simple' && p.where !== 'event loop');
-  if (off.length) console.log(`note: ${off.map((p) => p.instance).join(', ')} of 'simple' run in a worker thread in this run; the figures above include that hop`);
+  const off = list.filter((p) => p.where !== 'event loop');
+  if (off.length) console.log(`note: ${off.map((p) => p.instance).join(', ')} ran in a worker thread in this run; the figures above include that hop`);
 }
 
 /** Nereid's verbose load lines: where each ONNX Runtime instance runs. */
@@ -373,35 +407,21 @@ async function main() {
   log(`${results.meta.cpus} CPUs (${results.meta.cpuModel}), node ${process.version}, commit ${results.meta.commit}`);
   log(`rounds ${opt.rounds} × ${opt.duration} s (+${opt.warmup} s warm-up) per side; concurrency ${opt.concurrency.join(',')}`);
 
-  // Nereid serves a temporary repository holding only the models the runs need.
-  let nereid = null;
-  if (sides.includes('nereid') && (opt.sections.has('http') || opt.sections.has('big'))) {
-    tmp = mkdtempSync(join(tmpdir(), 'nereid-bench-'));
-    cpSync(SIMPLE, join(tmp, 'simple'), { recursive: true });
-    if (haveIdentity) cpSync(IDENTITY, join(tmp, 'identity_fp32_1m'), { recursive: true });
-    // Verbose level 1 at start only, to learn where each instance runs (event loop or worker thread: Nereid
-    // decides by timing probe runs at load); then back to level 0 through the logging API before any load.
-    nereid = await start('nereid', tmp, 'simple', ['--log-verbose', '1']);
-    log(`nereid: pid ${nereid.pid} port ${nereid.port}, ready in ${fmt(nereid.readyMs)} ms`);
-    results.nereidPlacement = placements(nereid.log());
-    for (const p of results.nereidPlacement) log(`  ${p.model} ${p.instance}: ${p.where} (${p.why})`);
-    const quiet = await fetch(`${nereid.origin}/v2/logging`, { method: 'POST', body: '{"log_verbose_level":0}' }).catch((e) => e);
-    if (quiet.status !== 200) log(`warning: could not turn Nereid's verbose logging back off (${quiet.status ?? quiet.message})`);
-  }
+  // Each section's Nereid serves a temporary repository holding only that section's model, as the reference
+  // loads only that model.
+  tmp = mkdtempSync(join(tmpdir(), 'nereid-bench-'));
+  results.nereidPlacement = {};
 
   try {
     if (opt.sections.has('http')) {
-      results.http = await httpSection(nereid);
+      results.http = await httpSection();
       printHttp(results.http);
-      printPlacement(results.nereidPlacement);
+      printPlacement(results.nereidPlacement.simple);
     }
     if (opt.sections.has('big')) {
-      results.big = await bigSection(nereid);
+      results.big = await bigSection();
       printBig(results.big);
-    }
-    if (nereid) {
-      results.nereidRssAfterLoadKiB = rssKiB(nereid.pid);
-      await stop(nereid);
+      printPlacement(results.nereidPlacement.identity_fp32_1m);
     }
     if (opt.sections.has('cold')) {
       results.cold = await coldSection();
