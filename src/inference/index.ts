@@ -1,0 +1,2 @@
+export * from './request.js';
+export * from './response.js';

@@ -1,0 +1,21 @@
+import type { NereidError } from '../errors.js';
+import type { Tensor } from '../tensor/tensor.js';
+import type { Parameters } from './request.js';
+
+export interface InferenceResponse {
+  readonly model: string;
+  readonly version: number;
+  readonly id: string;
+  readonly outputs: readonly Tensor[];
+  readonly parameters?: Parameters;
+}
+
+/**
+ * How a backend answers one request: exactly one final send for ordinary models; zero or more sends and then
+ * a final one for decoupled models. `fail` ends the request with an error. Whoever executes a request must
+ * call exactly one of send(final=true) or fail, once.
+ */
+export interface ResponseSender {
+  send(outputs: readonly Tensor[], final: boolean, parameters?: Parameters): void;
+  fail(error: NereidError): void;
+}

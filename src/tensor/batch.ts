@@ -1,0 +1,48 @@
+import { byteSize } from './datatype.js';
+import type { Tensor } from './tensor.js';
+
+/**
+ * Batching along the first dimension. Concatenation copies once into one buffer, as the backend needs one
+ * contiguous input; splitting returns views of the batched output, never copies.
+ */
+
+export function concatBatch(parts: readonly Tensor[]): Tensor {
+  const first = parts[0]!;
+  if (parts.length === 1) return first;
+  let rows = 0;
+  for (const p of parts) rows += p.shape[0]!;
+  const shape = [rows, ...first.shape.slice(1)];
+  if (first.datatype === 'BYTES') {
+    const data: Uint8Array[] = [];
+    for (const p of parts) data.push(...(p.data as readonly Uint8Array[]));
+    return { name: first.name, datatype: 'BYTES', shape, data };
+  }
+  let total = 0;
+  for (const p of parts) total += (p.data as Uint8Array).byteLength;
+  const out = new Uint8Array(total);
+  let at = 0;
+  for (const p of parts) {
+    out.set(p.data as Uint8Array, at);
+    at += (p.data as Uint8Array).byteLength;
+  }
+  return { name: first.name, datatype: first.datatype, shape, data: out };
+}
+
+/** Splits a batched tensor into pieces of `rows[i]` rows each, as views. */
+export function splitBatch(t: Tensor, rows: readonly number[]): Tensor[] {
+  if (rows.length === 1) return [t];
+  const perRowElems = t.shape.slice(1).reduce((a, b) => a * b, 1);
+  const out: Tensor[] = [];
+  let row = 0;
+  for (const r of rows) {
+    const shape = [r, ...t.shape.slice(1)];
+    if (t.datatype === 'BYTES') {
+      out.push({ name: t.name, datatype: 'BYTES', shape, data: t.data.slice(row * perRowElems, (row + r) * perRowElems) });
+    } else {
+      const rowBytes = perRowElems * byteSize(t.datatype);
+      out.push({ name: t.name, datatype: t.datatype, shape, data: t.data.subarray(row * rowBytes, (row + r) * rowBytes) });
+    }
+    row += r;
+  }
+  return out;
+}
