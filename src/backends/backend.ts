@@ -1,0 +1,64 @@
+import type { ModelConfig } from '../config/types.js';
+import type { Logger } from '../observability/logger.js';
+import type { Parameters, ResponseSender } from '../inference/index.js';
+import type { Tensor } from '../tensor/tensor.js';
+
+/**
+ * The seam between Nereid and the engines that run models. A backend never sees a protocol: it gets tensors
+ * shaped as the model expects them (config `reshape` already applied) and answers through each request's
+ * ResponseSender. In-process engines, worker threads and out-of-process stubs all fit this one interface.
+ */
+export interface Backend {
+  readonly name: string;
+  /**
+   * Fills what the config leaves out from the model file itself (Triton's backend auto-complete). Called only
+   * when auto-complete is on; may change `config` in place.
+   */
+  autoComplete?(model: ModelFiles, config: ModelConfig): Promise<void>;
+  /** Creates one instance of a model version; the instance is ready to execute when the promise resolves. */
+  createInstance(spec: InstanceSpec): Promise<BackendInstance>;
+}
+
+export interface ModelFiles {
+  readonly name: string;
+  /** The model's folder (or the temporary copy a load with file overrides built). */
+  readonly modelDir: string;
+  /** The folder of the version being loaded. */
+  readonly versionDir: string;
+  /** --backend-config values for this backend, global ones underneath. */
+  readonly backendConfig: Readonly<Record<string, string>>;
+}
+
+export interface InstanceSpec extends ModelFiles {
+  readonly version: number;
+  /** The normalized, validated config. */
+  readonly config: ModelConfig;
+  /** Instance name as Triton forms it: `<group name>_<index>`. */
+  readonly instanceName: string;
+  readonly kind: string;
+  readonly logger: Logger;
+}
+
+/** One request of an execution. Inputs are in backend shape; `outputs` are the names the request wants. */
+export interface BackendRequest {
+  readonly inputs: readonly Tensor[];
+  readonly outputs: readonly string[];
+  readonly parameters: Parameters | undefined;
+  readonly sender: ResponseSender;
+}
+
+/** Where an execution's time went, for statistics: compute input, compute infer, compute output. */
+export interface ExecutionTimes {
+  inputNs: number;
+  inferNs: number;
+  outputNs: number;
+}
+
+export interface BackendInstance {
+  /**
+   * Runs the requests as one execution (a batch of one or more). Every request's sender is resolved (sent or
+   * failed) before the promise settles; the promise itself rejects only if the instance is broken.
+   */
+  execute(requests: readonly BackendRequest[]): Promise<ExecutionTimes>;
+  close(): Promise<void>;
+}

@@ -1,0 +1,132 @@
+import { stat } from 'node:fs/promises';
+import { join } from 'node:path';
+import * as ort from 'onnxruntime-node';
+import { invalidArg, NereidError } from '../../errors.js';
+import type { ModelConfig, ModelInput, ModelOutput } from '../../config/types.js';
+import type { Backend, InstanceSpec, ModelFiles } from '../backend.js';
+import { configTypeOfOrt } from './convert.js';
+import { sessionOptions } from './session-options.js';
+import { OrtInstance } from './instance.js';
+import { choosePlacement } from './placement.js';
+import { InlineRunner, WorkerRunner } from './runner.js';
+
+/**
+ * The ONNX Runtime backend (CPU). Names and behaviour follow Triton's onnxruntime backend: `model.onnx` is a
+ * file or a folder holding one, auto-complete reads the model's inputs and outputs, thread counts come from
+ * config parameters.
+ */
+export const onnxRuntimeBackend: Backend = {
+  name: 'onnxruntime',
+  autoComplete,
+  createInstance,
+};
+
+export async function modelPath(files: ModelFiles, config: ModelConfig): Promise<string> {
+  const p = join(files.versionDir, config.default_model_filename || 'model.onnx');
+  const s = await stat(p).catch(() => undefined);
+  if (!s) throw invalidArg(`unable to find '${p}' for model '${files.name}'`);
+  return s.isDirectory() ? join(p, 'model.onnx') : p;
+}
+
+async function openSession(files: ModelFiles, config: ModelConfig): Promise<ort.InferenceSession> {
+  const path = await modelPath(files, config);
+  try {
+    return await ort.InferenceSession.create(path, sessionOptions(config));
+  } catch (e) {
+    throw new NereidError('INVALID_ARG', `failed to load model '${files.name}': onnx runtime error: ${(e as Error).message}`);
+  }
+}
+
+async function createInstance(spec: InstanceSpec): Promise<OrtInstance> {
+  if (spec.kind === 'KIND_GPU') {
+    spec.logger.warn(`model '${spec.name}' instance '${spec.instanceName}' asks for KIND_GPU; running it on CPU`);
+  }
+  const session = await openSession(spec, spec.config);
+  try {
+    checkAgainstModel(spec.config, session, spec.name);
+  } catch (e) {
+    await session.release();
+    throw e;
+  }
+  const inline = new OrtInstance(new InlineRunner(session), spec.config);
+  const placement = await choosePlacement(inline, spec.config);
+  if (placement.choice === 'inline') {
+    spec.logger.verbose(1, `model '${spec.name}' instance '${spec.instanceName}' runs on the event loop (${placement.why})`);
+    return inline;
+  }
+  await session.release();
+  spec.logger.verbose(1, `model '${spec.name}' instance '${spec.instanceName}' runs in a worker thread (${placement.why})`);
+  const runner = await WorkerRunner.start(await modelPath(spec, spec.config), sessionOptions(spec.config));
+  return new OrtInstance(runner, spec.config);
+}
+
+/** The config's tensors must exist in the model with the same types, as Triton's backend checks at load. */
+function checkAgainstModel(config: ModelConfig, session: ort.InferenceSession, model: string): void {
+  const check = (kind: string, ios: readonly (ModelInput | ModelOutput)[], meta: readonly ort.InferenceSession.ValueMetadata[]) => {
+    const byName = new Map(meta.map((m) => [m.name, m]));
+    for (const io of ios) {
+      const m = byName.get(io.name);
+      if (!m) {
+        throw invalidArg(`unable to load model '${model}', configuration expects ${kind} '${io.name}' which the model does not have; model ${kind}s: ${[...byName.keys()].join(', ')}`);
+      }
+      if (m.isTensor && configTypeOfOrt(m.type) !== io.data_type) {
+        throw invalidArg(`unable to load model '${model}', configuration expects datatype ${io.data_type} for ${kind} '${io.name}', model provides ${configTypeOfOrt(m.type)}`);
+      }
+    }
+  };
+  check('input', config.input, session.inputMetadata);
+  check('output', config.output, session.outputMetadata);
+}
+
+/** Triton's onnxruntime auto-complete (facts §3): fills max_batch_size, inputs and outputs from the model. */
+async function autoComplete(files: ModelFiles, config: ModelConfig): Promise<void> {
+  const hasInputs = config.input.length + config.batch_input.length > 0;
+  if (hasInputs && config.output.length > 0) return;
+  const session = await openSession(files, config);
+  try {
+    const ins = session.inputMetadata.filter(isTensor);
+    const outs = session.outputMetadata.filter(isTensor);
+    const capable = [...ins, ...outs].every((m) => m.shape.length >= 1 && (typeof m.shape[0] !== 'number' || m.shape[0] === -1));
+    if (capable && config.max_batch_size === 0) {
+      const dflt = Number(files.backendConfig['default-max-batch-size'] ?? '4');
+      config.max_batch_size = dflt;
+      if (dflt > 1 && !config.sequence_batching && !config.dynamic_batching) config.dynamic_batching = emptyDynamicBatching();
+    } else if (!capable && config.max_batch_size !== 0) {
+      throw invalidArg(`unable to autofill for '${files.name}': model does not support batching while non-zero max_batch_size is specified`);
+    }
+    const batched = config.max_batch_size > 0;
+    if (!hasInputs) config.input = ins.map((m) => ({ ...blankInput(), name: m.name, data_type: configTypeOfOrt(m.type), ...dimsOf(m, batched) }));
+    if (config.output.length === 0) config.output = outs.map((m) => ({ ...blankOutput(), name: m.name, data_type: configTypeOfOrt(m.type), ...dimsOf(m, batched) }));
+  } finally {
+    await session.release();
+  }
+}
+
+function isTensor(m: ort.InferenceSession.ValueMetadata): m is ort.InferenceSession.TensorValueMetadata {
+  return m.isTensor;
+}
+
+function dimsOf(m: ort.InferenceSession.TensorValueMetadata, batched: boolean): { dims: number[]; reshape?: { shape: number[] } } {
+  const all = m.shape.map((d) => (typeof d === 'number' && d >= 0 ? d : -1));
+  const dims = batched ? all.slice(1) : all;
+  if (dims.length > 0) return { dims };
+  return batched ? { dims: [1], reshape: { shape: [] } } : { dims: [1] };
+}
+
+function emptyDynamicBatching(): NonNullable<ModelConfig['dynamic_batching']> {
+  return {
+    preferred_batch_size: [], max_queue_delay_microseconds: 0, preserve_ordering: false, priority_levels: 0,
+    default_priority_level: 0, priority_queue_policy: {},
+  } as unknown as NonNullable<ModelConfig['dynamic_batching']>;
+}
+
+function blankInput(): ModelInput {
+  return {
+    name: '', data_type: 'TYPE_INVALID', format: 'FORMAT_NONE', dims: [], is_shape_tensor: false,
+    allow_ragged_batch: false, optional: false, is_non_linear_format_io: false,
+  } as ModelInput;
+}
+
+function blankOutput(): ModelOutput {
+  return { name: '', data_type: 'TYPE_INVALID', dims: [], label_filename: '', is_shape_tensor: false, is_non_linear_format_io: false } as ModelOutput;
+}

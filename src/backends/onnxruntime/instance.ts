@@ -1,0 +1,92 @@
+import * as ort from 'onnxruntime-node';
+import { isNereidError, NereidError } from '../../errors.js';
+import type { ModelConfig } from '../../config/types.js';
+import { fromConfigType, type DataType } from '../../tensor/datatype.js';
+import { concatBatch, splitBatch } from '../../tensor/batch.js';
+import type { Tensor } from '../../tensor/tensor.js';
+import type { BackendInstance, BackendRequest, ExecutionTimes } from '../backend.js';
+import { fromOrt, ortType, toOrt } from './convert.js';
+import type { OrtOutput, Runner } from './runner.js';
+
+interface IoInfo {
+  readonly name: string;
+  readonly datatype: DataType;
+  readonly ortType: ort.Tensor.Type;
+}
+
+/**
+ * One ONNX Runtime session, inline or in a worker thread (runner.ts). Everything a request needs from the
+ * config is looked up once here, at load.
+ */
+export class OrtInstance implements BackendInstance {
+  private readonly inputs: readonly IoInfo[];
+  private readonly outputs: ReadonlyMap<string, IoInfo>;
+  private readonly allOutputNames: readonly string[];
+
+  constructor(readonly runner: Runner, config: ModelConfig) {
+    this.inputs = config.input.map(ioInfo);
+    this.outputs = new Map(config.output.map((o) => [o.name, ioInfo(o)]));
+    this.allOutputNames = config.output.map((o) => o.name);
+  }
+
+  async execute(requests: readonly BackendRequest[]): Promise<ExecutionTimes> {
+    const t0 = process.hrtime.bigint();
+    let results: Record<string, OrtOutput>;
+    let t1 = t0;
+    try {
+      const feeds = this.feeds(requests);
+      const fetches = requests.length === 1 ? requests[0]!.outputs : this.allOutputNames;
+      t1 = process.hrtime.bigint();
+      results = await this.runner.run(feeds, fetches);
+    } catch (e) {
+      const err = isNereidError(e) ? e : new NereidError('INTERNAL', `onnx runtime error: ${(e as Error).message}`);
+      for (const r of requests) r.sender.fail(err);
+      const t = process.hrtime.bigint();
+      return { inputNs: Number(t1 - t0), inferNs: Number(t - t1), outputNs: 0 };
+    }
+    const t2 = process.hrtime.bigint();
+    this.respond(requests, results);
+    const t3 = process.hrtime.bigint();
+    return { inputNs: Number(t1 - t0), inferNs: Number(t2 - t1), outputNs: Number(t3 - t2) };
+  }
+
+  private feeds(requests: readonly BackendRequest[]): Record<string, ort.Tensor> {
+    const feeds: Record<string, ort.Tensor> = {};
+    for (const io of this.inputs) {
+      const parts: Tensor[] = [];
+      for (const r of requests) {
+        const t = r.inputs.find((x) => x.name === io.name);
+        if (t) parts.push(t);
+      }
+      if (parts.length === 0) continue; // an optional input nobody sent
+      const t = concatBatch(parts);
+      feeds[io.name] = toOrt(ort.Tensor, t, io.ortType, t.shape);
+    }
+    return feeds;
+  }
+
+  private respond(requests: readonly BackendRequest[], results: Record<string, OrtOutput>): void {
+    if (requests.length === 1) {
+      const r = requests[0]!;
+      r.sender.send(r.outputs.map((name) => fromOrt(name, this.outputs.get(name)!.datatype, results[name]!)), true);
+      return;
+    }
+    const rows = requests.map((r) => r.inputs[0]?.shape[0] ?? 1);
+    const split = new Map<string, Tensor[]>();
+    for (const name of this.allOutputNames) {
+      split.set(name, splitBatch(fromOrt(name, this.outputs.get(name)!.datatype, results[name]!), rows));
+    }
+    requests.forEach((r, i) => r.sender.send(r.outputs.map((name) => split.get(name)![i]!), true));
+  }
+
+  close(): Promise<void> {
+    return this.runner.close();
+  }
+}
+
+function ioInfo(io: { name: string; data_type: string }): IoInfo {
+  const datatype = fromConfigType(io.data_type);
+  const t = datatype && ortType(datatype);
+  if (!datatype || !t) throw new NereidError('INVALID_ARG', `tensor '${io.name}' has data type ${io.data_type}, which the onnxruntime backend does not support`);
+  return { name: io.name, datatype, ortType: t };
+}

@@ -1,0 +1,31 @@
+import { parentPort, workerData } from 'node:worker_threads';
+import * as ort from 'onnxruntime-node';
+
+/** One ONNX Runtime session in its own thread (see runner.ts). Answers each run with its outputs' data. */
+const { path, options } = workerData as { path: string; options: ort.InferenceSession.SessionOptions };
+const port = parentPort!;
+
+let session: ort.InferenceSession;
+try {
+  session = await ort.InferenceSession.create(path, options);
+  port.postMessage({ ready: true });
+} catch (e) {
+  port.postMessage({ error: (e as Error).message });
+  process.exit(0);
+}
+
+port.on('message', async (m: { id: number; feeds: Record<string, { type: ort.Tensor.Type; dims: number[]; data: never }>; fetches: string[] }) => {
+  try {
+    const feeds: Record<string, ort.Tensor> = {};
+    for (const [name, f] of Object.entries(m.feeds)) feeds[name] = new ort.Tensor(f.type, f.data, f.dims);
+    const results = await session.run(feeds, m.fetches);
+    const outputs: Record<string, { dims: readonly number[]; data: unknown }> = {};
+    for (const name of m.fetches) {
+      const t = results[name] as ort.Tensor;
+      outputs[name] = { dims: t.dims, data: t.data };
+    }
+    port.postMessage({ id: m.id, outputs });
+  } catch (e) {
+    port.postMessage({ id: m.id, error: (e as Error).message });
+  }
+});

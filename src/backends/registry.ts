@@ -1,0 +1,40 @@
+import { unavailable } from '../errors.js';
+import type { Backend } from './backend.js';
+
+/**
+ * Backends by name. Heavy engines register a loader, not an instance, so their libraries are imported only
+ * when a model needs them.
+ */
+export type BackendLoader = () => Promise<Backend>;
+
+export class BackendRegistry {
+  private readonly loaders = new Map<string, BackendLoader>();
+  private readonly loaded = new Map<string, Promise<Backend>>();
+
+  register(name: string, loader: BackendLoader): void {
+    this.loaders.set(name, loader);
+    this.loaded.delete(name);
+  }
+
+  has(name: string): boolean {
+    return this.loaders.has(name);
+  }
+
+  get(name: string): Promise<Backend> {
+    let p = this.loaded.get(name);
+    if (p) return p;
+    const loader = this.loaders.get(name);
+    if (!loader) return Promise.reject(unavailable(`unable to find backend '${name}': Nereid has no such backend`));
+    p = loader();
+    p.catch(() => this.loaded.delete(name));
+    this.loaded.set(name, p);
+    return p;
+  }
+}
+
+/** The registry with Nereid's built-in backends. */
+export function defaultBackends(): BackendRegistry {
+  const r = new BackendRegistry();
+  r.register('onnxruntime', async () => (await import('./onnxruntime/backend.js')).onnxRuntimeBackend);
+  return r;
+}
