@@ -1,0 +1,149 @@
+import { invalidArg } from '../errors.js';
+import type { ModelConfig } from '../config/types.js';
+import { fromConfigType, type DataType } from '../tensor/datatype.js';
+import { elementCount, formatShape, type Tensor } from '../tensor/tensor.js';
+
+/**
+ * Everything the request path needs from a model version's config, computed once at load: input and output
+ * tables by name, the batch limit, reshapes, labels. Read-only after construction.
+ */
+
+export interface InputInfo {
+  readonly name: string;
+  readonly datatype: DataType;
+  /** Full shape clients see: [-1, ...dims] for batching models. */
+  readonly shape: readonly number[];
+  readonly dims: readonly number[];
+  readonly reshape: readonly number[] | undefined;
+  readonly optional: boolean;
+}
+
+export interface OutputInfo {
+  readonly name: string;
+  readonly datatype: DataType;
+  readonly shape: readonly number[];
+  readonly dims: readonly number[];
+  readonly reshape: readonly number[] | undefined;
+  readonly labels: readonly string[] | undefined;
+}
+
+export class ModelContext {
+  readonly inputs: ReadonlyMap<string, InputInfo>;
+  readonly outputs: ReadonlyMap<string, OutputInfo>;
+  readonly outputNames: readonly string[];
+  readonly requiredInputs: number;
+  readonly maxBatchSize: number;
+  readonly decoupled: boolean;
+  /** True when any tensor is reshaped between client and backend: only then does a request pay for it. */
+  readonly reshapes: boolean;
+
+  constructor(readonly name: string, readonly version: number, readonly config: ModelConfig, labels: ReadonlyMap<string, string[]>) {
+    this.maxBatchSize = config.max_batch_size;
+    const batched = this.maxBatchSize > 0;
+    this.inputs = new Map(config.input.map((i) => {
+      const datatype = dataType(i.data_type, i.name);
+      const info: InputInfo = {
+        name: i.name, datatype, dims: i.dims, shape: batched ? [-1, ...i.dims] : i.dims,
+        reshape: i.reshape?.shape, optional: i.optional,
+      };
+      return [i.name, info];
+    }));
+    this.outputs = new Map(config.output.map((o) => {
+      const info: OutputInfo = {
+        name: o.name, datatype: dataType(o.data_type, o.name), dims: o.dims, shape: batched ? [-1, ...o.dims] : o.dims,
+        reshape: o.reshape?.shape, labels: labels.get(o.name),
+      };
+      return [o.name, info];
+    }));
+    this.outputNames = config.output.map((o) => o.name);
+    this.requiredInputs = config.input.filter((i) => !i.optional).length;
+    this.decoupled = config.model_transaction_policy?.decoupled ?? false;
+    this.reshapes = config.input.some((i) => i.reshape) || config.output.some((o) => o.reshape);
+  }
+
+  /**
+   * Checks a request's inputs against the config and returns its batch size (1 without batching). Throws
+   * INVALID_ARG with Triton's wording for the usual mistakes.
+   */
+  checkInputs(inputs: readonly Tensor[]): number {
+    let batch = -1;
+    let required = 0;
+    for (let i = 0; i < inputs.length; i++) {
+      const t = inputs[i]!;
+      const info = this.inputs.get(t.name);
+      if (!info) throw invalidArg(`unexpected inference input '${t.name}' for model '${this.name}'`);
+      for (let j = 0; j < i; j++) {
+        if (inputs[j]!.name === t.name) throw invalidArg(`input '${t.name}' is specified more than once for model '${this.name}'`);
+      }
+      if (!info.optional) required++;
+      if (t.datatype !== info.datatype) {
+        throw invalidArg(`inference input '${t.name}' data-type is '${t.datatype}', but model '${this.name}' expects '${info.datatype}'`);
+      }
+      if (this.maxBatchSize > 0) {
+        if (t.shape.length === 0) throw invalidArg(`inference input '${t.name}' for model '${this.name}' has no batch dimension`);
+        const b = t.shape[0]!;
+        if (batch === -1) batch = b;
+        else if (b !== batch) throw invalidArg(`input '${t.name}' batch size ${b} does not match other inputs' batch size ${batch} for model '${this.name}'`);
+      }
+      if (!shapeMatches(t.shape, info.shape)) {
+        throw invalidArg(`unexpected shape for input '${t.name}' for model '${this.name}'. Expected ${formatShape(info.shape)}, got ${formatShape(t.shape)}`);
+      }
+    }
+    if (required < this.requiredInputs) throw this.missingInputs(inputs);
+    if (this.maxBatchSize > 0) {
+      if (batch < 1 && inputs.length > 0) throw invalidArg(`inference request batch-size must be >= 1 for '${this.name}'`);
+      if (batch > this.maxBatchSize) {
+        throw invalidArg(`inference request batch-size must be <= ${this.maxBatchSize} for '${this.name}'`);
+      }
+      return Math.max(batch, 1);
+    }
+    return 1;
+  }
+
+  private missingInputs(inputs: readonly Tensor[]) {
+    const got = new Set(inputs.map((t) => t.name));
+    const missing = [...this.inputs.values()].filter((i) => !i.optional && !got.has(i.name)).map((i) => `'${i.name}'`);
+    return invalidArg(
+      `expected ${this.requiredInputs} inputs but got ${inputs.length} inputs for model '${this.name}'. ` +
+        `Got input(s) [${[...got].map((n) => `'${n}'`).join(',')}], but missing required input(s) [${missing.join(',')}]. ` +
+        'Please provide all required input(s).',
+    );
+  }
+
+  /** A client tensor in the shape the backend expects (config `reshape`), sharing its data. */
+  toBackend(t: Tensor): Tensor {
+    const info = this.inputs.get(t.name)!;
+    if (!info.reshape) return t;
+    return { ...t, shape: reshapeTo(t, info.reshape, this.maxBatchSize > 0) } as Tensor;
+  }
+
+  /** A backend output in the shape clients expect (config `dims` instead of `reshape`). */
+  fromBackend(t: Tensor): Tensor {
+    const info = this.outputs.get(t.name);
+    if (!info?.reshape) return t;
+    return { ...t, shape: reshapeTo(t, info.dims, this.maxBatchSize > 0) } as Tensor;
+  }
+}
+
+function dataType(configType: string, name: string): DataType {
+  const dt = fromConfigType(configType);
+  if (!dt) throw invalidArg(`tensor '${name}' has unsupported data type ${configType}`);
+  return dt;
+}
+
+/** Every dim equal, or -1 in the expected shape. */
+export function shapeMatches(actual: readonly number[], expected: readonly number[]): boolean {
+  if (actual.length !== expected.length) return false;
+  for (let i = 0; i < actual.length; i++) {
+    if (expected[i] !== -1 && actual[i] !== expected[i]) return false;
+  }
+  return true;
+}
+
+/** Replaces the per-item shape, keeping the batch dimension; one -1 in `target` takes the remaining elements. */
+function reshapeTo(t: Tensor, target: readonly number[], batched: boolean): number[] {
+  const lead = batched ? [t.shape[0]!] : [];
+  const perItem = elementCount(t.shape) / (batched ? Math.max(t.shape[0]!, 1) : 1);
+  const known = target.reduce((a, d) => (d === -1 ? a : a * d), 1);
+  return [...lead, ...target.map((d) => (d === -1 ? (known === 0 ? 0 : perItem / known) : d))];
+}

@@ -1,0 +1,121 @@
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { NereidError, invalidArg, isNereidError, unavailable } from '../errors.js';
+import type { ModelConfig } from '../config/types.js';
+import { autoCompleteBackendFields, normalizeModelConfig, parseModelConfig, validateModelConfig } from '../config/index.js';
+import type { BackendRegistry } from '../backends/registry.js';
+import type { Backend, BackendInstance, ModelFiles } from '../backends/backend.js';
+import type { Logger } from '../observability/logger.js';
+import { ModelStatistics } from '../observability/statistics.js';
+import { DirectScheduler } from '../scheduler/direct.js';
+import { isInside, listEntries, listVersions, readText } from '../repository/local.js';
+import { ModelContext } from './context.js';
+import { ModelVersion } from './model-version.js';
+import { warmUp } from './warmup.js';
+
+/** What loading needs from the server's options. */
+export interface LoaderOptions {
+  readonly backends: BackendRegistry;
+  readonly strictModelConfig: boolean;
+  readonly modelConfigName: string;
+  readonly backendConfig: Readonly<Record<string, Readonly<Record<string, string>>>>;
+  readonly logger: Logger;
+  /** --model-load-thread-count: models loading at once. */
+  readonly loadThreads: number;
+}
+
+/** A model's config, completed, normalized and validated, with the backend that will run it. */
+export interface PreparedModel {
+  readonly name: string;
+  readonly modelDir: string;
+  readonly config: ModelConfig;
+  readonly backend: Backend;
+  readonly backendConfig: Readonly<Record<string, string>>;
+  readonly labels: ReadonlyMap<string, string[]>;
+}
+
+/** Reads the config file Triton would read: `configs/<name>.pbtxt` when asked for and present, else config.pbtxt. */
+export async function readConfig(modelDir: string, name: string, opts: LoaderOptions): Promise<ModelConfig | undefined> {
+  if (opts.modelConfigName) {
+    const custom = join(modelDir, 'configs', `${opts.modelConfigName}.pbtxt`);
+    const text = await readText(custom);
+    if (text !== undefined) return parseModelConfig(text, custom);
+  }
+  const file = join(modelDir, 'config.pbtxt');
+  const text = await readText(file);
+  if (text !== undefined) return parseModelConfig(text, file);
+  if (opts.strictModelConfig) {
+    throw invalidArg(`failed to load '${name}': model configuration file ${file} not found and auto-complete is disabled (--strict-model-config / --disable-auto-complete-config)`);
+  }
+  return undefined;
+}
+
+/** Everything that happens once per model, before any version loads. */
+export async function prepareModel(name: string, modelDir: string, given: ModelConfig | undefined, opts: LoaderOptions): Promise<PreparedModel> {
+  const config = given ?? (await readConfig(modelDir, name, opts)) ?? parseModelConfig('', join(modelDir, 'config.pbtxt'));
+  const versions = await listVersions(modelDir);
+  const firstEntries = await firstVersionEntries(modelDir);
+  autoCompleteBackendFields(config, firstEntries, name);
+  if (config.platform === 'ensemble') throw unavailable(`ensemble models are not supported yet (model '${name}')`);
+  if (config.sequence_batching) throw unavailable(`sequence batching is not supported yet (model '${name}')`);
+  const backend = await opts.backends.get(config.backend);
+  const backendConfig = { ...(opts.backendConfig[''] ?? {}), ...(opts.backendConfig[config.backend] ?? {}) };
+  if (!opts.strictModelConfig && backend.autoComplete && versions.length > 0) {
+    const files: ModelFiles = { name, modelDir, versionDir: join(modelDir, String(versions[versions.length - 1])), backendConfig };
+    await backend.autoComplete(files, config);
+  }
+  normalizeModelConfig(config, { modelName: name, preferredInstanceCount: backend.name === 'onnxruntime' ? 2 : 1 });
+  validateModelConfig(config, { modelName: name });
+  if (config.dynamic_batching) {
+    opts.logger.warn(`model '${name}': dynamic batching is not implemented yet; requests run unbatched with correct results`);
+  }
+  return { name, modelDir, config, backend, backendConfig, labels: await readLabels(config, modelDir) };
+}
+
+/** Core's backend detection looks at the lexicographically first subfolder of the model. */
+async function firstVersionEntries(modelDir: string): Promise<{ name: string; isDirectory: boolean }[]> {
+  const dirs = (await listEntries(modelDir)).filter((e) => e.isDirectory).map((e) => e.name).sort();
+  return dirs.length > 0 ? listEntries(join(modelDir, dirs[0]!)) : [];
+}
+
+async function readLabels(config: ModelConfig, modelDir: string): Promise<Map<string, string[]>> {
+  const out = new Map<string, string[]>();
+  for (const o of config.output) {
+    if (!o.label_filename) continue;
+    if (!isInside(modelDir, o.label_filename)) throw invalidArg(`label file '${o.label_filename}' of output '${o.name}' is outside the model folder`);
+    const text = await readFile(join(modelDir, o.label_filename), 'utf8').catch(() => {
+      throw invalidArg(`unable to read label file '${o.label_filename}' of output '${o.name}' for model '${config.name}'`);
+    });
+    out.set(o.name, text.split(/\r?\n/).filter((l, i, all) => l !== '' || i < all.length - 1));
+  }
+  return out;
+}
+
+/** Loads one version: creates its instances (warmed up) and its scheduler. */
+export async function loadVersion(model: PreparedModel, version: number, opts: LoaderOptions): Promise<ModelVersion> {
+  const versionDir = join(model.modelDir, String(version));
+  const context = new ModelContext(model.name, version, model.config, model.labels);
+  const instances: BackendInstance[] = [];
+  try {
+    for (const group of model.config.instance_group) {
+      for (let i = 0; i < group.count; i++) {
+        const instanceName = `${group.name}_${i}`;
+        const instance = await model.backend.createInstance({
+          name: model.name, modelDir: model.modelDir, versionDir, backendConfig: model.backendConfig,
+          version, config: model.config, instanceName, kind: group.kind, logger: opts.logger,
+        });
+        instances.push(instance);
+        await warmUp(instance, model.config, model.modelDir, instanceName);
+      }
+    }
+  } catch (e) {
+    await Promise.all(instances.map((i) => i.close().catch(() => undefined)));
+    throw isNereidError(e) ? e : new NereidError('INTERNAL', (e as Error).message);
+  }
+  if (instances.length === 0) throw invalidArg(`model '${model.name}' has no instances (instance_group count is 0)`);
+  const stats = new ModelStatistics(model.name, version);
+  let versionRef: ModelVersion | undefined;
+  const scheduler = new DirectScheduler(instances, (rows, times) => versionRef!.recordExecution(rows, times));
+  versionRef = new ModelVersion(context, stats, scheduler, instances);
+  return versionRef;
+}

@@ -1,0 +1,340 @@
+import { invalidArg, isNereidError, unavailable } from '../errors.js';
+import type { ModelConfig } from '../config/types.js';
+import { modelConfigToJson } from '../config/index.js';
+import type { Logger } from '../observability/logger.js';
+import { assertModelName, listVersions, modelTimestamps, scanRepositories, selectVersions, type ModelLocation } from '../repository/local.js';
+import { writeOverrides, type OverrideDir } from '../repository/overrides.js';
+import { loadVersion, prepareModel, type LoaderOptions, type PreparedModel } from './loader.js';
+import type { ModelVersion } from './model-version.js';
+
+export type ModelState = 'UNKNOWN' | 'READY' | 'UNAVAILABLE' | 'LOADING' | 'UNLOADING';
+
+export interface IndexEntry {
+  name: string;
+  version?: string;
+  state?: ModelState;
+  reason?: string;
+}
+
+interface VersionSlot {
+  state: ModelState;
+  reason: string;
+  model: ModelVersion | undefined;
+}
+
+/** A model name and what is known of it: where it lives, its versions, and why it is not ready if it is not. */
+interface ModelEntry {
+  readonly name: string;
+  location: ModelLocation | undefined;
+  prepared: PreparedModel | undefined;
+  configJson: string;
+  versions: Map<number, VersionSlot>;
+  /** Why the model as a whole failed (no version got as far as loading). */
+  failure: string;
+  timestamps: Map<string, bigint>;
+  overrides: OverrideDir | undefined;
+  /** Unloaded on request: not counted by strict readiness. */
+  unloaded: boolean;
+  /** Operations on one model run one at a time, in order. */
+  busy: Promise<void>;
+}
+
+export interface LoadRequest {
+  readonly config?: ModelConfig;
+  readonly files?: ReadonlyMap<string, Uint8Array>;
+}
+
+/**
+ * The lifecycle of every model: which versions are loaded, loading, ready or unavailable, and the swaps that
+ * keep a model serving while a new version of it loads. A new version loads beside the old; only when it is
+ * READY does it take new requests, and the old one drains before it is released.
+ */
+export class ModelManager {
+  private readonly entries = new Map<string, ModelEntry>();
+
+  constructor(private readonly repositories: readonly string[], private readonly opts: LoaderOptions, private readonly logger: Logger) {}
+
+  /** The version a request should run on: the one asked for, or the highest READY one. */
+  resolve(name: string, version: number | undefined): ModelVersion {
+    const entry = this.entries.get(name);
+    if (!entry) throw invalidArg(`Request for unknown model: '${name}' is not found`);
+    if (version !== undefined) {
+      const slot = entry.versions.get(version);
+      if (!slot) throw invalidArg(`Request for unknown model: '${name}' version ${version} is not found`);
+      if (slot.state !== 'READY' || !slot.model) throw unavailable(`Request for unknown model: '${name}' version ${version} is not at ready state`);
+      return slot.model;
+    }
+    let best: ModelVersion | undefined;
+    for (const [, slot] of entry.versions) {
+      if (slot.state === 'READY' && slot.model && (!best || slot.model.version > best.version)) best = slot.model;
+    }
+    if (!best) throw unavailable(`Request for unknown model: '${name}' has no available versions`);
+    return best;
+  }
+
+  /** Loaded config of a model version, as the config endpoint shows it. */
+  config(name: string, version: number | undefined): ModelConfig {
+    return this.resolve(name, version).context.config;
+  }
+
+  readyVersions(name: string): number[] {
+    const entry = this.entries.get(name);
+    if (!entry) return [];
+    return [...entry.versions].filter(([, s]) => s.state === 'READY').map(([v]) => v).sort((a, b) => a - b);
+  }
+
+  isKnown(name: string): boolean {
+    return this.entries.has(name);
+  }
+
+  /** True when every model the server was asked to serve has a READY version (for --strict-readiness). */
+  allReady(): boolean {
+    for (const entry of this.entries.values()) {
+      if (entry.unloaded) continue;
+      if (![...entry.versions.values()].some((s) => s.state === 'READY')) return false;
+    }
+    return true;
+  }
+
+  /**
+   * Triton's repository index: every model in the repositories, with state and reason for those the server
+   * has tried to load (a model never loaded is listed by name only); `readyOnly` keeps READY versions only.
+   */
+  async index(readyOnly: boolean): Promise<IndexEntry[]> {
+    const scan = await scanRepositories(this.repositories).catch(() => undefined);
+    const names = new Set([...this.entries.keys(), ...(scan?.models.keys() ?? []), ...(scan?.duplicates.keys() ?? [])]);
+    const out: IndexEntry[] = [];
+    for (const name of [...names].sort()) {
+      const entry = this.entries.get(name);
+      if (!entry) {
+        if (!readyOnly) out.push({ name });
+        continue;
+      }
+      if (entry.versions.size === 0) {
+        if (!readyOnly) out.push({ name, state: 'UNAVAILABLE', reason: entry.failure || 'unloaded' });
+        continue;
+      }
+      for (const v of [...entry.versions.keys()].sort((a, b) => a - b)) {
+        const s = entry.versions.get(v)!;
+        if (readyOnly && s.state !== 'READY') continue;
+        out.push({ name, version: String(v), state: s.state, ...(s.reason ? { reason: s.reason } : {}) });
+      }
+    }
+    return out;
+  }
+
+  /** Every ModelVersion that is READY (for statistics). */
+  loadedVersions(name?: string): ModelVersion[] {
+    const out: ModelVersion[] = [];
+    for (const entry of this.entries.values()) {
+      if (name !== undefined && entry.name !== name) continue;
+      for (const s of entry.versions.values()) if (s.state === 'READY' && s.model) out.push(s.model);
+    }
+    return out.sort((a, b) => a.name.localeCompare(b.name) || a.version - b.version);
+  }
+
+  /** Loads every model in the repositories (modes none and poll), or the named ones. Returns the failures. */
+  async loadAll(names?: readonly string[]): Promise<Map<string, string>> {
+    const scan = await scanRepositories(this.repositories);
+    for (const [name, repos] of scan.duplicates) {
+      this.entry(name).failure = `model '${name}' is not unique across all model repositories: ${repos.join(', ')}`;
+    }
+    const wanted = names ?? [...scan.models.keys()];
+    const failures = new Map<string, string>();
+    for (const name of scan.duplicates.keys()) if (!names || names.includes(name)) failures.set(name, this.entry(name).failure);
+    await runLimited(wanted, this.opts.loadThreads, async (name) => {
+      const location = scan.models.get(name);
+      if (!location) {
+        if (!scan.duplicates.has(name)) failures.set(name, this.fail(name, `failed to load '${name}', failed to poll from model repository`));
+        return;
+      }
+      const err = await this.withEntry(name, (e) => this.loadEntry(e, location, {}));
+      if (err) failures.set(name, err);
+    });
+    return failures;
+  }
+
+  /** The repository API's load: (re)loads a model, with optional config and file overrides. */
+  async load(name: string, req: LoadRequest): Promise<void> {
+    assertModelName(name);
+    if (req.files && req.files.size > 0 && !req.config) {
+      throw invalidArg(`failed to load '${name}': a model config must be provided when file overrides are given`);
+    }
+    let location: ModelLocation | undefined;
+    if (!req.files || req.files.size === 0) {
+      const scan = await scanRepositories(this.repositories);
+      if (scan.duplicates.has(name)) throw invalidArg(`failed to load '${name}': model is not unique across all model repositories`);
+      location = scan.models.get(name);
+      if (!location) throw invalidArg(`failed to load '${name}', failed to poll from model repository`);
+    }
+    const err = await this.withEntry(name, (e) => this.loadEntry(e, location, req));
+    if (err) throw invalidArg(`failed to load '${name}', ${err}`);
+  }
+
+  async unload(name: string): Promise<void> {
+    const entry = this.entries.get(name);
+    if (!entry) throw invalidArg(`failed to unload '${name}', model is not loaded`);
+    await this.withEntry(name, async (e) => {
+      await this.retire(e, [...e.versions.keys()]);
+      e.unloaded = true;
+      e.failure = '';
+      await e.overrides?.remove();
+      e.overrides = undefined;
+      e.prepared = undefined;
+      e.configJson = '';
+      e.timestamps = new Map();
+      return undefined;
+    });
+  }
+
+  /** Poll mode: one pass over the repositories, loading what appeared or changed and unloading what went. */
+  async poll(): Promise<void> {
+    const scan = await scanRepositories(this.repositories);
+    const work: Promise<unknown>[] = [];
+    for (const [name, location] of scan.models) {
+      const entry = this.entries.get(name);
+      if (entry?.overrides) continue; // a model loaded from overrides is not the repository's
+      const stamps = await modelTimestamps(location.dir);
+      if (entry && sameStamps(entry.timestamps, stamps) && entry.location?.dir === location.dir) continue;
+      work.push(this.withEntry(name, (e) => this.loadEntry(e, location, {})));
+    }
+    for (const [name, entry] of this.entries) {
+      if (!scan.models.has(name) && !entry.overrides && entry.versions.size > 0) work.push(this.unload(name).catch(() => undefined));
+    }
+    await Promise.all(work);
+  }
+
+  /** Unloads everything, letting requests in flight finish. */
+  async close(): Promise<void> {
+    await Promise.all([...this.entries.keys()].map((n) => this.unload(n).catch(() => undefined)));
+  }
+
+  private entry(name: string): ModelEntry {
+    let e = this.entries.get(name);
+    if (!e) {
+      e = { name, location: undefined, prepared: undefined, configJson: '', versions: new Map(), failure: '', timestamps: new Map(), overrides: undefined, unloaded: false, busy: Promise.resolve() };
+      this.entries.set(name, e);
+    }
+    return e;
+  }
+
+  private fail(name: string, reason: string): string {
+    const e = this.entry(name);
+    if (e.versions.size === 0) e.failure = reason;
+    return reason;
+  }
+
+  /** Runs `op` after every earlier operation on the same model. */
+  private withEntry(name: string, op: (e: ModelEntry) => Promise<string | undefined>): Promise<string | undefined> {
+    const e = this.entry(name);
+    const run = e.busy.then(() => op(e));
+    e.busy = run.then(() => undefined, () => undefined);
+    return run;
+  }
+
+  /**
+   * Loads or reloads one model. Returns the failure reason, or undefined on success. On failure the versions
+   * that were serving keep serving.
+   */
+  private async loadEntry(e: ModelEntry, location: ModelLocation | undefined, req: LoadRequest): Promise<string | undefined> {
+    let overrides: OverrideDir | undefined;
+    let prepared: PreparedModel;
+    let stamps = new Map<string, bigint>();
+    try {
+      if (req.files && req.files.size > 0) overrides = await writeOverrides(e.name, req.files);
+      const modelDir = overrides?.modelDir ?? location!.dir;
+      if (!overrides) stamps = await modelTimestamps(modelDir);
+      prepared = await prepareModel(e.name, modelDir, req.config ? structuredClone(req.config) : undefined, this.opts);
+    } catch (err) {
+      await overrides?.remove();
+      const reason = reasonOf(err);
+      this.logger.error(`failed to load '${e.name}': ${reason}`);
+      if (e.versions.size === 0) e.failure = reason;
+      return reason;
+    }
+    const configJson = JSON.stringify(modelConfigToJson(prepared.config));
+    const available = await listVersions(prepared.modelDir);
+    const wanted = selectVersions(prepared.config.version_policy, available);
+    const sameConfig = configJson === e.configJson && !overrides && !e.overrides;
+    const versionStamps = (v: number) => stamps.get(String(v));
+    const reuse = (v: number) => sameConfig && e.versions.get(v)?.state === 'READY' && versionStamps(v) === e.timestamps.get(String(v));
+    const toLoad = wanted.filter((v) => !reuse(v));
+    const loaded = await Promise.all(toLoad.map(async (v) => {
+      const slot = e.versions.get(v);
+      if (!slot) e.versions.set(v, { state: 'LOADING', reason: '', model: undefined });
+      try {
+        const model = await loadVersion(prepared, v, this.opts);
+        this.logger.info(`successfully loaded '${e.name}' version ${v}`);
+        return [v, model, ''] as const;
+      } catch (err) {
+        const reason = reasonOf(err);
+        this.logger.error(`failed to load '${e.name}' version ${v}: ${reason}`);
+        return [v, undefined, reason] as const;
+      }
+    }));
+    const failed = loaded.filter(([, m]) => !m);
+    const previous = e.overrides;
+    // Swap in what loaded; retire versions no longer wanted and the old objects of reloaded versions.
+    const retired: ModelVersion[] = [];
+    for (const [v, model, reason] of loaded) {
+      const slot = e.versions.get(v)!;
+      if (model) {
+        if (slot.model) retired.push(slot.model);
+        slot.model = model;
+        slot.state = 'READY';
+        slot.reason = '';
+      } else if (!slot.model) {
+        slot.state = 'UNAVAILABLE';
+        slot.reason = reason;
+      }
+    }
+    for (const [v, slot] of e.versions) if (!wanted.includes(v) && !slot.model) e.versions.delete(v);
+    const dropped = [...e.versions.keys()].filter((v) => !wanted.includes(v));
+    e.prepared = prepared;
+    e.configJson = configJson;
+    e.location = location;
+    e.timestamps = stamps;
+    e.overrides = overrides;
+    e.unloaded = false;
+    e.failure = wanted.length === 0 ? `no version is available for model '${e.name}'` : '';
+    await Promise.all([this.retire(e, dropped), ...retired.map((m) => m.unload())]);
+    if (previous && previous !== overrides) await previous.remove();
+    if (wanted.length === 0) return e.failure;
+    return failed.length > 0 ? failed.map(([v, , r]) => `version ${v}: ${r}`).join('; ') : undefined;
+  }
+
+  /** Takes versions out of service: new requests stop at once, running ones finish, then they are released. */
+  private async retire(e: ModelEntry, versions: number[]): Promise<void> {
+    await Promise.all(versions.map(async (v) => {
+      const slot = e.versions.get(v);
+      if (!slot) return;
+      const model = slot.model;
+      slot.state = 'UNLOADING';
+      slot.model = undefined;
+      if (model) await model.unload();
+      slot.state = 'UNAVAILABLE';
+      slot.reason = 'unloaded';
+      if (model) this.logger.info(`successfully unloaded '${e.name}' version ${v}`);
+    }));
+  }
+}
+
+function reasonOf(err: unknown): string {
+  return isNereidError(err) ? err.message : err instanceof Error ? err.message : String(err);
+}
+
+function sameStamps(a: Map<string, bigint>, b: Map<string, bigint>): boolean {
+  if (a.size !== b.size) return false;
+  for (const [k, v] of a) if (b.get(k) !== v) return false;
+  return true;
+}
+
+/** Runs `fn` over `items` with at most `limit` at once (--model-load-thread-count). */
+async function runLimited<T>(items: readonly T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) await fn(items[next++]!);
+  };
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, worker));
+}
+

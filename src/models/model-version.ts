@@ -1,0 +1,162 @@
+import { NereidError, invalidArg } from '../errors.js';
+import type { BackendInstance, ExecutionTimes } from '../backends/backend.js';
+import type { InferenceRequest, InferenceResponse, Parameters, RequestedOutput } from '../inference/index.js';
+import type { ModelStatistics } from '../observability/statistics.js';
+import type { Job, Scheduler } from '../scheduler/scheduler.js';
+import type { Tensor } from '../tensor/tensor.js';
+import { classify } from './classification.js';
+import type { ModelContext } from './context.js';
+
+/**
+ * One loaded version of a model: its context, instances, scheduler and statistics. Requests that reached it
+ * finish on it even while a newer version replaces it; unload() drains them first.
+ */
+export class ModelVersion {
+  private closing: Promise<void> | undefined;
+
+  constructor(
+    readonly context: ModelContext,
+    readonly stats: ModelStatistics,
+    private readonly scheduler: Scheduler,
+    private readonly instances: readonly BackendInstance[],
+  ) {}
+
+  get name(): string {
+    return this.context.name;
+  }
+
+  get version(): number {
+    return this.context.version;
+  }
+
+  inflight(): number {
+    return this.scheduler.inflight();
+  }
+
+  infer(request: InferenceRequest): Promise<InferenceResponse> {
+    const ctx = this.context;
+    const start = process.hrtime.bigint();
+    let rows: number;
+    let outputs: readonly string[];
+    try {
+      rows = ctx.checkInputs(request.inputs);
+      outputs = request.outputs ? this.checkOutputs(request.outputs) : ctx.outputNames;
+    } catch (e) {
+      this.stats.recordFailure(Number(process.hrtime.bigint() - start));
+      return Promise.reject(e);
+    }
+    if (ctx.decoupled) {
+      return Promise.reject(new NereidError('UNSUPPORTED', `model '${ctx.name}' is decoupled; use a streaming endpoint`));
+    }
+    const inputs = ctx.reshapes ? request.inputs.map((t) => ctx.toBackend(t)) : request.inputs;
+    return new Promise((resolve, reject) => {
+      const job = new InferJob(this, request, inputs, outputs, rows, start, resolve, reject);
+      this.scheduler.enqueue(job);
+    });
+  }
+
+  private checkOutputs(requested: readonly RequestedOutput[]): string[] {
+    const names: string[] = [];
+    for (const o of requested) {
+      if (!this.context.outputs.has(o.name)) throw invalidArg(`unexpected inference output '${o.name}' for model '${this.context.name}'`);
+      if (names.includes(o.name)) throw invalidArg(`output '${o.name}' is requested more than once for model '${this.context.name}'`);
+      names.push(o.name);
+    }
+    return names;
+  }
+
+  /** Called by the scheduler once per execution. */
+  recordExecution(batchRows: number, times: ExecutionTimes): void {
+    this.stats.recordExecution(batchRows, times.inputNs, times.inferNs, times.outputNs);
+  }
+
+  /** Stops taking requests, waits for those in flight, then releases the instances. */
+  unload(): Promise<void> {
+    this.closing ??= (async () => {
+      await this.scheduler.drain();
+      await Promise.all(this.instances.map((i) => i.close().catch(() => undefined)));
+    })();
+    return this.closing;
+  }
+}
+
+/** A request between enqueue and its answer; it is also the ResponseSender the backend answers through. */
+class InferJob implements Job {
+  readonly enqueuedNs: bigint;
+  readonly signal: AbortSignal | undefined;
+  readonly parameters: Parameters | undefined;
+  state: 'queued' | 'running' | 'done' = 'queued';
+  private result: Tensor[] | undefined;
+  private resultParams: Parameters | undefined;
+  private error: NereidError | undefined;
+
+  constructor(
+    private readonly model: ModelVersion,
+    private readonly request: InferenceRequest,
+    readonly inputs: readonly Tensor[],
+    readonly outputs: readonly string[],
+    readonly rows: number,
+    start: bigint,
+    private readonly resolve: (r: InferenceResponse) => void,
+    private readonly rejectPromise: (e: NereidError) => void,
+  ) {
+    this.enqueuedNs = start;
+    this.signal = request.signal;
+    this.parameters = request.parameters;
+  }
+
+  get sender(): this {
+    return this;
+  }
+
+  send(outputs: readonly Tensor[], _final: boolean, parameters?: Parameters): void {
+    this.result = outputs as Tensor[];
+    this.resultParams = parameters;
+  }
+
+  fail(error: NereidError): void {
+    this.error = error;
+  }
+
+  finish(execStartNs: bigint, times: ExecutionTimes): void {
+    this.state = 'done';
+    const stats = this.model.stats;
+    const now = process.hrtime.bigint();
+    if (this.error || !this.result) {
+      stats.recordFailure(Number(now - this.enqueuedNs));
+      this.rejectPromise(this.error ?? new NereidError('INTERNAL', 'backend sent no response'));
+      return;
+    }
+    let outputs: Tensor[];
+    try {
+      outputs = this.shapeOutputs(this.result);
+    } catch (e) {
+      stats.recordFailure(Number(now - this.enqueuedNs));
+      this.rejectPromise(e as NereidError);
+      return;
+    }
+    stats.recordSuccess(Number(now - this.enqueuedNs), Number(execStartNs - this.enqueuedNs), times.inputNs, times.inferNs, times.outputNs);
+    const ctx = this.model.context;
+    this.resolve({ model: ctx.name, version: ctx.version, id: this.request.id ?? '', outputs, ...(this.resultParams ? { parameters: this.resultParams } : {}) });
+  }
+
+  reject(error: NereidError): void {
+    this.state = 'done';
+    this.model.stats.recordFailure(Number(process.hrtime.bigint() - this.enqueuedNs));
+    this.rejectPromise(error);
+  }
+
+  /** Backend shapes back to config dims, then classification where the client asked for it. */
+  private shapeOutputs(outs: Tensor[]): Tensor[] {
+    const ctx = this.model.context;
+    let result = ctx.reshapes ? outs.map((t) => ctx.fromBackend(t)) : outs;
+    const requested = this.request.outputs;
+    if (requested && requested.some((o) => o.classCount)) {
+      result = result.map((t) => {
+        const count = requested.find((o) => o.name === t.name)?.classCount;
+        return count ? classify(t, count, ctx.outputs.get(t.name)!, ctx.maxBatchSize > 0) : t;
+      });
+    }
+    return result;
+  }
+}

@@ -1,0 +1,111 @@
+/**
+ * Per model version statistics in the shape of Triton's statistics extension. One object per loaded version,
+ * fed by the scheduler and backends; the HTTP and (later) gRPC statistics and the metrics all read it.
+ */
+
+export interface Duration {
+  count: number;
+  ns: number;
+}
+
+const d = (): Duration => ({ count: 0, ns: 0 });
+
+export interface BatchStat {
+  batch_size: number;
+  compute_input: Duration;
+  compute_infer: Duration;
+  compute_output: Duration;
+}
+
+export interface ResponseStat {
+  compute_infer: Duration;
+  compute_output: Duration;
+  success: Duration;
+  fail: Duration;
+  empty_response: Duration;
+  cancel: Duration;
+}
+
+export class ModelStatistics {
+  lastInferenceMs = 0;
+  inferenceCount = 0;
+  executionCount = 0;
+  readonly success = d();
+  readonly fail = d();
+  readonly queue = d();
+  readonly computeInput = d();
+  readonly computeInfer = d();
+  readonly computeOutput = d();
+  readonly cacheHit = d();
+  readonly cacheMiss = d();
+  private readonly batches = new Map<number, BatchStat>();
+  private readonly responses = new Map<number, ResponseStat>();
+
+  constructor(readonly name: string, readonly version: number) {}
+
+  /** One execution of `batchSize` rows made of `requests` requests. */
+  recordExecution(batchSize: number, inputNs: number, inferNs: number, outputNs: number): void {
+    this.executionCount++;
+    this.inferenceCount += batchSize;
+    let b = this.batches.get(batchSize);
+    if (!b) {
+      b = { batch_size: batchSize, compute_input: d(), compute_infer: d(), compute_output: d() };
+      this.batches.set(batchSize, b);
+    }
+    add(b.compute_input, inputNs);
+    add(b.compute_infer, inferNs);
+    add(b.compute_output, outputNs);
+  }
+
+  /** One request that executed: its queue and compute times and the whole request duration. */
+  recordSuccess(requestNs: number, queueNs: number, inputNs: number, inferNs: number, outputNs: number): void {
+    this.lastInferenceMs = Date.now();
+    add(this.success, requestNs);
+    add(this.queue, queueNs);
+    add(this.computeInput, inputNs);
+    add(this.computeInfer, inferNs);
+    add(this.computeOutput, outputNs);
+    add(this.response(0).success, requestNs);
+  }
+
+  recordFailure(requestNs: number): void {
+    this.lastInferenceMs = Date.now();
+    add(this.fail, requestNs);
+    add(this.response(0).fail, requestNs);
+  }
+
+  private response(index: number): ResponseStat {
+    let r = this.responses.get(index);
+    if (!r) {
+      r = { compute_infer: d(), compute_output: d(), success: d(), fail: d(), empty_response: d(), cancel: d() };
+      this.responses.set(index, r);
+    }
+    return r;
+  }
+
+  /** Triton's JSON form of one `model_stats` element. */
+  toJSON(): Record<string, unknown> {
+    const responseStats: Record<string, ResponseStat> = {};
+    for (const [k, v] of [...this.responses].sort((a, b) => a[0] - b[0])) responseStats[String(k)] = v;
+    return {
+      name: this.name,
+      version: String(this.version),
+      last_inference: this.lastInferenceMs,
+      inference_count: this.inferenceCount,
+      execution_count: this.executionCount,
+      inference_stats: {
+        success: this.success, fail: this.fail, queue: this.queue,
+        compute_input: this.computeInput, compute_infer: this.computeInfer, compute_output: this.computeOutput,
+        cache_hit: this.cacheHit, cache_miss: this.cacheMiss,
+      },
+      response_stats: responseStats,
+      batch_stats: [...this.batches.values()].sort((a, b) => a.batch_size - b.batch_size),
+      memory_usage: [],
+    };
+  }
+}
+
+function add(x: Duration, ns: number): void {
+  x.count++;
+  x.ns += ns;
+}

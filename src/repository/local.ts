@@ -1,0 +1,128 @@
+import { readdir, readFile, stat } from 'node:fs/promises';
+import { isAbsolute, join, resolve, sep } from 'node:path';
+import { invalidArg } from '../errors.js';
+
+/**
+ * Model repositories on local disk, in Triton's layout: every subfolder of a repository is a model, every
+ * numeric subfolder of a model is a version. This module only reads the file system; which versions load and
+ * when is the model manager's business.
+ */
+
+export interface ModelLocation {
+  readonly name: string;
+  readonly repository: string;
+  readonly dir: string;
+}
+
+/** Folders inside a model that are never versions. */
+const NOT_VERSIONS = new Set(['warmup', 'initial_state', 'configs']);
+
+export interface RepositoryScan {
+  readonly models: Map<string, ModelLocation>;
+  /** Names found in more than one repository: Triton loads none of them. */
+  readonly duplicates: Map<string, string[]>;
+}
+
+export async function scanRepositories(repositories: readonly string[]): Promise<RepositoryScan> {
+  const models = new Map<string, ModelLocation>();
+  const duplicates = new Map<string, string[]>();
+  for (const repository of new Set(repositories.map((r) => resolve(r)))) {
+    let entries;
+    try {
+      entries = await readdir(repository, { withFileTypes: true });
+    } catch (e) {
+      throw invalidArg(`failed to stat file ${repository}: ${(e as Error).message}`);
+    }
+    for (const e of entries) {
+      if (!e.isDirectory()) continue;
+      const prev = models.get(e.name);
+      if (prev || duplicates.has(e.name)) {
+        duplicates.set(e.name, [...(duplicates.get(e.name) ?? [prev!.repository]), repository]);
+        models.delete(e.name);
+        continue;
+      }
+      models.set(e.name, { name: e.name, repository, dir: join(repository, e.name) });
+    }
+  }
+  return { models, duplicates };
+}
+
+/** Version numbers present in a model folder, by Triton's rules: digits only, no leading zero but for "0". */
+export async function listVersions(modelDir: string): Promise<number[]> {
+  const entries = await readdir(modelDir, { withFileTypes: true }).catch(() => []);
+  const out: number[] = [];
+  for (const e of entries) {
+    if (!e.isDirectory() || NOT_VERSIONS.has(e.name)) continue;
+    if (!/^(0|[1-9][0-9]*)$/.test(e.name)) continue;
+    const v = Number(e.name);
+    if (Number.isSafeInteger(v)) out.push(v);
+  }
+  return out.sort((a, b) => a - b);
+}
+
+export interface VersionPolicy {
+  latest?: { num_versions: number };
+  all?: object;
+  specific?: { versions: number[] };
+}
+
+/** The versions a policy selects from those present. */
+export function selectVersions(policy: VersionPolicy | undefined, available: readonly number[]): number[] {
+  if (policy?.all) return [...available];
+  if (policy?.specific) return policy.specific.versions.filter((v) => available.includes(v)).sort((a, b) => a - b);
+  const n = Math.max(1, policy?.latest?.num_versions ?? 1);
+  return available.slice(-n);
+}
+
+/** The entries of a folder (names and kinds), for backend auto-detection. */
+export async function listEntries(dir: string): Promise<{ name: string; isDirectory: boolean }[]> {
+  const entries = await readdir(dir, { withFileTypes: true }).catch(() => []);
+  return entries.map((e) => ({ name: e.name, isDirectory: e.isDirectory() }));
+}
+
+/**
+ * The newest modification time (ns) at or below a path: what poll mode compares to notice a change. Triton
+ * compares the model folder and each of its top-level entries this way.
+ */
+export async function newestMtimeNs(path: string): Promise<bigint> {
+  const s = await stat(path, { bigint: true }).catch(() => undefined);
+  if (!s) return 0n;
+  let newest = s.mtimeNs > s.ctimeNs ? s.mtimeNs : s.ctimeNs;
+  if (s.isDirectory()) {
+    const entries = await readdir(path).catch(() => [] as string[]);
+    for (const e of entries) {
+      const t = await newestMtimeNs(join(path, e));
+      if (t > newest) newest = t;
+    }
+  }
+  return newest;
+}
+
+/** Timestamps of a model's top-level entries, to tell a config change from a version folder change. */
+export async function modelTimestamps(modelDir: string): Promise<Map<string, bigint>> {
+  const out = new Map<string, bigint>();
+  const entries = await readdir(modelDir).catch(() => [] as string[]);
+  for (const e of entries) out.set(e, await newestMtimeNs(join(modelDir, e)));
+  return out;
+}
+
+export async function readText(path: string): Promise<string | undefined> {
+  try {
+    return await readFile(path, 'utf8');
+  } catch {
+    return undefined;
+  }
+}
+
+/** True when `child` is `parent` or inside it, after resolving `..` segments. */
+export function isInside(parent: string, child: string): boolean {
+  const p = resolve(parent);
+  const c = resolve(p, child);
+  return c === p || c.startsWith(p.endsWith(sep) ? p : p + sep);
+}
+
+export function assertModelName(name: string): void {
+  if (name === '' || name === '.' || name === '..' || name.includes('/') || name.includes('\\') || name.includes('\0') || isAbsolute(name)) {
+    throw invalidArg(`invalid model name '${name}'`);
+  }
+}

@@ -1,0 +1,35 @@
+/**
+ * A FIFO queue on a growable ring buffer: push and shift are O(1) and make no garbage, unlike
+ * Array.prototype.shift on a long array. The capacity stays a power of two so the index wraps with a mask.
+ */
+export class RingQueue<T> {
+  private items: (T | undefined)[] = new Array(16);
+  private head = 0;
+  private count = 0;
+
+  get length(): number {
+    return this.count;
+  }
+
+  push(item: T): void {
+    if (this.count === this.items.length) this.grow();
+    this.items[(this.head + this.count) & (this.items.length - 1)] = item;
+    this.count++;
+  }
+
+  shift(): T | undefined {
+    if (this.count === 0) return undefined;
+    const item = this.items[this.head];
+    this.items[this.head] = undefined;
+    this.head = (this.head + 1) & (this.items.length - 1);
+    this.count--;
+    return item;
+  }
+
+  private grow(): void {
+    const next = new Array<T | undefined>(this.items.length * 2);
+    for (let i = 0; i < this.count; i++) next[i] = this.items[(this.head + i) & (this.items.length - 1)];
+    this.items = next;
+    this.head = 0;
+  }
+}

@@ -1,0 +1,230 @@
+import { NereidError, invalidArg, unavailable, unsupported } from '../errors.js';
+import type { ModelConfig } from '../config/types.js';
+import { modelConfigToJson } from '../config/index.js';
+import { defaultBackends, type BackendRegistry } from '../backends/registry.js';
+import type { InferenceRequest, InferenceResponse } from '../inference/index.js';
+import { ModelManager, type IndexEntry, type LoadRequest } from '../models/manager.js';
+import { createLogger, type Logger } from '../observability/logger.js';
+import { DEFAULT_SERVER_ID, NEREID_VERSION, type ServerOptions } from './options.js';
+
+export interface ServerMetadata {
+  name: string;
+  version: string;
+  extensions: string[];
+}
+
+export interface TensorMetadata {
+  name: string;
+  datatype: string;
+  shape: number[];
+}
+
+export interface ModelMetadata {
+  name: string;
+  versions: string[];
+  platform: string;
+  inputs: TensorMetadata[];
+  outputs: TensorMetadata[];
+}
+
+/** Extensions as Triton lists them, naming only those Nereid implements. */
+const EXTENSIONS = ['classification', 'model_repository', 'model_repository(unload_dependents)', 'schedule_policy', 'model_configuration', 'binary_tensor_data', 'parameters', 'statistics', 'logging'];
+
+type ServerState = 'starting' | 'ready' | 'stopping' | 'stopped';
+
+export interface CreateOptions {
+  logger?: Logger;
+  backends?: BackendRegistry;
+}
+
+/**
+ * The in-process API: what every frontend calls, and what a Node application embedding Nereid uses directly.
+ *
+ * ```ts
+ * const server = await InferenceServer.create({ modelRepositories: ['./models'] });
+ * const res = await server.infer({ model: 'simple', inputs: [...] });
+ * await server.close();
+ * ```
+ */
+export class InferenceServer {
+  readonly logger: Logger;
+  private state: ServerState = 'starting';
+  private readonly manager: ModelManager;
+  private readonly metadataValue: ServerMetadata;
+  private pollTimer: NodeJS.Timeout | undefined;
+  private inflightRequests = 0;
+  private idle: (() => void) | undefined;
+
+  private constructor(private readonly options: ServerOptions, created: CreateOptions) {
+    this.logger = created.logger ?? createLogger({ info: true, warning: true, error: true, verbose: 0, format: 'default', file: '' });
+    this.manager = new ModelManager(options.modelRepositories, {
+      backends: created.backends ?? defaultBackends(),
+      strictModelConfig: options.strictModelConfig ?? false,
+      modelConfigName: options.modelConfigName ?? '',
+      backendConfig: options.backendConfig ?? {},
+      logger: this.logger,
+      loadThreads: options.modelLoadThreadCount ?? 4,
+    }, this.logger);
+    this.metadataValue = { name: options.id ?? DEFAULT_SERVER_ID, version: NEREID_VERSION, extensions: EXTENSIONS };
+  }
+
+  /**
+   * Starts a server on its repositories and loads models by the control mode. With exitOnError (the default)
+   * a model that fails to load makes create() reject with its reason.
+   */
+  static async create(options: ServerOptions, created: CreateOptions = {}): Promise<InferenceServer> {
+    if (options.modelRepositories.length === 0) throw invalidArg('at least one model repository is required');
+    const server = new InferenceServer(options, created);
+    const mode = options.modelControlMode ?? 'none';
+    const load = options.loadModels ?? [];
+    let failures: Map<string, string>;
+    if (mode === 'explicit') {
+      failures = load.length === 0 ? new Map() : await server.manager.loadAll(load.includes('*') ? undefined : load);
+    } else {
+      failures = await server.manager.loadAll();
+    }
+    if (failures.size > 0 && (options.exitOnError ?? true)) {
+      await server.manager.close();
+      const list = [...failures].map(([m, r]) => `'${m}': ${r}`).join('; ');
+      throw unavailable(`failed to load all models: ${list}`);
+    }
+    server.state = 'ready';
+    if (mode === 'poll') server.startPolling((options.repositoryPollSecs ?? 15) * 1000);
+    return server;
+  }
+
+  private startPolling(intervalMs: number): void {
+    if (intervalMs <= 0) return;
+    const tick = async () => {
+      try {
+        await this.manager.poll();
+      } catch (e) {
+        this.logger.error(`repository poll failed: ${(e as Error).message}`);
+      }
+      if (this.state === 'ready') this.pollTimer = setTimeout(tick, intervalMs).unref();
+    };
+    this.pollTimer = setTimeout(tick, intervalMs).unref();
+  }
+
+  /** Polls the repositories once now (poll mode's work, on demand). */
+  pollRepository(): Promise<void> {
+    return this.manager.poll();
+  }
+
+  isLive(): boolean {
+    return this.state === 'ready' || this.state === 'stopping';
+  }
+
+  isReady(): boolean {
+    if (this.state !== 'ready') return false;
+    return !(this.options.strictReadiness ?? true) || this.manager.allReady();
+  }
+
+  metadata(): ServerMetadata {
+    return this.metadataValue;
+  }
+
+  isModelReady(name: string, version?: number): boolean {
+    try {
+      this.manager.resolve(name, version);
+      return true;
+    } catch {
+      if (!this.manager.isKnown(name)) throw invalidArg(`Request for unknown model: '${name}' is not found`);
+      return false;
+    }
+  }
+
+  modelMetadata(name: string, version?: number): ModelMetadata {
+    const m = this.manager.resolve(name, version);
+    const c = m.context.config;
+    const tensor = (t: { name: string; datatype: string; shape: readonly number[] }): TensorMetadata => ({ name: t.name, datatype: t.datatype, shape: [...t.shape] });
+    return {
+      name,
+      versions: version !== undefined ? [String(version)] : this.manager.readyVersions(name).map(String),
+      platform: c.platform || c.backend,
+      inputs: [...m.context.inputs.values()].map(tensor),
+      outputs: [...m.context.outputs.values()].map(tensor),
+    };
+  }
+
+  modelConfig(name: string, version?: number): ModelConfig {
+    return this.manager.config(name, version);
+  }
+
+  /** Triton's JSON form of a model's config, as GET /v2/models/{m}/config returns it. */
+  modelConfigJson(name: string, version?: number): Record<string, unknown> {
+    return modelConfigToJson(this.manager.config(name, version));
+  }
+
+  infer(request: InferenceRequest): Promise<InferenceResponse> {
+    if (this.state !== 'ready') return Promise.reject(unavailable('Server is not ready: it is shutting down'));
+    if (request.signal?.aborted) return Promise.reject(new NereidError('CANCELLED', 'request cancelled'));
+    let model;
+    try {
+      model = this.manager.resolve(request.model, request.version);
+    } catch (e) {
+      return Promise.reject(e);
+    }
+    this.inflightRequests++;
+    const p = model.infer(request);
+    p.then(this.requestDone, this.requestDone);
+    return p;
+  }
+
+  private readonly requestDone = (): void => {
+    if (--this.inflightRequests === 0 && this.idle) this.idle();
+  };
+
+  repositoryIndex(readyOnly = false): Promise<IndexEntry[]> {
+    return this.manager.index(readyOnly);
+  }
+
+  async loadModel(name: string, request: LoadRequest = {}): Promise<void> {
+    this.checkControlMode('load');
+    await this.manager.load(name, request);
+  }
+
+  async unloadModel(name: string, _options: { unloadDependents?: boolean } = {}): Promise<void> {
+    this.checkControlMode('unload');
+    // Without ensembles no model depends on another yet, so unload_dependents has nothing more to unload.
+    await this.manager.unload(name);
+  }
+
+  private checkControlMode(op: string): void {
+    if ((this.options.modelControlMode ?? 'none') !== 'explicit') {
+      throw unsupported(`explicit model ${op} is not allowed if polling is enabled`);
+    }
+  }
+
+  /** Triton's statistics JSON: `{ model_stats: [...] }` for READY versions. */
+  statistics(name?: string, version?: number): { model_stats: Record<string, unknown>[] } {
+    if (name !== undefined) {
+      const readyVersions = this.manager.readyVersions(name);
+      if (readyVersions.length === 0 || (version !== undefined && !readyVersions.includes(version))) {
+        throw invalidArg(`requested model '${name}' is not available`);
+      }
+    }
+    const models = this.manager.loadedVersions(name).filter((m) => version === undefined || m.version === version);
+    return { model_stats: models.map((m) => m.stats.toJSON()) };
+  }
+
+  /**
+   * Stops the server: it turns unready and refuses new requests at once, waits up to `timeoutSecs`
+   * (--exit-timeout-secs) for requests in flight, then unloads every model.
+   */
+  async close(timeoutSecs = this.options.exitTimeoutSecs ?? 30): Promise<void> {
+    if (this.state === 'stopped' || this.state === 'stopping') return;
+    this.state = 'stopping';
+    if (this.pollTimer) clearTimeout(this.pollTimer);
+    if (this.inflightRequests > 0) {
+      this.logger.info(`waiting for ${this.inflightRequests} in-flight inference requests (at most ${timeoutSecs} s)`);
+      await new Promise<void>((resolve) => {
+        this.idle = resolve;
+        setTimeout(resolve, Math.max(0, timeoutSecs) * 1000).unref();
+      });
+    }
+    await this.manager.close();
+    this.state = 'stopped';
+  }
+}
+

@@ -1,0 +1,61 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { EXAMPLES } from '../helpers/paths.js';
+import { InferenceServer, isNereidError, type Tensor } from '../../src/index.js';
+import { createLogger } from '../../src/observability/logger.js';
+
+const quiet = createLogger({ info: false, warning: false, error: false, verbose: 0, format: 'default', file: '' });
+
+function int32(name: string, values: number[]): Tensor {
+  return { name, datatype: 'INT32', shape: [1, values.length], data: new Uint8Array(new Int32Array(values).buffer) };
+}
+
+test('the in-process API: create, metadata, infer, statistics, close', async () => {
+  const server = await InferenceServer.create({ modelRepositories: [EXAMPLES] }, { logger: quiet });
+  try {
+    assert.equal(server.isReady(), true);
+    assert.equal(server.metadata().name, 'triton');
+    const meta = server.modelMetadata('simple');
+    assert.deepEqual(meta.inputs.map((i) => i.name).sort(), ['INPUT0', 'INPUT1']);
+    const a = Array.from({ length: 16 }, (_, i) => i);
+    const res = await server.infer({ model: 'simple', inputs: [int32('INPUT0', a), int32('INPUT1', a)], outputs: [{ name: 'OUTPUT0' }] });
+    assert.equal(res.model, 'simple');
+    assert.equal(res.version, 1);
+    assert.equal(res.outputs.length, 1);
+    const out = res.outputs[0]!;
+    assert.equal(out.datatype, 'INT32');
+    const values = new Int32Array((out.data as Uint8Array).slice().buffer);
+    assert.deepEqual([...values], a.map((v) => 2 * v));
+
+    const stats = server.statistics('simple').model_stats[0] as any;
+    assert.equal(stats.name, 'simple');
+    assert.equal(stats.version, '1');
+    assert.ok(stats.inference_count >= 1);
+    assert.ok(stats.execution_count >= 1);
+    assert.ok(stats.inference_stats.success.count >= 1);
+    assert.ok(stats.inference_stats.compute_infer.ns > 0);
+    assert.deepEqual(Object.keys(stats), ['name', 'version', 'last_inference', 'inference_count', 'execution_count', 'inference_stats', 'response_stats', 'batch_stats', 'memory_usage']);
+    assert.deepEqual(Object.keys(stats.inference_stats), ['success', 'fail', 'queue', 'compute_input', 'compute_infer', 'compute_output', 'cache_hit', 'cache_miss']);
+
+    await assert.rejects(server.infer({ model: 'simple', inputs: [int32('INPUT0', a)] }), (e) => isNereidError(e) && e.code === 'INVALID_ARG');
+    assert.ok((server.statistics('simple').model_stats[0] as any).inference_stats.fail.count >= 1);
+    await assert.rejects(server.unloadModel('simple'), (e) => isNereidError(e) && e.code === 'UNSUPPORTED');
+  } finally {
+    await server.close();
+  }
+  assert.equal(server.isReady(), false);
+  await assert.rejects(server.infer({ model: 'simple', inputs: [] }), (e) => isNereidError(e) && e.code === 'UNAVAILABLE');
+});
+
+test('explicit mode through the in-process API: load, unload', async () => {
+  const server = await InferenceServer.create({ modelRepositories: [EXAMPLES], modelControlMode: 'explicit', loadModels: ['simple'] }, { logger: quiet });
+  try {
+    assert.equal(server.isModelReady('simple'), true);
+    await server.unloadModel('simple');
+    assert.equal(server.isModelReady('simple'), false);
+    await server.loadModel('simple');
+    assert.equal(server.isModelReady('simple'), true);
+  } finally {
+    await server.close();
+  }
+});
