@@ -1,0 +1,103 @@
+import { invalidArg } from '../../errors.js';
+import { INT_RANGES, byteSize, typedArrayCtor, type DataType } from '../../tensor/datatype.js';
+import { bytesOf } from '../../tensor/view.js';
+
+/**
+ * JSON `data` of one input → the tensor's bytes. Accepts nested (natural shape) or flat arrays, checks the
+ * element count and every value against the data type, and writes straight into the final typed array.
+ * Used on the event loop for small bodies and in the JSON worker for large ones.
+ */
+const encoder = new TextEncoder();
+
+export function decodeJsonData(name: string, datatype: DataType, data: unknown, count: number): Uint8Array | Uint8Array[] {
+  if (datatype === 'FP16' || datatype === 'BF16') {
+    throw invalidArg(`receiving ${datatype} data via JSON is not supported. Please use the binary data format for input '${name}'`);
+  }
+  if (!Array.isArray(data)) throw invalidArg(`'data' of input '${name}' must be an array`);
+  const flat = flatten(data, name);
+  if (flat.length !== count) {
+    throw invalidArg(`unexpected number of elements for input '${name}': shape has ${count} elements but 'data' has ${flat.length}`);
+  }
+  if (datatype === 'BYTES') {
+    const out = new Array<Uint8Array>(count);
+    for (let i = 0; i < count; i++) {
+      const v = flat[i];
+      if (typeof v !== 'string') throw badValue(name, datatype, v);
+      out[i] = encoder.encode(v);
+    }
+    return out;
+  }
+  const Ctor = typedArrayCtor(datatype);
+  const arr = new Ctor(count);
+  if (datatype === 'BOOL') fillBool(arr as Uint8Array, flat, name);
+  else if (datatype === 'INT64' || datatype === 'UINT64') fillBig(arr as BigInt64Array, flat, name, datatype);
+  else if (datatype === 'FP32' || datatype === 'FP64') fillFloat(arr as Float32Array, flat, name, datatype);
+  else fillInt(arr as Int32Array, flat, name, datatype);
+  return bytesOf(arr);
+}
+
+function flatten(data: unknown[], name: string): unknown[] {
+  if (data.length === 0 || !Array.isArray(data[0])) return data;
+  const out: unknown[] = [];
+  const walk = (a: unknown[], depth: number): void => {
+    if (depth > 100) throw invalidArg(`'data' of input '${name}' is nested more than 100 levels deep`);
+    for (const v of a) {
+      if (Array.isArray(v)) walk(v, depth + 1);
+      else out.push(v);
+    }
+  };
+  walk(data, 1);
+  return out;
+}
+
+function badValue(name: string, datatype: DataType, v: unknown) {
+  return invalidArg(`unable to parse 'data' of input '${name}': ${JSON.stringify(v) ?? String(v)} is not a valid ${datatype} value`);
+}
+
+function fillBool(arr: Uint8Array, flat: unknown[], name: string): void {
+  for (let i = 0; i < flat.length; i++) {
+    const v = flat[i];
+    if (typeof v !== 'boolean') throw badValue(name, 'BOOL', v);
+    arr[i] = v ? 1 : 0;
+  }
+}
+
+function fillInt(arr: Int32Array, flat: unknown[], name: string, dt: DataType): void {
+  const [lo, hi] = INT_RANGES[dt]!;
+  for (let i = 0; i < flat.length; i++) {
+    const v = flat[i];
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < lo || v > hi) throw badValue(name, dt, v);
+    arr[i] = v;
+  }
+}
+
+function fillFloat(arr: Float32Array, flat: unknown[], name: string, dt: DataType): void {
+  for (let i = 0; i < flat.length; i++) {
+    const v = flat[i];
+    if (typeof v !== 'number') throw badValue(name, dt, v);
+    arr[i] = v;
+  }
+}
+
+const I64_MIN = -(2n ** 63n);
+const I64_MAX = 2n ** 63n - 1n;
+const U64_MAX = 2n ** 64n - 1n;
+
+/**
+ * 64-bit integers. JSON.parse has already rounded integers beyond 2^53; those are refused rather than silently
+ * changed, so a client learns to use the binary format for them.
+ */
+function fillBig(arr: BigInt64Array, flat: unknown[], name: string, dt: DataType): void {
+  const unsigned = dt === 'UINT64';
+  for (let i = 0; i < flat.length; i++) {
+    const v = flat[i];
+    if (typeof v !== 'number' || !Number.isSafeInteger(v)) throw badValue(name, dt, v);
+    const b = BigInt(v);
+    if (unsigned ? b < 0n || b > U64_MAX : b < I64_MIN || b > I64_MAX) throw badValue(name, dt, v);
+    arr[i] = b;
+  }
+}
+
+export function expectedBytes(datatype: DataType, count: number): number {
+  return byteSize(datatype) * count;
+}

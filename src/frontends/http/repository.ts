@@ -1,0 +1,62 @@
+import type { ServerResponse } from 'node:http';
+import { invalidArg } from '../../errors.js';
+import { modelConfigFromJson } from '../../config/index.js';
+import type { InferenceServer } from '../../server/inference-server.js';
+import { isObject } from './infer-request.js';
+import { sendEmpty, sendJson } from './reply.js';
+
+/** The model repository extension: index, load (with config and file overrides), unload. */
+
+function parseOptionalJson(body: Buffer): Record<string, unknown> | undefined {
+  if (body.byteLength === 0) return undefined;
+  let j: unknown;
+  try {
+    j = JSON.parse(body.toString('utf8'));
+  } catch (e) {
+    throw invalidArg(`failed to parse the request JSON buffer: ${(e as Error).message}`);
+  }
+  if (!isObject(j)) throw invalidArg('the request body must be a JSON object');
+  return j;
+}
+
+export async function handleRepoIndex(server: InferenceServer, body: Buffer, res: ServerResponse): Promise<void> {
+  const j = parseOptionalJson(body);
+  const ready = j?.['ready'];
+  if (ready !== undefined && typeof ready !== 'boolean') throw invalidArg("'ready' must be a boolean");
+  sendJson(res, 200, JSON.stringify(await server.repositoryIndex(ready ?? false)));
+}
+
+export async function handleLoad(server: InferenceServer, model: string, body: Buffer, res: ServerResponse): Promise<void> {
+  const params = parseOptionalJson(body)?.['parameters'];
+  if (params !== undefined && !isObject(params)) throw invalidArg("'parameters' must be a JSON object");
+  let config;
+  const files = new Map<string, Uint8Array>();
+  for (const [k, v] of Object.entries(params ?? {})) {
+    if (typeof v !== 'string') throw invalidArg(`load parameter '${k}' must be a string`);
+    if (k === 'config') {
+      let cj: unknown;
+      try {
+        cj = JSON.parse(v);
+      } catch (e) {
+        throw invalidArg(`failed to parse the 'config' load parameter as JSON: ${(e as Error).message}`);
+      }
+      config = modelConfigFromJson(cj);
+    } else if (k.startsWith('file:')) {
+      if (!/^[A-Za-z0-9+/]*={0,2}$/.test(v)) throw invalidArg(`load parameter '${k}' must be base64`);
+      files.set(k.slice(5), Buffer.from(v, 'base64'));
+    } else {
+      throw invalidArg(`unrecognized load parameter '${k}'`);
+    }
+  }
+  await server.loadModel(model, { ...(config ? { config } : {}), ...(files.size > 0 ? { files } : {}) });
+  sendEmpty(res, 200);
+}
+
+export async function handleUnload(server: InferenceServer, model: string, body: Buffer, res: ServerResponse): Promise<void> {
+  const params = parseOptionalJson(body)?.['parameters'];
+  if (params !== undefined && !isObject(params)) throw invalidArg("'parameters' must be a JSON object");
+  const dependents = params?.['unload_dependents'];
+  if (dependents !== undefined && typeof dependents !== 'boolean') throw invalidArg("'unload_dependents' must be a boolean");
+  await server.unloadModel(model, { unloadDependents: dependents ?? false });
+  sendEmpty(res, 200);
+}

@@ -1,0 +1,221 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { NereidError, invalidArg, isNereidError, unavailable, unsupported } from '../../errors.js';
+import type { InferenceServer } from '../../server/inference-server.js';
+import type { Logger } from '../../observability/logger.js';
+import { readBody } from './body.js';
+import { compress, decompress, negotiate, requestEncoding } from './compression.js';
+import { decodeInfer, isObject } from './infer-request.js';
+import { encodeInfer } from './infer-response.js';
+import { JsonParser } from './json-parse.js';
+import { route, type Route } from './routes.js';
+import { HTTP_STATUS } from './status.js';
+import { handleLoad, handleRepoIndex, handleUnload } from './repository.js';
+import { JSON_HEADERS, sendEmpty, sendJson } from './reply.js';
+
+export interface HttpOptions {
+  port: number;
+  address: string;
+  /** --http-max-input-size: largest request body, before and after decompression. */
+  maxInputSize: number;
+}
+
+export interface HttpFrontend {
+  readonly port: number;
+  close(): Promise<void>;
+}
+
+
+/**
+ * The KServe v2 HTTP/REST frontend with Triton's extensions, on node:http. It translates between the wire
+ * and the InferenceServer API and nothing more; every error is answered as `{"error": "..."}` with the status
+ * from the one table in status.ts.
+ */
+export async function startHttpFrontend(server: InferenceServer, options: HttpOptions, logger: Logger): Promise<HttpFrontend> {
+  const ctx: Context = { server, options, json: new JsonParser(), logger };
+  const http = createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
+    handle(ctx, req, res).catch((e) => sendError(res, e, logger));
+  });
+  http.on('clientError', (_err, socket) => {
+    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n');
+  });
+  await new Promise<void>((resolve, reject) => {
+    http.once('error', reject);
+    http.listen(options.port, options.address, () => resolve());
+  });
+  const port = (http.address() as AddressInfo).port;
+  logger.info(`Started HTTPService at ${options.address}:${port}`);
+  return { port, close: () => closeServer(http, ctx.json) };
+}
+
+async function closeServer(http: Server, json: JsonParser): Promise<void> {
+  await new Promise<void>((resolve) => {
+    http.close(() => resolve());
+    http.closeIdleConnections();
+  });
+  await json.close();
+}
+
+interface Context {
+  readonly server: InferenceServer;
+  readonly options: HttpOptions;
+  readonly json: JsonParser;
+  readonly logger: Logger;
+}
+
+async function handle(ctx: Context, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const url = req.url ?? '/';
+  const q = url.indexOf('?');
+  const r = route(q === -1 ? url : url.slice(0, q));
+  if (!r) return sendJson(res, 404, '{"error":"Not Found"}');
+  const method = req.method ?? 'GET';
+  if (!methodAllowed(r, method)) return sendJson(res, 405, '{"error":"Method Not Allowed"}');
+  const s = ctx.server;
+  switch (r.kind) {
+    case 'live': return sendEmpty(res, s.isLive() ? 200 : 400);
+    case 'ready': return sendEmpty(res, s.isReady() ? 200 : 400);
+    case 'server_metadata': return sendJson(res, 200, JSON.stringify(s.metadata()));
+    case 'all_stats': return sendJson(res, 200, JSON.stringify(s.statistics()));
+    case 'logging': return handleLogging(ctx, req, res, method);
+    case 'repo_index': return handleRepoIndex(s, await readBody(req, ctx.options.maxInputSize), res);
+    case 'repo_index_named': throw unsupported("'repository_name' specification is not supported");
+    case 'repo_model':
+      if (r.repository !== '') throw unsupported("'repository_name' specification is not supported");
+      return r.action === 'load'
+        ? handleLoad(s, r.model, await readBody(req, ctx.options.maxInputSize), res)
+        : handleUnload(s, r.model, await readBody(req, ctx.options.maxInputSize), res);
+    case 'trace': throw unavailable('trace is not supported: Nereid has no tracing yet');
+    case 'shm': return handleSharedMemory(r, res);
+    case 'model': return handleModel(ctx, r, req, res);
+  }
+}
+
+function methodAllowed(r: Route, method: string): boolean {
+  switch (r.kind) {
+    case 'live': case 'ready': case 'server_metadata': case 'all_stats': return method === 'GET';
+    case 'logging': case 'trace': return method === 'GET' || method === 'POST';
+    case 'repo_index': case 'repo_index_named': case 'repo_model': return method === 'POST';
+    case 'shm': return r.action === 'status' ? method === 'GET' : method === 'POST';
+    case 'model':
+      return r.action === 'infer' || r.action === 'generate' || r.action === 'generate_stream' ? method === 'POST' : method === 'GET';
+  }
+}
+
+async function handleModel(ctx: Context, r: Extract<Route, { kind: 'model' }>, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const s = ctx.server;
+  switch (r.action) {
+    case 'metadata': return sendJson(res, 200, JSON.stringify(s.modelMetadata(r.model, r.version)));
+    case 'ready':
+      return s.isModelReady(r.model, r.version) ? sendEmpty(res, 200) : sendJson(res, 400, '{"error":"Model version not ready"}');
+    case 'config': return sendJson(res, 200, JSON.stringify(s.modelConfigJson(r.model, r.version)));
+    case 'stats': return sendJson(res, 200, JSON.stringify(s.statistics(r.model, r.version)));
+    case 'infer': return handleInfer(ctx, r.model, r.version, req, res);
+    case 'generate': case 'generate_stream': throw unsupported('the generate extension is not supported yet');
+  }
+}
+
+async function handleInfer(ctx: Context, model: string, version: number | undefined, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const limit = ctx.options.maxInputSize;
+  const encoding = requestEncoding(req.headers['content-encoding'] as string | undefined);
+  let body = await readBody(req, limit);
+  if (encoding !== 'identity') body = await decompress(body, limit);
+  const headerLength = parseHeaderLength(req.headers['inference-header-content-length'], body.byteLength);
+  if (headerLength === 0) throw unsupported('raw binary requests (Inference-Header-Content-Length: 0) are not supported yet');
+  const jsonLength = headerLength ?? body.byteLength;
+  const json = await ctx.json.parse(body, jsonLength);
+  // A client that goes away before its answer cancels the request while it is still queued.
+  const abort = new AbortController();
+  const onClose = (): void => {
+    if (!res.writableFinished) abort.abort();
+  };
+  res.once('close', onClose);
+  const decoded = decodeInfer(json, body, jsonLength, { model, version, signal: abort.signal });
+  const response = await ctx.server.infer(decoded.request);
+  if (abort.signal.aborted) return;
+  const { json: header, blobs } = encodeInfer(response, decoded.binaryOutputs, decoded.binaryDefault);
+  await sendInfer(res, header, blobs, negotiate(req.headers['accept-encoding'] as string | undefined));
+}
+
+function parseHeaderLength(h: string | string[] | undefined, bodyLength: number): number | undefined {
+  if (h === undefined) return undefined;
+  const v = Array.isArray(h) ? h[0]! : h;
+  const n = Number(v);
+  if (!/^\s*[0-9]+\s*$/.test(v) || !Number.isSafeInteger(n) || n > bodyLength) {
+    throw invalidArg(`Inference-Header-Content-Length '${v}' must be a non-negative integer no larger than the body (${bodyLength} bytes)`);
+  }
+  return n;
+}
+
+async function sendInfer(res: ServerResponse, header: string, blobs: Uint8Array[], encoding: 'identity' | 'gzip' | 'deflate'): Promise<void> {
+  const headers: Record<string, string | number> = {};
+  let parts: Uint8Array[];
+  if (blobs.length === 0) {
+    headers['Content-Type'] = 'application/json';
+    parts = [Buffer.from(header)];
+  } else {
+    const head = Buffer.from(header);
+    headers['Content-Type'] = 'application/octet-stream';
+    headers['Inference-Header-Content-Length'] = head.byteLength;
+    parts = [head, ...blobs];
+  }
+  if (encoding !== 'identity') {
+    try {
+      const packed = await compress(Buffer.concat(parts), encoding);
+      headers['Content-Encoding'] = encoding;
+      parts = [packed];
+    } catch {
+      // Compression failure: send it uncompressed, as Triton does.
+    }
+  }
+  let length = 0;
+  for (const p of parts) length += p.byteLength;
+  headers['Content-Length'] = length;
+  res.writeHead(200, headers);
+  if (parts.length === 1) {
+    res.end(parts[0]);
+    return;
+  }
+  res.cork();
+  for (const p of parts) res.write(p);
+  res.end();
+  res.uncork();
+}
+
+function handleSharedMemory(r: Extract<Route, { kind: 'shm' }>, res: ServerResponse): void {
+  if (r.action === 'status') {
+    if (r.region !== undefined) throw new NereidError('NOT_FOUND', `Unable to find shared memory region: '${r.region}'`);
+    return sendJson(res, 200, '[]');
+  }
+  throw unsupported('Client shared memory is disabled. Shared memory is not supported by this server yet.');
+}
+
+async function handleLogging(ctx: Context, req: IncomingMessage, res: ServerResponse, method: string): Promise<void> {
+  if (method === 'POST') {
+    const body = await readBody(req, ctx.options.maxInputSize);
+    if (body.byteLength > 0) {
+      let j: unknown;
+      try {
+        j = JSON.parse(body.toString('utf8'));
+      } catch (e) {
+        throw invalidArg(`failed to parse the request JSON buffer: ${(e as Error).message}`);
+      }
+      if (!isObject(j)) throw invalidArg('the logging settings must be a JSON object');
+      ctx.logger.update(j);
+    }
+  }
+  sendJson(res, 200, JSON.stringify(ctx.logger.settings()));
+}
+
+function sendError(res: ServerResponse, e: unknown, logger: Logger): void {
+  const err = isNereidError(e) ? e : new NereidError('INTERNAL', 'internal error');
+  if (!isNereidError(e)) logger.error(`unexpected error in the HTTP frontend: ${(e as Error)?.stack ?? String(e)}`);
+  if (res.headersSent) {
+    res.destroy();
+    return;
+  }
+  const headers: Record<string, string> = {};
+  if (err.code === 'UNSUPPORTED' && /compression/.test(err.message)) headers['Accept-Encoding'] = 'gzip, deflate';
+  const body = JSON.stringify({ error: err.message });
+  res.writeHead(HTTP_STATUS[err.code], { ...JSON_HEADERS, ...headers, 'Content-Length': Buffer.byteLength(body) });
+  res.end(body);
+}

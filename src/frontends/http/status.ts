@@ -1,0 +1,15 @@
+import type { ErrorCode } from '../../errors.js';
+
+/** The one table from error codes to HTTP statuses (Triton's HttpCodeFromError, plus Nereid's own codes). */
+export const HTTP_STATUS: Record<ErrorCode, number> = {
+  INVALID_ARG: 400,
+  NOT_FOUND: 404,
+  UNAVAILABLE: 503,
+  RESOURCE_EXHAUSTED: 400,
+  INTERNAL: 500,
+  UNSUPPORTED: 501,
+  ALREADY_EXISTS: 400,
+  UNAUTHENTICATED: 401,
+  CANCELLED: 400,
+  UNKNOWN: 400,
+};
