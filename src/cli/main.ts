@@ -1,0 +1,84 @@
+import { isNereidError } from '../errors.js';
+import { startHttpFrontend, type HttpFrontend } from '../frontends/http/server.js';
+import { createLogger } from '../observability/logger.js';
+import { InferenceServer } from '../server/inference-server.js';
+import { FlagError, parseServeFlags, USAGE } from './flags.js';
+
+const COMMANDS = `Usage: nereid <command> [flags]
+
+Commands:
+  serve    Start the inference server (flags as tritonserver's; see 'nereid serve --help')
+
+Running 'nereid --model-repository DIR …' without a command also serves, as tritonserver does.
+`;
+
+/** The `nereid` command. Returns the process exit code: 0 after a clean shutdown, 1 on failure, 2 on bad flags. */
+export async function main(argv: readonly string[]): Promise<number> {
+  const [first, ...rest] = argv;
+  if (first === undefined || first === 'help' || first === '-h') {
+    process.stdout.write(COMMANDS);
+    return first === undefined ? 2 : 0;
+  }
+  if (first === 'serve') return serve(rest);
+  if (first.startsWith('--')) return serve(argv);
+  process.stderr.write(`nereid: unknown command '${first}'\n\n${COMMANDS}`);
+  return 2;
+}
+
+async function serve(argv: readonly string[]): Promise<number> {
+  let opts;
+  try {
+    opts = parseServeFlags([...argv]);
+  } catch (e) {
+    if (e instanceof FlagError) {
+      process.stderr.write(`nereid serve: ${e.message}\nRun 'nereid serve --help' for the list of flags.\n`);
+      return 2;
+    }
+    throw e;
+  }
+  if (opts.help) {
+    process.stdout.write(USAGE);
+    return 0;
+  }
+  const logger = createLogger(opts.log);
+  let server: InferenceServer;
+  try {
+    server = await InferenceServer.create(opts.server, { logger });
+  } catch (e) {
+    logger.error(isNereidError(e) ? e.message : String((e as Error)?.stack ?? e));
+    logger.error('exiting: failed to initialize the server');
+    await logger.close();
+    return 1;
+  }
+  let http: HttpFrontend | undefined;
+  try {
+    if (opts.http.allow) http = await startHttpFrontend(server, opts.http, logger);
+  } catch (e) {
+    logger.error(`failed to start the HTTP service: ${(e as Error).message}`);
+    await server.close(0);
+    await logger.close();
+    return 1;
+  }
+  const signal = await untilSignal();
+  logger.info(`received ${signal}: stopping; the server is unready and waits up to ${opts.server.exitTimeoutSecs ?? 30} s for requests in flight`);
+  await server.close();
+  await http?.close();
+  logger.info('all models unloaded; exiting');
+  await logger.close();
+  return 0;
+}
+
+/** Resolves on the first SIGINT or SIGTERM; a second one ends the process at once. */
+function untilSignal(): Promise<NodeJS.Signals> {
+  return new Promise((resolve) => {
+    const first = (sig: NodeJS.Signals): void => {
+      process.removeListener('SIGINT', first);
+      process.removeListener('SIGTERM', first);
+      process.once('SIGINT', () => process.exit(1));
+      process.once('SIGTERM', () => process.exit(1));
+      resolve(sig);
+    };
+    process.on('SIGINT', first);
+    process.on('SIGTERM', first);
+  });
+}

@@ -1,0 +1,6 @@
+/**
+ * Extension points that may still change: writing and registering backends. Not covered by semver yet.
+ */
+export type { Backend, BackendInstance, BackendRequest, ExecutionTimes, InstanceSpec, ModelFiles } from './backends/backend.js';
+export { BackendRegistry, defaultBackends, type BackendLoader } from './backends/registry.js';
+export type { ResponseSender } from './inference/index.js';

@@ -1,0 +1,15 @@
+/**
+ * Nereid's public API for Node applications: the same InferenceServer the HTTP frontend serves.
+ * Extension points that may still change (backend registration) live in ./experimental.ts.
+ */
+export { InferenceServer } from './server/inference-server.js';
+export type { ServerMetadata, ModelMetadata, TensorMetadata, CreateOptions } from './server/inference-server.js';
+export type { ServerOptions, ModelControlMode } from './server/options.js';
+export type { InferenceRequest, InferenceResponse, RequestedOutput, Parameters, ParameterValue } from './inference/index.js';
+export type { Tensor, FixedTensor, BytesTensor } from './tensor/tensor.js';
+export type { DataType } from './tensor/datatype.js';
+export { elementCount } from './tensor/tensor.js';
+export { serializeBytes, deserializeBytes } from './tensor/bytes.js';
+export { NereidError, isNereidError, type ErrorCode } from './errors.js';
+export type { IndexEntry, LoadRequest, ModelState } from './models/manager.js';
+export { startHttpFrontend, type HttpFrontend, type HttpOptions } from './frontends/http/server.js';
