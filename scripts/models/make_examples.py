@@ -186,7 +186,10 @@ def write_digits(w):
 
 
 def main():
-    w = RepoWriter(OUT)
+    # --out DIR writes elsewhere: the test suite regenerates into a temporary
+    # folder and compares with the committed files to catch drift.
+    out = sys.argv[sys.argv.index("--out") + 1] if "--out" in sys.argv else OUT
+    w = RepoWriter(out)
     write_add_sub(w, "simple", "TYPE_INT32")
     write_add_sub(w, "simple_int8", "TYPE_INT8")
     write_add_sub(w, "simple_string", "TYPE_STRING", via_int32=True)

@@ -457,7 +457,10 @@ REPOS = ["dtypes", "autocomplete", "big", "reshape", "versions", "broken", "slow
 
 
 def main():
-    w = RepoWriter(OUT)
+    # --out DIR writes elsewhere: the test suite regenerates into a temporary
+    # folder and compares with the committed files to catch drift.
+    out = sys.argv[sys.argv.index("--out") + 1] if "--out" in sys.argv else OUT
+    w = RepoWriter(out)
     write_dtypes(w)
     write_autocomplete(w)
     write_big(w)
