@@ -56,6 +56,12 @@ export interface ExecutionTimes {
 
 export interface BackendInstance {
   /**
+   * True when execute() does its work on the event loop before returning (an inline ONNX Runtime session):
+   * the scheduler then runs such an instance's requests together once per turn of the loop, after the
+   * turn's network reads, rather than one by one as they arrive (see scheduler/direct.ts).
+   */
+  readonly synchronous?: boolean;
+  /**
    * Runs the requests as one execution (a batch of one or more). Every request's sender is resolved (sent or
    * failed) before the promise settles; the promise itself rejects only if the instance is broken.
    */

@@ -3,13 +3,25 @@ import type { BackendInstance } from '../backends/backend.js';
 import { RingQueue } from './queue.js';
 import type { ExecutionListener, Job, Scheduler } from './scheduler.js';
 
+/** Most requests one turn of the event loop runs on synchronous instances before letting I/O in again. */
+const MAX_RUNS_PER_TURN = 64;
+
 /**
  * Triton's default scheduler: each request runs alone, in arrival order, on whichever instance is free.
  * Instances are handed out from a stack so a lightly loaded model keeps reusing the same warm instance.
+ *
+ * Synchronous instances (inline ONNX Runtime sessions) run on the event loop itself, so running a request the
+ * moment it is read would interleave every run with the next read and write. Instead their requests wait for
+ * the end of the loop turn (setImmediate) and then run back to back: all reads of a turn, then all runs, then
+ * the responses, as a node:http server calling onnxruntime-node directly behaves. That keeps the server's
+ * cost per request at the plain server's (bench/).
  */
 export class DirectScheduler implements Scheduler {
   private readonly queue = new RingQueue<Job>();
   private readonly idle: BackendInstance[];
+  private readonly deferred: boolean;
+  private flushScheduled = false;
+  private readonly listeners = new Map<Job, () => void>();
   private running = 0;
   private queued = 0;
   private stopped = false;
@@ -17,6 +29,7 @@ export class DirectScheduler implements Scheduler {
 
   constructor(instances: readonly BackendInstance[], private readonly onExecution: ExecutionListener) {
     this.idle = [...instances].reverse();
+    this.deferred = instances.length > 0 && instances.every((i) => i.synchronous === true);
   }
 
   enqueue(job: Job): void {
@@ -24,17 +37,37 @@ export class DirectScheduler implements Scheduler {
       job.reject(unavailable('model is unloading; request refused'));
       return;
     }
-    const instance = this.idle.pop();
-    if (instance) {
-      void this.run(instance, job);
-      return;
+    if (!this.deferred) {
+      const instance = this.idle.pop();
+      if (instance) {
+        void this.run(instance, job, Infinity);
+        return;
+      }
     }
     this.queued++;
     this.queue.push(job);
-    if (job.signal) {
-      job.signal.addEventListener('abort', () => this.cancelQueued(job), { once: true });
+    // A deferred job waits at most until the end of this loop turn: its signal is checked when it is reached.
+    // One that waits for an instance is cancelled as soon as its signal fires, and stops listening once it
+    // leaves the queue (signals may be shared, e.g. by all requests of one HTTP connection).
+    if (job.signal && !this.deferred) {
+      const onAbort = (): void => this.cancelQueued(job);
+      job.signal.addEventListener('abort', onAbort, { once: true });
+      this.listeners.set(job, onAbort);
+    }
+    if (this.deferred && !this.flushScheduled) {
+      this.flushScheduled = true;
+      setImmediate(this.flush);
     }
   }
+
+  private readonly flush = (): void => {
+    this.flushScheduled = false;
+    const instance = this.idle.pop();
+    if (!instance) return; // a run loop is still going and will take the queue
+    const first = this.next();
+    if (first) void this.run(instance, first, MAX_RUNS_PER_TURN);
+    else this.idle.push(instance);
+  };
 
   inflight(): number {
     return this.running + this.queued;
@@ -52,15 +85,16 @@ export class DirectScheduler implements Scheduler {
     // Only a job still waiting is cancelled; one already running finishes. A cancelled job stays in the ring
     // and is skipped when reached, but is answered now.
     if (job.state !== 'queued') return;
+    this.listeners.delete(job);
     job.state = 'done';
     this.queued--;
     job.reject(new NereidError('CANCELLED', 'request cancelled'));
     this.checkDrained();
   }
 
-  private async run(instance: BackendInstance, job: Job): Promise<void> {
+  private async run(instance: BackendInstance, job: Job, budget: number): Promise<void> {
     this.running++;
-    for (let next: Job | undefined = job; next; next = this.next()) {
+    for (let next: Job | undefined = job; next; next = --budget > 0 ? this.next() : undefined) {
       next.state = 'running';
       const start = process.hrtime.bigint();
       try {
@@ -73,6 +107,11 @@ export class DirectScheduler implements Scheduler {
     }
     this.running--;
     this.idle.push(instance);
+    // Out of budget with requests still waiting: they run next turn, after the loop has seen to I/O.
+    if (this.deferred && this.queued > 0 && !this.flushScheduled) {
+      this.flushScheduled = true;
+      setImmediate(this.flush);
+    }
     this.checkDrained();
   }
 
@@ -81,6 +120,15 @@ export class DirectScheduler implements Scheduler {
       const j = this.queue.shift();
       if (!j) return undefined;
       if (j.state !== 'queued') continue;
+      const onAbort = this.listeners.get(j);
+      if (onAbort) {
+        this.listeners.delete(j);
+        j.signal!.removeEventListener('abort', onAbort);
+      }
+      if (j.signal?.aborted) {
+        this.cancelQueued(j);
+        continue;
+      }
       this.queued--;
       return j;
     }

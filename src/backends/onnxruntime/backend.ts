@@ -9,6 +9,7 @@ import { sessionOptions } from './session-options.js';
 import { OrtInstance } from './instance.js';
 import { choosePlacement } from './placement.js';
 import { InlineRunner, WorkerRunner } from './runner.js';
+import { openSession, type OrtSession } from './session.js';
 
 /**
  * The ONNX Runtime backend (CPU). Names and behaviour follow Triton's onnxruntime backend: `model.onnx` is a
@@ -28,10 +29,10 @@ export async function modelPath(files: ModelFiles, config: ModelConfig): Promise
   return s.isDirectory() ? join(p, 'model.onnx') : p;
 }
 
-async function openSession(files: ModelFiles, config: ModelConfig): Promise<ort.InferenceSession> {
+async function openModel(files: ModelFiles, config: ModelConfig): Promise<OrtSession> {
   const path = await modelPath(files, config);
   try {
-    return await ort.InferenceSession.create(path, sessionOptions(config));
+    return await openSession(path, sessionOptions(config));
   } catch (e) {
     throw new NereidError('INVALID_ARG', `failed to load model '${files.name}': onnx runtime error: ${(e as Error).message}`);
   }
@@ -41,7 +42,7 @@ async function createInstance(spec: InstanceSpec): Promise<OrtInstance> {
   if (spec.kind === 'KIND_GPU') {
     spec.logger.warn(`model '${spec.name}' instance '${spec.instanceName}' asks for KIND_GPU; running it on CPU`);
   }
-  const session = await openSession(spec, spec.config);
+  const session = await openModel(spec, spec.config);
   try {
     checkAgainstModel(spec.config, session, spec.name);
   } catch (e) {
@@ -61,7 +62,7 @@ async function createInstance(spec: InstanceSpec): Promise<OrtInstance> {
 }
 
 /** The config's tensors must exist in the model with the same types, as Triton's backend checks at load. */
-function checkAgainstModel(config: ModelConfig, session: ort.InferenceSession, model: string): void {
+function checkAgainstModel(config: ModelConfig, session: OrtSession, model: string): void {
   const check = (kind: string, ios: readonly (ModelInput | ModelOutput)[], meta: readonly ort.InferenceSession.ValueMetadata[]) => {
     const byName = new Map(meta.map((m) => [m.name, m]));
     for (const io of ios) {
@@ -82,7 +83,7 @@ function checkAgainstModel(config: ModelConfig, session: ort.InferenceSession, m
 async function autoComplete(files: ModelFiles, config: ModelConfig): Promise<void> {
   const hasInputs = config.input.length + config.batch_input.length > 0;
   if (hasInputs && config.output.length > 0) return;
-  const session = await openSession(files, config);
+  const session = await openModel(files, config);
   try {
     const ins = session.inputMetadata.filter(isTensor);
     const outs = session.outputMetadata.filter(isTensor);

@@ -6,7 +6,8 @@ import { concatBatch, splitBatch } from '../../tensor/batch.js';
 import type { Tensor } from '../../tensor/tensor.js';
 import type { BackendInstance, BackendRequest, ExecutionTimes } from '../backend.js';
 import { fromOrt, ortType, toOrt } from './convert.js';
-import type { OrtOutput, Runner } from './runner.js';
+import type { Runner } from './runner.js';
+import type { OrtResults } from './session.js';
 
 interface IoInfo {
   readonly name: string;
@@ -23,7 +24,10 @@ export class OrtInstance implements BackendInstance {
   private readonly outputs: ReadonlyMap<string, IoInfo>;
   private readonly allOutputNames: readonly string[];
 
+  readonly synchronous: boolean;
+
   constructor(readonly runner: Runner, config: ModelConfig) {
+    this.synchronous = runner.synchronous;
     this.inputs = config.input.map(ioInfo);
     this.outputs = new Map(config.output.map((o) => [o.name, ioInfo(o)]));
     this.allOutputNames = config.output.map((o) => o.name);
@@ -31,13 +35,15 @@ export class OrtInstance implements BackendInstance {
 
   async execute(requests: readonly BackendRequest[]): Promise<ExecutionTimes> {
     const t0 = process.hrtime.bigint();
-    let results: Record<string, OrtOutput>;
+    let results: OrtResults;
     let t1 = t0;
     try {
       const feeds = this.feeds(requests);
       const fetches = requests.length === 1 ? requests[0]!.outputs : this.allOutputNames;
       t1 = process.hrtime.bigint();
-      results = await this.runner.run(feeds, fetches);
+      const r = this.runner.run(feeds, fetches);
+      // Inline runs answer at once: no await, so queued requests run back to back in this turn of the loop.
+      results = r instanceof Promise ? await r : r;
     } catch (e) {
       const err = isNereidError(e) ? e : new NereidError('INTERNAL', `onnx runtime error: ${(e as Error).message}`);
       for (const r of requests) r.sender.fail(err);
@@ -65,7 +71,7 @@ export class OrtInstance implements BackendInstance {
     return feeds;
   }
 
-  private respond(requests: readonly BackendRequest[], results: Record<string, OrtOutput>): void {
+  private respond(requests: readonly BackendRequest[], results: OrtResults): void {
     if (requests.length === 1) {
       const r = requests[0]!;
       r.sender.send(r.outputs.map((name) => fromOrt(name, this.outputs.get(name)!.datatype, results[name]!)), true);

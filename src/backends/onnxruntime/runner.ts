@@ -1,6 +1,7 @@
 import { Worker } from 'node:worker_threads';
 import type * as ort from 'onnxruntime-node';
 import { NereidError } from '../../errors.js';
+import type { OrtResults, OrtSession } from './session.js';
 
 /**
  * Where a session runs. onnxruntime-node's run() is synchronous on the calling thread, so:
@@ -9,24 +10,26 @@ import { NereidError } from '../../errors.js';
  * - worker: in a worker thread of its own, so instances really run concurrently and a slow model never
  *   stalls the event loop. Inputs and outputs are copied across once each.
  */
-export interface OrtOutput {
-  readonly dims: readonly number[];
-  readonly data: unknown;
-}
-
 export interface Runner {
   readonly placement: 'inline' | 'worker';
-  run(feeds: Record<string, ort.Tensor>, fetches: readonly string[]): Promise<Record<string, OrtOutput>>;
+  /** run() answers at once (an inline run on a synchronous session). */
+  readonly synchronous: boolean;
+  /** Inline runs answer synchronously (see session.ts); worker runs answer with a promise. */
+  run(feeds: Record<string, ort.Tensor>, fetches: readonly string[]): OrtResults | Promise<OrtResults>;
   close(): Promise<void>;
 }
 
 export class InlineRunner implements Runner {
   readonly placement = 'inline';
 
-  constructor(private readonly session: ort.InferenceSession) {}
+  readonly synchronous: boolean;
 
-  async run(feeds: Record<string, ort.Tensor>, fetches: readonly string[]): Promise<Record<string, OrtOutput>> {
-    return (await this.session.run(feeds, fetches as string[])) as unknown as Record<string, OrtOutput>;
+  constructor(private readonly session: OrtSession) {
+    this.synchronous = session.synchronous;
+  }
+
+  run(feeds: Record<string, ort.Tensor>, fetches: readonly string[]): OrtResults | Promise<OrtResults> {
+    return this.session.run(feeds, fetches);
   }
 
   close(): Promise<void> {
@@ -37,13 +40,14 @@ export class InlineRunner implements Runner {
 interface WorkerReply {
   id: number;
   error?: string;
-  outputs?: Record<string, OrtOutput>;
+  outputs?: OrtResults;
 }
 
 export class WorkerRunner implements Runner {
   readonly placement = 'worker';
+  readonly synchronous = false;
   private nextId = 0;
-  private readonly pending = new Map<number, { resolve: (o: Record<string, OrtOutput>) => void; reject: (e: Error) => void }>();
+  private readonly pending = new Map<number, { resolve: (o: OrtResults) => void; reject: (e: Error) => void }>();
 
   private constructor(private readonly worker: Worker) {
     worker.on('message', (m: WorkerReply) => {
@@ -66,7 +70,7 @@ export class WorkerRunner implements Runner {
     return new WorkerRunner(worker);
   }
 
-  run(feeds: Record<string, ort.Tensor>, fetches: readonly string[]): Promise<Record<string, OrtOutput>> {
+  run(feeds: Record<string, ort.Tensor>, fetches: readonly string[]): Promise<OrtResults> {
     const plain: Record<string, { type: string; dims: readonly number[]; data: unknown }> = {};
     for (const [name, t] of Object.entries(feeds)) plain[name] = { type: t.type, dims: t.dims, data: t.data };
     const id = this.nextId++;

@@ -1,13 +1,14 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import * as ort from 'onnxruntime-node';
+import { openSession, type OrtSession } from './session.js';
 
 /** One ONNX Runtime session in its own thread (see runner.ts). Answers each run with its outputs' data. */
 const { path, options } = workerData as { path: string; options: ort.InferenceSession.SessionOptions };
 const port = parentPort!;
 
-let session: ort.InferenceSession;
+let session: OrtSession;
 try {
-  session = await ort.InferenceSession.create(path, options);
+  session = await openSession(path, options);
   port.postMessage({ ready: true });
 } catch (e) {
   port.postMessage({ error: (e as Error).message });
@@ -21,7 +22,7 @@ port.on('message', async (m: { id: number; feeds: Record<string, { type: ort.Ten
     const results = await session.run(feeds, m.fetches);
     const outputs: Record<string, { dims: readonly number[]; data: unknown }> = {};
     for (const name of m.fetches) {
-      const t = results[name] as ort.Tensor;
+      const t = results[name]!;
       outputs[name] = { dims: t.dims, data: t.data };
     }
     port.postMessage({ id: m.id, outputs });

@@ -1,5 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { NereidError, invalidArg, isNereidError, unavailable, unsupported } from '../../errors.js';
 import type { InferenceServer } from '../../server/inference-server.js';
 import type { Logger } from '../../observability/logger.js';
@@ -123,17 +123,29 @@ async function handleInfer(ctx: Context, model: string, version: number | undefi
   if (headerLength === 0) throw unsupported('raw binary requests (Inference-Header-Content-Length: 0) are not supported yet');
   const jsonLength = headerLength ?? body.byteLength;
   const json = await ctx.json.parse(body, jsonLength);
-  // A client that goes away before its answer cancels the request while it is still queued.
-  const abort = new AbortController();
-  const onClose = (): void => {
-    if (!res.writableFinished) abort.abort();
-  };
-  res.once('close', onClose);
-  const decoded = decodeInfer(json, body, jsonLength, { model, version, signal: abort.signal });
+  const signal = connectionSignal(req.socket);
+  const decoded = decodeInfer(json, body, jsonLength, { model, version, signal });
   const response = await ctx.server.infer(decoded.request);
-  if (abort.signal.aborted) return;
+  if (signal.aborted) return;
   const { json: header, blobs } = encodeInfer(response, decoded.binaryOutputs, decoded.binaryDefault);
   await sendInfer(res, header, blobs, negotiate(req.headers['accept-encoding'] as string | undefined));
+}
+
+const kAbort = Symbol('nereid.abort');
+
+/**
+ * A client that goes away before its answer cancels its requests while they are still queued. One signal per
+ * connection, aborted when the socket closes, rather than one AbortController and listener per request: a
+ * closed connection can receive no answer, so everything on it is cancelled.
+ */
+function connectionSignal(socket: Socket & { [kAbort]?: AbortController }): AbortSignal {
+  let c = socket[kAbort];
+  if (!c) {
+    const controller = new AbortController();
+    socket.once('close', () => controller.abort());
+    socket[kAbort] = c = controller;
+  }
+  return c.signal;
 }
 
 function parseHeaderLength(h: string | string[] | undefined, bodyLength: number): number | undefined {
