@@ -187,10 +187,11 @@ async function sendInfer(res: ServerResponse, header: string, blobs: Uint8Array[
     res.end(parts[0]);
     return;
   }
+  // All parts in one writev; end() after uncork, as ending a corked response costs an extra flush.
   res.cork();
   for (const p of parts) res.write(p);
-  res.end();
   res.uncork();
+  res.end();
 }
 
 function handleSharedMemory(r: Extract<Route, { kind: 'shm' }>, res: ServerResponse): void {
