@@ -12,6 +12,7 @@ import { isInside, listEntries, listVersions, readText } from '../repository/loc
 import { ModelContext } from './context.js';
 import { ModelVersion } from './model-version.js';
 import { warmUp } from './warmup.js';
+import { EnsembleScheduler, type ModelResolver } from './ensemble.js';
 
 /** What loading needs from the server's options. */
 export interface LoaderOptions {
@@ -22,6 +23,8 @@ export interface LoaderOptions {
   readonly logger: Logger;
   /** --model-load-thread-count: models loading at once. */
   readonly loadThreads: number;
+  /** How an ensemble finds its composing models (the manager's resolve). */
+  readonly resolveModel?: ModelResolver;
 }
 
 /** A model's config, completed, normalized and validated, with the backend that will run it. */
@@ -29,7 +32,8 @@ export interface PreparedModel {
   readonly name: string;
   readonly modelDir: string;
   readonly config: ModelConfig;
-  readonly backend: Backend;
+  /** Undefined for ensembles, which run on other models rather than a backend. */
+  readonly backend: Backend | undefined;
   readonly backendConfig: Readonly<Record<string, string>>;
   readonly labels: ReadonlyMap<string, string[]>;
 }
@@ -56,8 +60,12 @@ export async function prepareModel(name: string, modelDir: string, given: ModelC
   const versions = await listVersions(modelDir);
   const firstEntries = await firstVersionEntries(modelDir);
   autoCompleteBackendFields(config, firstEntries, name);
-  if (config.platform === 'ensemble') throw unavailable(`ensemble models are not supported yet (model '${name}')`);
   if (config.sequence_batching) throw unavailable(`sequence batching is not supported yet (model '${name}')`);
+  if (config.platform === 'ensemble') {
+    normalizeModelConfig(config, { modelName: name, preferredInstanceCount: 1 });
+    validateModelConfig(config, { modelName: name });
+    return { name, modelDir, config, backend: undefined, backendConfig: {}, labels: await readLabels(config, modelDir) };
+  }
   const backend = await opts.backends.get(config.backend);
   const backendConfig = { ...(opts.backendConfig[''] ?? {}), ...(opts.backendConfig[config.backend] ?? {}) };
   if (!opts.strictModelConfig && backend.autoComplete && versions.length > 0) {
@@ -93,14 +101,15 @@ async function readLabels(config: ModelConfig, modelDir: string): Promise<Map<st
 
 /** Loads one version: creates its instances (warmed up) and its scheduler. */
 export async function loadVersion(model: PreparedModel, version: number, opts: LoaderOptions): Promise<ModelVersion> {
-  const versionDir = join(model.modelDir, String(version));
   const context = new ModelContext(model.name, version, model.config, model.labels);
+  if (!model.backend) return loadEnsemble(model, context, opts);
+  const versionDir = join(model.modelDir, String(version));
   const instances: BackendInstance[] = [];
   try {
     for (const group of model.config.instance_group) {
       for (let i = 0; i < group.count; i++) {
         const instanceName = `${group.name}_${i}`;
-        const instance = await model.backend.createInstance({
+        const instance = await model.backend!.createInstance({
           name: model.name, modelDir: model.modelDir, versionDir, backendConfig: model.backendConfig,
           version, config: model.config, instanceName, kind: group.kind, logger: opts.logger,
         });
@@ -118,4 +127,42 @@ export async function loadVersion(model: PreparedModel, version: number, opts: L
   const scheduler = new DirectScheduler(instances, (rows, times) => versionRef!.recordExecution(rows, times));
   versionRef = new ModelVersion(context, stats, scheduler, instances);
   return versionRef;
+}
+
+/**
+ * An ensemble version: no instances, a scheduler that runs the steps on the composing models. Every composing
+ * model must be available when the ensemble loads, as Triton requires.
+ */
+function loadEnsemble(model: PreparedModel, context: ModelContext, opts: LoaderOptions): ModelVersion {
+  const resolve = opts.resolveModel;
+  if (!resolve) throw new NereidError('INTERNAL', `ensemble '${model.name}' cannot be loaded without a model resolver`);
+  const config = model.config;
+  const inputTypes = new Map(config.input.map((i) => [i.name, i.data_type]));
+  config.ensemble_scheduling!.step.forEach((step, i) => {
+    const version = step.model_version >= 0 ? step.model_version : undefined;
+    let composing: ModelVersion;
+    try {
+      composing = resolve(step.model_name, version) as ModelVersion;
+    } catch (e) {
+      const why = isNereidError(e) ? e.message : String(e);
+      throw unavailable(`ensemble '${model.name}' depends on '${step.model_name}'${version !== undefined ? ` version ${version}` : ''} which is not available: ${why}`);
+    }
+    const c = composing.context.config;
+    if (config.max_batch_size > c.max_batch_size) {
+      throw invalidArg(`ensemble '${model.name}' allows maximum batch size ${config.max_batch_size}, but it contains model '${step.model_name}' which only allows maximum batch size to be ${c.max_batch_size}`);
+    }
+    for (const [input, tensor] of Object.entries(step.input_map)) {
+      const ci = c.input.find((x) => x.name === input);
+      if (!ci) throw invalidArg(`in ensemble '${model.name}', step ${i}: model '${step.model_name}' has no input '${input}'`);
+      const et = inputTypes.get(tensor);
+      if (et && et !== ci.data_type) {
+        throw invalidArg(`in ensemble '${model.name}', input '${tensor}' is ${et} but model '${step.model_name}' input '${input}' is ${ci.data_type}`);
+      }
+    }
+    for (const output of Object.keys(step.output_map)) {
+      if (!c.output.some((x) => x.name === output)) throw invalidArg(`in ensemble '${model.name}', step ${i}: model '${step.model_name}' has no output '${output}'`);
+    }
+  });
+  const stats = new ModelStatistics(model.name, context.version);
+  return new ModelVersion(context, stats, new EnsembleScheduler(model.name, config, resolve), []);
 }

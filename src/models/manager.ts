@@ -4,7 +4,8 @@ import { modelConfigToJson } from '../config/index.js';
 import type { Logger } from '../observability/logger.js';
 import { assertModelName, listVersions, modelTimestamps, scanRepositories, selectVersions, type ModelLocation } from '../repository/local.js';
 import { writeOverrides, type OverrideDir } from '../repository/overrides.js';
-import { loadVersion, prepareModel, type LoaderOptions, type PreparedModel } from './loader.js';
+import { loadVersion, prepareModel, readConfig, type LoaderOptions, type PreparedModel } from './loader.js';
+import { EnsembleScheduler } from './ensemble.js';
 import type { ModelVersion } from './model-version.js';
 
 export type ModelState = 'UNKNOWN' | 'READY' | 'UNAVAILABLE' | 'LOADING' | 'UNLOADING';
@@ -52,7 +53,11 @@ export interface LoadRequest {
 export class ModelManager {
   private readonly entries = new Map<string, ModelEntry>();
 
-  constructor(private readonly repositories: readonly string[], private readonly opts: LoaderOptions, private readonly logger: Logger) {}
+  private readonly opts: LoaderOptions;
+
+  constructor(private readonly repositories: readonly string[], opts: LoaderOptions, private readonly logger: Logger) {
+    this.opts = { ...opts, resolveModel: (name, version) => this.resolve(name, version) };
+  }
 
   /** The version a request should run on: the one asked for, or the highest READY one. */
   resolve(name: string, version: number | undefined): ModelVersion {
@@ -139,10 +144,23 @@ export class ModelManager {
     for (const [name, repos] of scan.duplicates) {
       this.entry(name).failure = `model '${name}' is not unique across all model repositories: ${repos.join(', ')}`;
     }
-    const wanted = names ?? [...scan.models.keys()];
+    const wanted = names ? await this.withDependencies(names, scan.models) : [...scan.models.keys()];
     const failures = new Map<string, string>();
     for (const name of scan.duplicates.keys()) if (!names || names.includes(name)) failures.set(name, this.entry(name).failure);
-    await runLimited(wanted, this.opts.loadThreads, async (name) => {
+    // Ensembles load after the models they run on, as Triton orders them.
+    const ensembles = new Set<string>();
+    for (const name of wanted) {
+      const location = scan.models.get(name);
+      if (location && (await this.isEnsemble(name, location.dir))) ensembles.add(name);
+    }
+    const ordered = [...wanted.filter((n) => !ensembles.has(n)), ...wanted.filter((n) => ensembles.has(n))];
+    await this.loadNames(ordered, ensembles, scan, failures);
+    return failures;
+  }
+
+  /** Loads models with at most --model-load-thread-count at once; ensembles wait until the others are done. */
+  private async loadNames(ordered: string[], ensembles: Set<string>, scan: Awaited<ReturnType<typeof scanRepositories>>, failures: Map<string, string>): Promise<void> {
+    const load = async (name: string): Promise<void> => {
       const location = scan.models.get(name);
       if (!location) {
         if (!scan.duplicates.has(name)) failures.set(name, this.fail(name, `failed to load '${name}', failed to poll from model repository`));
@@ -150,8 +168,43 @@ export class ModelManager {
       }
       const err = await this.withEntry(name, (e) => this.loadEntry(e, location, {}));
       if (err) failures.set(name, err);
-    });
-    return failures;
+    };
+    await runLimited(ordered.filter((n) => !ensembles.has(n)), this.opts.loadThreads, load);
+    // An ensemble may run on another ensemble: load them in dependency order, one pass per level.
+    let left = ordered.filter((n) => ensembles.has(n));
+    while (left.length > 0) {
+      const waiting = new Set(left);
+      const ready: string[] = [];
+      for (const n of left) {
+        const deps = await this.dependencies(n, scan.models.get(n)!.dir);
+        if (!deps.some((d) => waiting.has(d) && d !== n)) ready.push(n);
+      }
+      const batch = ready.length > 0 ? ready : left; // a cycle: load them anyway and let each fail clearly
+      await runLimited(batch, this.opts.loadThreads, load);
+      left = left.filter((n) => !batch.includes(n));
+    }
+  }
+
+  /** The named models and, for ensembles among them, every model they run on (--load-model of an ensemble). */
+  private async withDependencies(names: readonly string[], models: ReadonlyMap<string, ModelLocation>): Promise<string[]> {
+    const out = [...names];
+    for (let i = 0; i < out.length; i++) {
+      const location = models.get(out[i]!);
+      if (!location) continue;
+      for (const d of await this.dependencies(out[i]!, location.dir)) if (!out.includes(d)) out.push(d);
+    }
+    return out;
+  }
+
+  /** Whether a model folder holds an ensemble, from its config (false when the config cannot be read). */
+  private async isEnsemble(name: string, dir: string): Promise<boolean> {
+    const config = await readConfig(dir, name, this.opts).catch(() => undefined);
+    return config?.platform === 'ensemble';
+  }
+
+  private async dependencies(name: string, dir: string): Promise<string[]> {
+    const config = await readConfig(dir, name, this.opts).catch(() => undefined);
+    return config ? EnsembleScheduler.composingModels(config).map((s) => s.name) : [];
   }
 
   /** The repository API's load: (re)loads a model, with optional config and file overrides. */
@@ -166,6 +219,13 @@ export class ModelManager {
       if (scan.duplicates.has(name)) throw invalidArg(`failed to load '${name}': model is not unique across all model repositories`);
       location = scan.models.get(name);
       if (!location) throw invalidArg(`failed to load '${name}', failed to poll from model repository`);
+    }
+    // Loading an ensemble loads the composing models that are not loaded yet, as Triton does.
+    const config = req.config ?? (location ? await readConfig(location.dir, name, this.opts).catch(() => undefined) : undefined);
+    if (config?.platform === 'ensemble') {
+      for (const step of EnsembleScheduler.composingModels(config)) {
+        if (step.name !== name && this.readyVersions(step.name).length === 0) await this.load(step.name, {}).catch(() => undefined);
+      }
     }
     const err = await this.withEntry(name, (e) => this.loadEntry(e, location, req));
     if (err) throw invalidArg(`failed to load '${name}', ${err}`);

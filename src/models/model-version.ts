@@ -85,6 +85,9 @@ class InferJob implements Job {
   readonly enqueuedNs: bigint;
   readonly signal: AbortSignal | undefined;
   readonly parameters: Parameters | undefined;
+  readonly id: string;
+  readonly priority: number | undefined;
+  readonly timeoutUs: number | undefined;
   state: 'queued' | 'running' | 'done' = 'queued';
   private result: Tensor[] | undefined;
   private resultParams: Parameters | undefined;
@@ -103,6 +106,9 @@ class InferJob implements Job {
     this.enqueuedNs = start;
     this.signal = request.signal;
     this.parameters = request.parameters;
+    this.id = request.id ?? '';
+    this.priority = request.priority;
+    this.timeoutUs = request.timeoutUs;
   }
 
   get sender(): this {

@@ -11,6 +11,10 @@ export interface Job extends BackendRequest {
   readonly rows: number;
   readonly enqueuedNs: bigint;
   readonly signal: AbortSignal | undefined;
+  /** The client's request id ('' when none), and its schedule_policy parameters, for schedulers that use them. */
+  readonly id: string;
+  readonly priority: number | undefined;
+  readonly timeoutUs: number | undefined;
   /** Owned by the scheduler: a queued job that is cancelled is skipped when reached. */
   state: 'queued' | 'running' | 'done';
   finish(execStartNs: bigint, times: ExecutionTimes): void;

@@ -1,0 +1,179 @@
+import { NereidError, isNereidError, unavailable } from '../errors.js';
+import type { ModelConfig } from '../config/types.js';
+import type { InferenceRequest, InferenceResponse } from '../inference/index.js';
+import type { Job, Scheduler } from '../scheduler/scheduler.js';
+import type { Tensor } from '../tensor/tensor.js';
+
+/** What an ensemble needs of a composing model: the same infer every frontend calls. */
+export interface ComposingModel {
+  readonly version: number;
+  infer(request: InferenceRequest): Promise<InferenceResponse>;
+}
+
+/** Finds the version of a composing model a request should use (undefined: the highest READY one). */
+export type ModelResolver = (name: string, version: number | undefined) => ComposingModel;
+
+/** One step of the plan, with its maps turned into arrays once at load. */
+interface StepPlan {
+  readonly model: string;
+  readonly version: number | undefined;
+  /** [composing-model input, ensemble tensor] */
+  readonly inputs: readonly (readonly [string, string])[];
+  /** composing-model output → ensemble tensor */
+  readonly outputs: ReadonlyMap<string, string>;
+  readonly requested: readonly { name: string }[];
+  /** Ensemble tensors that must exist before the step can run (optional ensemble inputs excepted). */
+  readonly needs: readonly string[];
+}
+
+/**
+ * Triton's ensemble scheduler: an ensemble request runs as a graph of steps, each a request to a composing
+ * model through that model's own scheduler, so batching, statistics and limits apply per composing model. A
+ * step runs as soon as every tensor it reads exists, so independent steps run concurrently. Tensors pass from
+ * step to step as the same objects under new names: no data is copied. The composing versions are chosen
+ * when the request starts, so a reload in the middle of a request does not mix versions. The request's
+ * priority, timeout, parameters and cancellation carry into every step.
+ */
+export class EnsembleScheduler implements Scheduler {
+  private readonly steps: readonly StepPlan[];
+  /** Ensemble tensor → the steps that read it. */
+  private readonly consumers: ReadonlyMap<string, readonly number[]>;
+  private running = 0;
+  private stopped = false;
+  private drained: (() => void) | undefined;
+
+  constructor(private readonly name: string, config: ModelConfig, private readonly resolve: ModelResolver) {
+    const optional = new Set(config.input.filter((i) => i.optional).map((i) => i.name));
+    this.steps = config.ensemble_scheduling!.step.map((s) => {
+      const inputs = Object.entries(s.input_map);
+      const outputs = new Map(Object.entries(s.output_map));
+      return {
+        model: s.model_name,
+        version: s.model_version >= 0 ? s.model_version : undefined,
+        inputs,
+        outputs,
+        requested: [...outputs.keys()].map((name) => ({ name })),
+        needs: inputs.map(([, t]) => t).filter((t) => !optional.has(t)),
+      };
+    });
+    const consumers = new Map<string, number[]>();
+    this.steps.forEach((s, i) => {
+      for (const [, t] of s.inputs) {
+        const list = consumers.get(t) ?? [];
+        if (!list.includes(i)) list.push(i);
+        consumers.set(t, list);
+      }
+    });
+    this.consumers = consumers;
+  }
+
+  /** The composing models the ensemble calls, for load-time checks and dependency loading. */
+  static composingModels(config: ModelConfig): { name: string; version: number | undefined }[] {
+    return (config.ensemble_scheduling?.step ?? []).map((s) => ({ name: s.model_name, version: s.model_version >= 0 ? s.model_version : undefined }));
+  }
+
+  enqueue(job: Job): void {
+    if (this.stopped) {
+      job.reject(unavailable('model is unloading; request refused'));
+      return;
+    }
+    this.running++;
+    job.state = 'running';
+    const start = process.hrtime.bigint();
+    this.run(job).then(
+      (outputs) => job.sender.send(outputs, true),
+      (e: unknown) => job.sender.fail(isNereidError(e) ? e : new NereidError('INTERNAL', (e as Error).message)),
+    ).finally(() => {
+      job.finish(start, { inputNs: 0, inferNs: Number(process.hrtime.bigint() - start), outputNs: 0 });
+      this.running--;
+      this.checkDrained();
+    });
+  }
+
+  inflight(): number {
+    return this.running;
+  }
+
+  drain(): Promise<void> {
+    this.stopped = true;
+    if (this.running === 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      this.drained = resolve;
+    });
+  }
+
+  private checkDrained(): void {
+    if (this.drained && this.running === 0) {
+      this.drained();
+      this.drained = undefined;
+    }
+  }
+
+  private run(job: Job): Promise<Tensor[]> {
+    const models: ComposingModel[] = [];
+    for (const s of this.steps) {
+      try {
+        models.push(this.resolve(s.model, s.version));
+      } catch (e) {
+        return Promise.reject(this.stepError(s, e));
+      }
+    }
+    const tensors = new Map<string, Tensor>();
+    for (const t of job.inputs) tensors.set(t.name, t);
+    const launched = new Uint8Array(this.steps.length);
+    return new Promise((resolve, reject) => {
+      let pending = 0;
+      let failed = false;
+      const finish = (): void => {
+        const out: Tensor[] = [];
+        for (const name of job.outputs) {
+          const t = tensors.get(name);
+          if (!t) return reject(new NereidError('INTERNAL', `in ensemble '${this.name}', output '${name}' was not produced`));
+          out.push(t);
+        }
+        resolve(out);
+      };
+      const launch = (i: number): void => {
+        const step = this.steps[i]!;
+        if (launched[i] || failed || !step.needs.every((t) => tensors.has(t))) return;
+        launched[i] = 1;
+        pending++;
+        const inputs: Tensor[] = [];
+        for (const [input, t] of step.inputs) {
+          const tensor = tensors.get(t);
+          if (tensor) inputs.push(renamed(tensor, input));
+        }
+        const model = models[i]!;
+        model.infer({
+          model: step.model, version: model.version, id: job.id, inputs, outputs: step.requested,
+          parameters: job.parameters, priority: job.priority, timeoutUs: job.timeoutUs, signal: job.signal,
+        }).then((res) => {
+          if (failed) return;
+          for (const t of res.outputs) {
+            const name = step.outputs.get(t.name);
+            if (name === undefined) continue;
+            tensors.set(name, renamed(t, name));
+            for (const c of this.consumers.get(name) ?? []) launch(c);
+          }
+          if (--pending === 0) finish();
+        }, (e: unknown) => {
+          if (failed) return;
+          failed = true;
+          reject(this.stepError(step, e));
+        });
+      };
+      for (let i = 0; i < this.steps.length; i++) launch(i);
+      if (pending === 0) finish();
+    });
+  }
+
+  /** A step's failure fails the ensemble request, named after the step, with the step's own code. */
+  private stepError(step: StepPlan, e: unknown): NereidError {
+    const inner = isNereidError(e) ? e : new NereidError('INTERNAL', (e as Error)?.message ?? String(e));
+    return new NereidError(inner.code, `in ensemble '${this.name}', step '${step.model}': ${inner.message}`);
+  }
+}
+
+function renamed(t: Tensor, name: string): Tensor {
+  return t.name === name ? t : ({ ...t, name } as Tensor);
+}

@@ -1,0 +1,159 @@
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { EXAMPLES, FIXTURES } from '../helpers/paths.js';
+import { startTestServer, tempRepository, type TestServer } from '../helpers/server.js';
+import { postJson, request } from '../helpers/http.js';
+
+// Ensembles through the real server: a two-step chain over `simple`, a fan-out of two independent slow steps,
+// step errors, missing composing models, and dependency loading in explicit mode.
+
+const CHAIN = `
+name: "chain"
+platform: "ensemble"
+max_batch_size: 8
+input [ { name: "A" data_type: TYPE_INT32 dims: [ 16 ] }, { name: "B" data_type: TYPE_INT32 dims: [ 16 ] } ]
+output [ { name: "TWICE_A" data_type: TYPE_INT32 dims: [ 16 ] }, { name: "TWICE_B" data_type: TYPE_INT32 dims: [ 16 ] } ]
+ensemble_scheduling {
+  step [
+    { model_name: "simple" model_version: -1
+      input_map { key: "INPUT0" value: "A" } input_map { key: "INPUT1" value: "B" }
+      output_map { key: "OUTPUT0" value: "sum" } output_map { key: "OUTPUT1" value: "diff" } },
+    { model_name: "simple" model_version: 1
+      input_map { key: "INPUT0" value: "sum" } input_map { key: "INPUT1" value: "diff" }
+      output_map { key: "OUTPUT0" value: "TWICE_A" } output_map { key: "OUTPUT1" value: "TWICE_B" } }
+  ]
+}
+`;
+
+// Two steps that read the same input and do not depend on each other.
+const FANOUT = `
+name: "fanout"
+platform: "ensemble"
+max_batch_size: 8
+input [ { name: "X" data_type: TYPE_FP32 dims: [ 16 ] } ]
+output [ { name: "Y1" data_type: TYPE_FP32 dims: [ 16 ] }, { name: "Y2" data_type: TYPE_FP32 dims: [ 16 ] } ]
+ensemble_scheduling {
+  step [
+    { model_name: "slow_fp32" model_version: -1 input_map { key: "INPUT0" value: "X" } output_map { key: "OUTPUT0" value: "Y1" } },
+    { model_name: "slow_fp32" model_version: -1 input_map { key: "INPUT0" value: "X" } output_map { key: "OUTPUT0" value: "Y2" } }
+  ]
+}
+`;
+
+const MISSING = CHAIN.replace('"chain"', '"missing_step"').replace(/model_name: "simple" model_version: 1/, 'model_name: "nowhere" model_version: -1');
+
+async function addEnsemble(dir: string, name: string, config: string): Promise<void> {
+  await mkdir(join(dir, name, '1'), { recursive: true });
+  await writeFile(join(dir, name, 'config.pbtxt'), config);
+}
+
+const ints = (n: number, f: (i: number) => number) => Array.from({ length: n }, (_, i) => f(i));
+
+let repo: { dir: string; remove(): Promise<void> };
+let s: TestServer;
+before(async () => {
+  repo = await tempRepository([{ from: join(EXAMPLES, 'simple') }, { from: join(FIXTURES, 'slow', 'slow_fp32') }]);
+  await addEnsemble(repo.dir, 'chain', CHAIN);
+  await addEnsemble(repo.dir, 'fanout', FANOUT);
+  await addEnsemble(repo.dir, 'missing_step', MISSING);
+  await addEnsemble(repo.dir, 'too_big', CHAIN.replace('"chain"', '"too_big"').replace('max_batch_size: 8', 'max_batch_size: 16'));
+  s = await startTestServer({ modelRepositories: [repo.dir], exitOnError: false, strictReadiness: false });
+});
+after(async () => {
+  await s.close();
+  await repo.remove();
+});
+
+test('a two-step ensemble passes tensors between steps and returns its own outputs', async () => {
+  const a = ints(16, (i) => i);
+  const b = ints(16, (i) => 100 - i);
+  const r = await postJson(`${s.url}/v2/models/chain/infer`, {
+    id: 'ens-1',
+    inputs: [{ name: 'A', shape: [1, 16], datatype: 'INT32', data: a }, { name: 'B', shape: [1, 16], datatype: 'INT32', data: b }],
+  });
+  assert.equal(r.status, 200, r.body.toString());
+  const j = r.json();
+  assert.equal(j.model_name, 'chain');
+  assert.equal(j.id, 'ens-1');
+  const out = new Map<string, any>(j.outputs.map((o: any) => [o.name, o]));
+  assert.deepEqual(out.get('TWICE_A').data, a.map((x) => 2 * x));
+  assert.deepEqual(out.get('TWICE_B').data, b.map((x) => 2 * x));
+  assert.deepEqual(out.get('TWICE_A').shape, [1, 16]);
+});
+
+test('only the requested ensemble outputs come back', async () => {
+  const r = await postJson(`${s.url}/v2/models/chain/infer`, {
+    inputs: [{ name: 'A', shape: [1, 16], datatype: 'INT32', data: ints(16, () => 1) }, { name: 'B', shape: [1, 16], datatype: 'INT32', data: ints(16, () => 2) }],
+    outputs: [{ name: 'TWICE_B' }],
+  });
+  assert.equal(r.status, 200, r.body.toString());
+  assert.deepEqual(r.json().outputs.map((o: any) => o.name), ['TWICE_B']);
+});
+
+test('composing models count their own executions; the ensemble counts its requests', async () => {
+  const before = (await (await request(`${s.url}/v2/models/simple/stats`)).json()).model_stats[0].inference_stats.success.count;
+  const body = { inputs: [{ name: 'A', shape: [1, 16], datatype: 'INT32', data: ints(16, () => 3) }, { name: 'B', shape: [1, 16], datatype: 'INT32', data: ints(16, () => 4) }] };
+  for (let i = 0; i < 3; i++) assert.equal((await postJson(`${s.url}/v2/models/chain/infer`, body)).status, 200);
+  const simple = (await request(`${s.url}/v2/models/simple/stats`)).json().model_stats[0].inference_stats.success.count;
+  assert.equal(simple - before, 6, 'two steps on simple per ensemble request');
+  const chain = (await request(`${s.url}/v2/models/chain/stats`)).json().model_stats[0].inference_stats.success.count;
+  assert.ok(chain >= 3);
+});
+
+test('independent steps run concurrently', async () => {
+  const body = { inputs: [{ name: 'X', shape: [1, 16], datatype: 'FP32', data: ints(16, () => 0.5) }] };
+  const t0 = performance.now();
+  const one = await postJson(`${s.url}/v2/models/slow_fp32/infer`, { inputs: [{ name: 'INPUT0', shape: [1, 16], datatype: 'FP32', data: ints(16, () => 0.5) }] });
+  const single = performance.now() - t0;
+  assert.equal(one.status, 200);
+  const t1 = performance.now();
+  const r = await postJson(`${s.url}/v2/models/fanout/infer`, body);
+  const both = performance.now() - t1;
+  assert.equal(r.status, 200, r.body.toString());
+  assert.deepEqual(r.json().outputs[0].data, r.json().outputs[1].data);
+  // slow_fp32 has one instance, so the two steps queue on it: what matters here is that both were launched
+  // at once, which shows as the second step's queue time in the model's statistics.
+  const stats = (await request(`${s.url}/v2/models/slow_fp32/stats`)).json().model_stats[0].inference_stats;
+  assert.ok(stats.success.count >= 3);
+  assert.ok(both < single * 3.5, `fan-out took ${both.toFixed(0)} ms, one run ${single.toFixed(0)} ms`);
+});
+
+test('an ensemble allowing bigger batches than a composing model does not load', async () => {
+  const index = (await postJson(`${s.url}/v2/repository/index`, {})).json() as any[];
+  const e = index.find((m) => m.name === 'too_big');
+  assert.equal(e.state, 'UNAVAILABLE');
+  assert.match(e.reason, /allows maximum batch size 16, but it contains model 'simple' which only allows maximum batch size to be 8/);
+});
+
+test('an ensemble whose composing model is missing is UNAVAILABLE with the reason', async () => {
+  const index = (await postJson(`${s.url}/v2/repository/index`, {})).json() as any[];
+  const e = index.find((m) => m.name === 'missing_step');
+  assert.equal(e.state, 'UNAVAILABLE');
+  assert.match(e.reason, /nowhere/);
+  const r = await postJson(`${s.url}/v2/models/missing_step/infer`, { inputs: [] });
+  assert.notEqual(r.status, 200);
+});
+
+test('explicit mode: loading an ensemble loads the models it runs on', async () => {
+  const repo2 = await tempRepository([{ from: join(EXAMPLES, 'simple') }]);
+  await addEnsemble(repo2.dir, 'chain', CHAIN);
+  const s2 = await startTestServer({ modelRepositories: [repo2.dir], modelControlMode: 'explicit' });
+  try {
+    const load = await postJson(`${s2.url}/v2/repository/models/chain/load`, {});
+    assert.equal(load.status, 200, load.body.toString());
+    assert.equal((await request(`${s2.url}/v2/models/simple/ready`)).status, 200);
+    assert.equal((await request(`${s2.url}/v2/models/chain/ready`)).status, 200);
+    // A composing model that goes away fails the ensemble's requests, naming the step.
+    assert.equal((await postJson(`${s2.url}/v2/repository/models/simple/unload`, {})).status, 200);
+    const r = await postJson(`${s2.url}/v2/models/chain/infer`, {
+      inputs: [{ name: 'A', shape: [1, 16], datatype: 'INT32', data: ints(16, () => 1) }, { name: 'B', shape: [1, 16], datatype: 'INT32', data: ints(16, () => 2) }],
+    });
+    assert.notEqual(r.status, 200);
+    assert.match(r.json().error, /in ensemble 'chain', step 'simple': /);
+  } finally {
+    await s2.close();
+    await repo2.remove();
+  }
+});
