@@ -11,6 +11,8 @@ byte-identical files and leaves unchanged files untouched):
   simple_string          BYTES [16] x2 (decimal integers) -> sum, difference as strings
   simple_identity        BYTES [-1] identity                    (Triton's is a python model)
   custom_identity_int32  INT32 [-1] identity, max_batch_size 1024 (Triton's is a C++ backend)
+  digits_pipeline        ensemble: UINT8 [64] image bytes -> digits_preprocess -> digits
+                         -> digits_postprocess -> INT32 [1] digit, FP32 [1] probability
   digits                 FP32 [64] 8x8 digit image -> FP32 [10] class probabilities,
                          versions 1 (logistic regression, small training subset) and
                          2 (MLP 64-32-10), trained with scikit-learn on its bundled
@@ -185,6 +187,58 @@ def write_digits(w):
     return acc, ntest
 
 
+def write_digits_pipeline(w):
+    """An ensemble as Triton's image-classification ensemble example shapes it: preprocess -> classifier ->
+    postprocess. The client sends an 8x8 image as bytes 0..255 and gets the digit and its probability."""
+    w.write_model("digits_preprocess/1/model.onnx", make_model(
+        "digits_preprocess",
+        [helper.make_node("Cast", ["RAW"], ["raw_f"], to=onnx_type("TYPE_FP32")),
+         helper.make_node("Mul", ["raw_f", "scale"], ["PIXELS"])],
+        [vi("RAW", "TYPE_UINT8", ["batch_size", 64])],
+        [vi("PIXELS", "TYPE_FP32", ["batch_size", 64])],
+        [const("scale", np.float32(16.0 / 255.0))],
+        doc="digits_preprocess: PIXELS = RAW * 16/255 (bytes to the 0..16 intensities digits takes)"))
+    w.write_text("digits_preprocess/config.pbtxt", config_text(
+        "digits_preprocess",
+        [{"name": "RAW", "data_type": "TYPE_UINT8", "dims": [64]}],
+        [{"name": "PIXELS", "data_type": "TYPE_FP32", "dims": [64]}],
+        max_batch_size=16, backend="onnxruntime",
+        header=HEADER + "\nFirst step of digits_pipeline: 8x8 image bytes 0..255 -> intensities 0..16."))
+    w.write_model("digits_postprocess/1/model.onnx", make_model(
+        "digits_postprocess",
+        [helper.make_node("ArgMax", ["PROBABILITIES"], ["idx64"], axis=1, keepdims=1),
+         helper.make_node("Cast", ["idx64"], ["DIGIT"], to=onnx_type("TYPE_INT32")),
+         helper.make_node("ReduceMax", ["PROBABILITIES"], ["CONFIDENCE"], axes=[1], keepdims=1)],
+        [vi("PROBABILITIES", "TYPE_FP32", ["batch_size", 10])],
+        [vi("DIGIT", "TYPE_INT32", ["batch_size", 1]), vi("CONFIDENCE", "TYPE_FP32", ["batch_size", 1])],
+        doc="digits_postprocess: the most probable class and its probability"))
+    w.write_text("digits_postprocess/config.pbtxt", config_text(
+        "digits_postprocess",
+        [{"name": "PROBABILITIES", "data_type": "TYPE_FP32", "dims": [10]}],
+        [{"name": "DIGIT", "data_type": "TYPE_INT32", "dims": [1]},
+         {"name": "CONFIDENCE", "data_type": "TYPE_FP32", "dims": [1]}],
+        max_batch_size=16, backend="onnxruntime",
+        header=HEADER + "\nLast step of digits_pipeline: class probabilities -> digit and probability."))
+    step = ('    {\n      model_name: "%s"\n      model_version: -1\n%s    }')
+    maps = lambda kind, pairs: "".join('      %s { key: "%s" value: "%s" }\n' % (kind, k, v) for k, v in pairs)
+    steps = ",\n".join([
+        step % ("digits_preprocess", maps("input_map", [("RAW", "IMAGE")]) + maps("output_map", [("PIXELS", "pixels")])),
+        step % ("digits", maps("input_map", [("INPUT", "pixels")]) + maps("output_map", [("PROBABILITIES", "probabilities")])),
+        step % ("digits_postprocess", maps("input_map", [("PROBABILITIES", "probabilities")])
+                + maps("output_map", [("DIGIT", "DIGIT"), ("CONFIDENCE", "CONFIDENCE")])),
+    ])
+    w.write_text("digits_pipeline/config.pbtxt", config_text(
+        "digits_pipeline",
+        [{"name": "IMAGE", "data_type": "TYPE_UINT8", "dims": [64]}],
+        [{"name": "DIGIT", "data_type": "TYPE_INT32", "dims": [1]},
+         {"name": "CONFIDENCE", "data_type": "TYPE_FP32", "dims": [1]}],
+        max_batch_size=16, platform="ensemble",
+        header=HEADER + "\nEnsemble: digits_preprocess -> digits (highest ready version) -> digits_postprocess.",
+        extra_bottom="ensemble_scheduling {\n  step [\n%s\n  ]\n}\n" % steps))
+    # Triton needs a version folder for an ensemble even though it holds no files.
+    w.write_text("digits_pipeline/1/.gitkeep", "")
+
+
 def main():
     # --out DIR writes elsewhere: the test suite regenerates into a temporary
     # folder and compares with the committed files to catch drift.
@@ -198,6 +252,7 @@ def main():
                    extra_top="version_policy: { latest { num_versions: 1 } }\n"
                              "instance_group [ { kind: KIND_CPU } ]\n")
     acc, ntest = write_digits(w)
+    write_digits_pipeline(w)
     removed = w.remove_stale()
     for r in removed:
         print("removed stale file", r)

@@ -157,3 +157,32 @@ test('explicit mode: loading an ensemble loads the models it runs on', async () 
     await repo2.remove();
   }
 });
+
+test('the bundled digits_pipeline ensemble answers as its three steps called one by one', async () => {
+  const ex = await startTestServer({ modelRepositories: [EXAMPLES] });
+  try {
+    // Two 8x8 images as bytes: a vertical bar (a one, roughly) and a ring (a zero, roughly).
+    const bar = ints(64, (i) => (i % 8 === 3 || i % 8 === 4 ? 255 : 0));
+    const ring = ints(64, (i) => {
+      const r = Math.floor(i / 8), c = i % 8;
+      return (r === 1 || r === 6) && c >= 2 && c <= 5 ? 255 : (c === 1 || c === 6) && r >= 2 && r <= 5 ? 255 : 0;
+    });
+    const r = await postJson(`${ex.url}/v2/models/digits_pipeline/infer`, { inputs: [{ name: 'IMAGE', shape: [2, 64], datatype: 'UINT8', data: [...bar, ...ring] }] });
+    assert.equal(r.status, 200, r.body.toString());
+    const out = new Map<string, any>(r.json().outputs.map((o: any) => [o.name, o]));
+    assert.deepEqual(out.get('DIGIT').shape, [2, 1]);
+    const direct = await postJson(`${ex.url}/v2/models/digits/infer`, {
+      inputs: [{ name: 'INPUT', shape: [2, 64], datatype: 'FP32', data: [...bar, ...ring].map((v) => Math.fround(v * Math.fround(16 / 255))) }],
+    });
+    const probs = direct.json().outputs[0].data as number[];
+    for (let b = 0; b < 2; b++) {
+      const row = probs.slice(b * 10, b * 10 + 10);
+      const best = row.indexOf(Math.max(...row));
+      assert.equal(out.get('DIGIT').data[b], best);
+      assert.ok(Math.abs(out.get('CONFIDENCE').data[b] - row[best]!) < 1e-5);
+    }
+    assert.equal(out.get('DIGIT').data[1], 0, 'the ring reads as a zero');
+  } finally {
+    await ex.close();
+  }
+});
