@@ -40,7 +40,14 @@ async function serve(argv: readonly string[]): Promise<number> {
     process.stdout.write(USAGE);
     return 0;
   }
-  const logger = createLogger(opts.log);
+  let logger;
+  try {
+    logger = createLogger(opts.log);
+  } catch (e) {
+    process.stderr.write(`nereid serve: ${(e as Error).message}\n`);
+    return 1;
+  }
+  for (const w of opts.warnings) logger.warn(w);
   let server: InferenceServer;
   try {
     server = await InferenceServer.create(opts.server, { logger });

@@ -102,6 +102,9 @@ export class EnsembleScheduler implements Scheduler {
     });
   }
 
+  /** Nothing waits here: an ensemble's steps wait in the composing models' schedulers. */
+  rejectQueued(): void {}
+
   private checkDrained(): void {
     if (this.drained && this.running === 0) {
       this.drained();

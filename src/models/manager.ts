@@ -1,4 +1,4 @@
-import { invalidArg, isNereidError, unavailable } from '../errors.js';
+import { invalidArg, isNereidError, unavailable, type NereidError } from '../errors.js';
 import type { ModelConfig } from '../config/types.js';
 import { modelConfigToJson } from '../config/index.js';
 import type { Logger } from '../observability/logger.js';
@@ -262,6 +262,11 @@ export class ModelManager {
       if (!scan.models.has(name) && !entry.overrides && entry.versions.size > 0) work.push(this.unload(name).catch(() => undefined));
     }
     await Promise.all(work);
+  }
+
+  /** Answers every queued request of every model with `error`; running executions finish. */
+  rejectQueued(error: NereidError): void {
+    for (const entry of this.entries.values()) for (const slot of entry.versions.values()) slot.model?.rejectQueued(error);
   }
 
   /** Unloads everything, letting requests in flight finish. */

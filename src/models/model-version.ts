@@ -70,6 +70,11 @@ export class ModelVersion {
     this.stats.recordExecution(batchRows, times.inputNs, times.inferNs, times.outputNs);
   }
 
+  /** Answers the requests still queued with `error` (shutdown past --exit-timeout-secs). */
+  rejectQueued(error: NereidError): void {
+    this.scheduler.rejectQueued(error);
+  }
+
   /** Stops taking requests, waits for those in flight, then releases the instances. */
   unload(): Promise<void> {
     this.closing ??= (async () => {

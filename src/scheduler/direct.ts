@@ -81,6 +81,14 @@ export class DirectScheduler implements Scheduler {
     });
   }
 
+  rejectQueued(error: NereidError): void {
+    for (let j = this.next(); j; j = this.next()) {
+      j.state = 'done';
+      j.reject(error);
+    }
+    this.checkDrained();
+  }
+
   private cancelQueued(job: Job): void {
     // Only a job still waiting is cancelled; one already running finishes. A cancelled job stays in the ring
     // and is skipped when reached, but is answered now.

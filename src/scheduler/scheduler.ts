@@ -34,4 +34,6 @@ export interface Scheduler {
   inflight(): number;
   /** Refuses new jobs and resolves when every accepted job has finished. */
   drain(): Promise<void>;
+  /** Answers every job still waiting with `error`; executions already running finish (shutdown timeout). */
+  rejectQueued(error: NereidError): void;
 }

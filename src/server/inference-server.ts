@@ -223,6 +223,12 @@ export class InferenceServer {
         setTimeout(resolve, Math.max(0, timeoutSecs) * 1000).unref();
       });
     }
+    // Past the exit timeout, requests still queued are refused rather than run (tritonserver exits on them);
+    // executions already running finish, so no backend is torn down in the middle of a run.
+    if (this.inflightRequests > 0) {
+      this.logger.warn(`exit timeout of ${timeoutSecs} s reached with ${this.inflightRequests} requests in flight; refusing those still queued`);
+      this.manager.rejectQueued(unavailable('Server is shutting down: exit timeout reached before this request ran'));
+    }
     await this.manager.close();
     this.state = 'stopped';
   }

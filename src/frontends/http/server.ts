@@ -48,11 +48,18 @@ export async function startHttpFrontend(server: InferenceServer, options: HttpOp
   return { port, close: () => closeServer(http, ctx.json) };
 }
 
-async function closeServer(http: Server, json: JsonParser): Promise<void> {
+/**
+ * Stops listening and closes connections as their responses finish. Called after the server has drained
+ * (or given up at --exit-timeout-secs), so a connection still busy after a short grace period is waiting
+ * for an answer that will not come: it is closed rather than kept open until its keep-alive timeout.
+ */
+async function closeServer(http: Server, json: JsonParser, graceMs = 1000): Promise<void> {
+  const force = setTimeout(() => http.closeAllConnections(), graceMs);
   await new Promise<void>((resolve) => {
     http.close(() => resolve());
     http.closeIdleConnections();
   });
+  clearTimeout(force);
   await json.close();
 }
 

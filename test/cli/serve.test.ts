@@ -1,0 +1,131 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { EXAMPLES, FIXTURES } from '../helpers/paths.js';
+import { runNereid, spawnServer, tempRepository } from '../helpers/server.js';
+import { postJson, request } from '../helpers/http.js';
+
+// `nereid serve` as a process: exit codes, startup failures, and shutdown under load.
+
+test('an unknown flag or a bad value exits 2 with a message; --help lists every flag and exits 0', async () => {
+  const unknown = await runNereid(['serve', '--no-such-flag=1']);
+  assert.equal(unknown.code, 2);
+  assert.match(unknown.out, /no-such-flag/);
+  const bad = await runNereid(['serve', '--model-repository', EXAMPLES, '--http-port=eighty']);
+  assert.equal(bad.code, 2);
+  assert.match(bad.out, /http-port/);
+  const help = await runNereid(['serve', '--help']);
+  assert.equal(help.code, 0);
+  for (const f of ['--model-repository', '--model-control-mode', '--exit-timeout-secs', '--strict-readiness', '--grpc-port', '--metrics-port', '--backend-config', '--log-format']) {
+    assert.ok(help.out.includes(f), `--help mentions ${f}`);
+  }
+});
+
+test('a model that fails to load stops the server (exit 1, with the reason) unless --exit-on-error=false', async () => {
+  const repo = await tempRepository([{ from: join(EXAMPLES, 'simple') }, { from: join(FIXTURES, 'broken', 'bad_onnx') }]);
+  try {
+    const failed = await runNereid(['serve', '--model-repository', repo.dir, '--http-port=0', '--allow-grpc=false', '--allow-metrics=false']);
+    assert.equal(failed.code, 1, failed.out);
+    assert.match(failed.out, /bad_onnx/);
+    const s = await spawnServer(['--model-repository', repo.dir, '--exit-on-error=false']);
+    try {
+      const r = await postJson(`${s.url}/v2/models/simple/infer`, {
+        inputs: [{ name: 'INPUT0', shape: [1, 16], datatype: 'INT32', data: new Array(16).fill(1) }, { name: 'INPUT1', shape: [1, 16], datatype: 'INT32', data: new Array(16).fill(2) }],
+      });
+      assert.equal(r.status, 200);
+      const index = (await postJson(`${s.url}/v2/repository/index`, {})).json() as any[];
+      const broken = index.find((m) => m.name === 'bad_onnx');
+      assert.equal(broken.state, 'UNAVAILABLE');
+      assert.ok(broken.reason.length > 0);
+      // Strict readiness (the default): one model down makes the server unready; live all the same.
+      assert.equal((await request(`${s.url}/v2/health/ready`)).status, 400);
+      assert.equal((await request(`${s.url}/v2/health/live`)).status, 200);
+    } finally {
+      s.child.kill('SIGTERM');
+      assert.equal(await s.exited, 0);
+    }
+    const lax = await spawnServer(['--model-repository', repo.dir, '--exit-on-error=false', '--strict-readiness=false']);
+    try {
+      assert.equal((await request(`${lax.url}/v2/health/ready`)).status, 200);
+    } finally {
+      lax.child.kill('SIGTERM');
+      await lax.exited;
+    }
+  } finally {
+    await repo.remove();
+  }
+});
+
+test('SIGTERM under load: unready at once, every request already sent answered, exit 0', async () => {
+  const s = await spawnServer(['--model-repository', join(FIXTURES, 'slow')]);
+  const body = { inputs: [{ name: 'INPUT0', shape: [1, 16], datatype: 'FP32', data: new Array(16).fill(0.25) }] };
+  let termAt = Infinity;
+  const before: string[] = [];
+  const afterRefused: string[] = [];
+  let beforeOk = 0;
+  let stop = false;
+  const client = async () => {
+    while (!stop) {
+      const sent = performance.now();
+      let status: number | string;
+      try {
+        status = (await postJson(`${s.url}/v2/models/slow_fp32/infer`, body)).status;
+      } catch (e) {
+        status = (e as Error).message;
+      }
+      if (sent < termAt - 20) {
+        if (status === 200) beforeOk++;
+        else before.push(String(status));
+      } else if (status !== 200) {
+        afterRefused.push(String(status));
+        return; // the server is going away: this client stops
+      }
+    }
+  };
+  const clients = Array.from({ length: 6 }, client);
+  await sleep(400); // requests queue up behind the ~85 ms model
+  termAt = performance.now();
+  s.child.kill('SIGTERM');
+  // Readiness turns off at once while the backlog drains.
+  let sawUnready = false;
+  for (let i = 0; i < 20 && !sawUnready; i++) {
+    const r = await request(`${s.url}/v2/health/ready`).catch(() => ({ status: 0 }));
+    sawUnready = r.status !== 200;
+  }
+  const code = await s.exited;
+  stop = true;
+  await Promise.all(clients);
+  assert.equal(code, 0, s.output());
+  assert.ok(sawUnready, 'readiness turned off during the drain');
+  assert.deepEqual(before, [], 'requests sent before SIGTERM all succeeded');
+  assert.ok(beforeOk > 0);
+  // After SIGTERM new requests are refused cleanly: a 4xx/503 JSON error or a closed connection, never a 500.
+  for (const r of afterRefused) assert.ok(!/^5(?!03)/.test(r), `refusal was ${r}`);
+});
+
+test('--exit-timeout-secs bounds the drain: a long backlog does not keep the process alive', async () => {
+  const s = await spawnServer(['--model-repository', join(FIXTURES, 'slow'), '--exit-timeout-secs=0']);
+  const body = { inputs: [{ name: 'INPUT0', shape: [1, 16], datatype: 'FP32', data: new Array(16).fill(0.25) }] };
+  const pending = Array.from({ length: 40 }, () => postJson(`${s.url}/v2/models/slow_fp32/infer`, body).catch(() => undefined));
+  await sleep(200);
+  const t0 = performance.now();
+  s.child.kill('SIGTERM');
+  assert.equal(await s.exited, 0);
+  // 40 requests of ~85 ms would take over 3 s to drain.
+  assert.ok(performance.now() - t0 < 2500, `exited after ${(performance.now() - t0).toFixed(0)} ms`);
+  await Promise.all(pending);
+});
+
+test('explicit mode with --load-model loads only the named models', async () => {
+  const s = await spawnServer(['--model-repository', EXAMPLES, '--model-control-mode=explicit', '--load-model=simple']);
+  try {
+    const index = (await postJson(`${s.url}/v2/repository/index`, {})).json() as any[];
+    const ready = index.filter((m) => m.state === 'READY').map((m) => m.name);
+    assert.deepEqual([...new Set(ready)], ['simple']);
+    assert.ok(index.some((m) => m.name === 'simple_string' && m.state === undefined), 'models not loaded are listed by name only');
+  } finally {
+    s.child.kill('SIGTERM');
+    await s.exited;
+  }
+});
