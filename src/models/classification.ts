@@ -11,7 +11,11 @@ const encoder = new TextEncoder();
  */
 export function classify(t: Tensor, count: number, info: OutputInfo, batched: boolean): Tensor {
   if (t.datatype === 'BYTES') throw invalidArg(`class result not available for output due to unsupported type '${t.datatype}'`);
-  const values = typedView(t.datatype, t.data);
+  const raw = typedView(t.datatype, t.data);
+  // FP16 and BF16 arrive as raw 16-bit patterns; compare and print their values.
+  const values = t.datatype === 'FP16' ? Float32Array.from(raw as Uint16Array, halfToFloat)
+    : t.datatype === 'BF16' ? new Float32Array(Uint32Array.from(raw as Uint16Array, (b) => b << 16).buffer) : raw;
+  const isFloat = t.datatype === 'FP16' || t.datatype === 'FP32' || t.datatype === 'FP64' || t.datatype === 'BF16';
   const items = batched ? Math.max(t.shape[0] ?? 1, 1) : 1;
   const per = items === 0 ? 0 : values.length / items;
   const k = Math.min(count, per);
@@ -23,13 +27,19 @@ export function classify(t: Tensor, count: number, info: OutputInfo, batched: bo
     for (let j = 0; j < k; j++) {
       const i = idx[j]!;
       const label = info.labels?.[i];
-      out.push(encoder.encode(label !== undefined ? `${formatValue(val(i))}:${i}:${label}` : `${formatValue(val(i))}:${i}`));
+      const v = isFloat ? val(i).toFixed(6) : String(val(i));
+      out.push(encoder.encode(label !== undefined ? `${v}:${i}:${label}` : `${v}:${i}`));
     }
   }
   return { name: t.name, datatype: 'BYTES', shape: batched ? [items, k] : [k], data: out };
 }
 
-/** Triton prints the value with std::to_string for floats (six decimals) and as an integer otherwise. */
-function formatValue(v: number): string {
-  return Number.isInteger(v) ? String(v) : v.toFixed(6);
+/** Triton prints floating-point scores with std::to_string (six decimals) and integers as integers. */
+function halfToFloat(h: number): number {
+  const sign = h & 0x8000 ? -1 : 1;
+  const exp = (h >> 10) & 0x1f;
+  const frac = h & 0x3ff;
+  if (exp === 0) return sign * frac * 2 ** -24;
+  if (exp === 31) return frac ? NaN : sign * Infinity;
+  return sign * (1 + frac / 1024) * 2 ** (exp - 15);
 }

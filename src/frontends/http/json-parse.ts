@@ -1,5 +1,7 @@
 import { Worker } from 'node:worker_threads';
 import { NereidError, invalidArg, type ErrorCode } from '../../errors.js';
+import type { InferenceResponse } from '../../inference/index.js';
+import { encodeInfer, type EncodedInfer } from './infer-response.js';
 
 /**
  * JSON request headers: parsed inline when small, in a worker thread when large, so one client's big JSON
@@ -16,7 +18,10 @@ export function parseJsonInline(body: Buffer, length: number): unknown {
   }
 }
 
-type Pending = { resolve: (v: unknown) => void; reject: (e: unknown) => void };
+type Pending = { resolve: (v: any) => void; reject: (e: unknown) => void };
+
+/** Responses whose JSON outputs hold more tensor bytes than this are written in the worker (milliseconds of work). */
+export const OFF_THREAD_JSON_BYTES = 64 * 1024;
 
 export class JsonParser {
   private worker: Worker | undefined;
@@ -41,15 +46,33 @@ export class JsonParser {
     });
   }
 
+  /** encodeInfer, in the worker when the JSON part is large (see OFF_THREAD_JSON_BYTES). */
+  encode(response: InferenceResponse, binaryOutputs: ReadonlyMap<string, boolean>, binaryDefault: boolean): EncodedInfer | Promise<EncodedInfer> {
+    let jsonBytes = 0;
+    for (const t of response.outputs) {
+      const binary = binaryOutputs.get(t.name) ?? (binaryDefault || t.datatype === 'FP16' || t.datatype === 'BF16');
+      if (!binary) jsonBytes += t.datatype === 'BYTES' ? t.data.reduce((n, b) => n + b.byteLength + 4, 0) : t.data.byteLength;
+    }
+    if (jsonBytes < OFF_THREAD_JSON_BYTES) return encodeInfer(response, binaryOutputs, binaryDefault);
+    const w = this.ensureWorker();
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { resolve, reject });
+      // Structured clone copies the output tensors once; the worker transfers the text and blobs back.
+      w.postMessage({ id, encode: { response, binaryOutputs, binaryDefault } });
+    });
+  }
+
   private ensureWorker(): Worker {
     if (this.worker) return this.worker;
     const w = new Worker(new URL('./json-worker.js', import.meta.url));
     w.unref();
-    w.on('message', (m: { id: number; json?: unknown; error?: { code: string; message: string } }) => {
+    w.on('message', (m: { id: number; json?: unknown; encoded?: EncodedInfer; error?: { code: string; message: string } }) => {
       const p = this.pending.get(m.id);
       if (!p) return;
       this.pending.delete(m.id);
-      if (m.error) {
+      if (m.encoded) p.resolve(m.encoded);
+      else if (m.error) {
         p.reject(m.error.code === 'PARSE'
           ? invalidArg(`failed to parse the request JSON buffer: ${m.error.message}`)
           : new NereidError(m.error.code as ErrorCode, m.error.message));

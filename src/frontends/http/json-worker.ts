@@ -3,19 +3,34 @@ import { isNereidError } from '../../errors.js';
 import { isDataType } from '../../tensor/datatype.js';
 import { elementCount } from '../../tensor/tensor.js';
 import { decodeJsonData } from './json-data.js';
+import { encodeInfer } from './infer-response.js';
+import type { InferenceResponse } from '../../inference/index.js';
 
 /**
  * Parses large JSON request headers off the event loop: JSON.parse plus the conversion of every input's
  * `data` into its final bytes, which is where the time goes. The bytes come back as transferred buffers.
+ * It also writes large JSON responses (numbers to text is as slow as text to numbers).
  */
-interface Job {
+interface ParseJob {
   id: number;
   text: Uint8Array;
 }
 
+interface EncodeJob {
+  id: number;
+  encode: { response: InferenceResponse; binaryOutputs: Map<string, boolean>; binaryDefault: boolean };
+}
+
 const decoder = new TextDecoder();
 
-parentPort!.on('message', ({ id, text }: Job) => {
+parentPort!.on('message', (job: ParseJob | EncodeJob) => {
+  if ('encode' in job) {
+    const { response, binaryOutputs, binaryDefault } = job.encode;
+    const encoded = encodeInfer(response, binaryOutputs, binaryDefault);
+    parentPort!.postMessage({ id: job.id, encoded }, encoded.blobs.map((b) => b.buffer as ArrayBuffer));
+    return;
+  }
+  const { id, text } = job;
   try {
     const json = JSON.parse(decoder.decode(text)) as unknown;
     const transfer: ArrayBuffer[] = [];

@@ -6,7 +6,6 @@ import type { Logger } from '../../observability/logger.js';
 import { readBody } from './body.js';
 import { compress, decompress, negotiate, requestEncoding } from './compression.js';
 import { decodeInfer, isObject } from './infer-request.js';
-import { encodeInfer } from './infer-response.js';
 import { JsonParser } from './json-parse.js';
 import { route, type Route } from './routes.js';
 import { HTTP_STATUS } from './status.js';
@@ -134,7 +133,8 @@ async function handleInfer(ctx: Context, model: string, version: number | undefi
   const decoded = decodeInfer(json, body, jsonLength, { model, version, signal });
   const response = await ctx.server.infer(decoded.request);
   if (signal.aborted) return;
-  const { json: header, blobs } = encodeInfer(response, decoded.binaryOutputs, decoded.binaryDefault);
+  const encoded = ctx.json.encode(response, decoded.binaryOutputs, decoded.binaryDefault);
+  const { json: header, blobs } = encoded instanceof Promise ? await encoded : encoded;
   await sendInfer(res, header, blobs, negotiate(req.headers['accept-encoding'] as string | undefined));
 }
 
