@@ -11,6 +11,7 @@ byte-identical files and leaves unchanged files untouched):
   simple_string          BYTES [16] x2 (decimal integers) -> sum, difference as strings
   simple_identity        BYTES [-1] identity                    (Triton's is a python model)
   custom_identity_int32  INT32 [-1] identity, max_batch_size 1024 (Triton's is a C++ backend)
+  simple_sequence        INT32 [1] -> running sum per sequence (START resets), implicit state
   digits_pipeline        ensemble: UINT8 [64] image bytes -> digits_preprocess -> digits
                          -> digits_postprocess -> INT32 [1] digit, FP32 [1] probability
   digits                 FP32 [64] 8x8 digit image -> FP32 [10] class probabilities,
@@ -239,6 +240,37 @@ def write_digits_pipeline(w):
     w.write_text("digits_pipeline/1/.gitkeep", "")
 
 
+def write_simple_sequence(w):
+    """Triton's simple_sequence interface (an accumulator: OUTPUT is the sum of the sequence's INPUTs so far,
+    START resets it), as an ONNX model with implicit state: the running sum travels from ACC_OUT of one
+    request to ACC_IN of the next through the sequence batcher."""
+    b = "batch_size"
+    w.write_model("simple_sequence/1/model.onnx", make_model(
+        "simple_sequence",
+        [helper.make_node("Sub", ["one", "START"], ["keep"]),
+         helper.make_node("Mul", ["ACC_IN", "keep"], ["kept"]),
+         helper.make_node("Add", ["kept", "INPUT"], ["sum"]),
+         helper.make_node("Mul", ["sum", "READY"], ["OUTPUT"]),
+         helper.make_node("Identity", ["OUTPUT"], ["ACC_OUT"])],
+        [vi("INPUT", "TYPE_INT32", [b, 1]), vi("START", "TYPE_INT32", [b, 1]),
+         vi("READY", "TYPE_INT32", [b, 1]), vi("ACC_IN", "TYPE_INT32", [b, 1])],
+        [vi("OUTPUT", "TYPE_INT32", [b, 1]), vi("ACC_OUT", "TYPE_INT32", [b, 1])],
+        [const("one", np.int32(1))],
+        doc="simple_sequence: OUTPUT = (START ? 0 : ACC_IN) + INPUT; ACC_OUT = OUTPUT"))
+    control = ('    {\n      name: "%s"\n      control [ { kind: %s int32_false_true: [ 0, 1 ] } ]\n    }')
+    w.write_text("simple_sequence/config.pbtxt", config_text(
+        "simple_sequence",
+        [{"name": "INPUT", "data_type": "TYPE_INT32", "dims": [1]}],
+        [{"name": "OUTPUT", "data_type": "TYPE_INT32", "dims": [1]}],
+        max_batch_size=8, backend="onnxruntime",
+        header=HEADER + "\nTriton's simple_sequence: OUTPUT is the running sum of the sequence's INPUT values\n"
+        "(START resets it). The sum is implicit state kept by the sequence batcher.",
+        extra_bottom="sequence_batching {\n  max_sequence_idle_microseconds: 5000000\n  control_input [\n%s\n  ]\n"
+        "  state [\n    {\n      input_name: \"ACC_IN\"\n      output_name: \"ACC_OUT\"\n      data_type: TYPE_INT32\n"
+        "      dims: [ 1 ]\n    }\n  ]\n}\ninstance_group [ { count: 1 kind: KIND_CPU } ]\n"
+        % ",\n".join([control % ("START", "CONTROL_SEQUENCE_START"), control % ("READY", "CONTROL_SEQUENCE_READY")])))
+
+
 def main():
     # --out DIR writes elsewhere: the test suite regenerates into a temporary
     # folder and compares with the committed files to catch drift.
@@ -253,6 +285,7 @@ def main():
                              "instance_group [ { kind: KIND_CPU } ]\n")
     acc, ntest = write_digits(w)
     write_digits_pipeline(w)
+    write_simple_sequence(w)
     removed = w.remove_stale()
     for r in removed:
         print("removed stale file", r)

@@ -28,6 +28,10 @@ export interface InferenceRequest {
   /** Scheduling parameters of Triton's schedule_policy extension. */
   readonly priority?: number;
   readonly timeoutUs?: number;
+  /** Triton's sequence extension: the correlation id (0 or '' for none) and the sequence's START / END flags. */
+  readonly sequenceId?: number | bigint | string;
+  readonly sequenceStart?: boolean;
+  readonly sequenceEnd?: boolean;
   /** Aborts a request that has not finished: a disconnected client or an expired deadline. */
   readonly signal?: AbortSignal;
 }

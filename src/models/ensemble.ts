@@ -150,6 +150,7 @@ export class EnsembleScheduler implements Scheduler {
         model.infer({
           model: step.model, version: model.version, id: job.id, inputs, outputs: step.requested,
           parameters: job.parameters, priority: job.priority, timeoutUs: job.timeoutUs, signal: job.signal,
+          sequenceId: job.sequenceId, sequenceStart: job.sequenceStart, sequenceEnd: job.sequenceEnd,
         }).then((res) => {
           if (failed) return;
           for (const t of res.outputs) {

@@ -4,10 +4,11 @@ import { NereidError, invalidArg, isNereidError, unavailable } from '../errors.j
 import type { ModelConfig } from '../config/types.js';
 import { autoCompleteBackendFields, normalizeModelConfig, parseModelConfig, validateModelConfig } from '../config/index.js';
 import type { BackendRegistry } from '../backends/registry.js';
-import type { Backend, BackendInstance, ModelFiles } from '../backends/backend.js';
+import type { Backend, BackendInstance, ExecutionTimes, ModelFiles } from '../backends/backend.js';
 import type { Logger } from '../observability/logger.js';
 import { ModelStatistics } from '../observability/statistics.js';
 import { DirectScheduler } from '../scheduler/direct.js';
+import { SequenceBatcher } from '../scheduler/sequence.js';
 import { isInside, listEntries, listVersions, readText } from '../repository/local.js';
 import { ModelContext } from './context.js';
 import { ModelVersion } from './model-version.js';
@@ -60,7 +61,6 @@ export async function prepareModel(name: string, modelDir: string, given: ModelC
   const versions = await listVersions(modelDir);
   const firstEntries = await firstVersionEntries(modelDir);
   autoCompleteBackendFields(config, firstEntries, name);
-  if (config.sequence_batching) throw unavailable(`sequence batching is not supported yet (model '${name}')`);
   if (config.platform === 'ensemble') {
     normalizeModelConfig(config, { modelName: name, preferredInstanceCount: 1 });
     validateModelConfig(config, { modelName: name });
@@ -124,7 +124,10 @@ export async function loadVersion(model: PreparedModel, version: number, opts: L
   if (instances.length === 0) throw invalidArg(`model '${model.name}' has no instances (instance_group count is 0)`);
   const stats = new ModelStatistics(model.name, version);
   let versionRef: ModelVersion | undefined;
-  const scheduler = new DirectScheduler(instances, (rows, times) => versionRef!.recordExecution(rows, times));
+  const onExecution = (rows: number, times: ExecutionTimes): void => versionRef!.recordExecution(rows, times);
+  const scheduler = model.config.sequence_batching
+    ? new SequenceBatcher(model.name, model.config, model.modelDir, instances, onExecution)
+    : new DirectScheduler(instances, onExecution);
   versionRef = new ModelVersion(context, stats, scheduler, instances);
   return versionRef;
 }

@@ -93,6 +93,9 @@ class InferJob implements Job {
   readonly id: string;
   readonly priority: number | undefined;
   readonly timeoutUs: number | undefined;
+  readonly sequenceId: number | bigint | string | undefined;
+  readonly sequenceStart: boolean;
+  readonly sequenceEnd: boolean;
   state: 'queued' | 'running' | 'done' = 'queued';
   private result: Tensor[] | undefined;
   private resultParams: Parameters | undefined;
@@ -114,6 +117,9 @@ class InferJob implements Job {
     this.id = request.id ?? '';
     this.priority = request.priority;
     this.timeoutUs = request.timeoutUs;
+    this.sequenceId = request.sequenceId;
+    this.sequenceStart = request.sequenceStart ?? false;
+    this.sequenceEnd = request.sequenceEnd ?? false;
   }
 
   get sender(): this {

@@ -15,6 +15,10 @@ export interface Job extends BackendRequest {
   readonly id: string;
   readonly priority: number | undefined;
   readonly timeoutUs: number | undefined;
+  /** The sequence extension's correlation id and flags (sequence batcher). */
+  readonly sequenceId: number | bigint | string | undefined;
+  readonly sequenceStart: boolean;
+  readonly sequenceEnd: boolean;
   /** Owned by the scheduler: a queued job that is cancelled is skipped when reached. */
   state: 'queued' | 'running' | 'done';
   finish(execStartNs: bigint, times: ExecutionTimes): void;

@@ -93,7 +93,7 @@ test('--strict-model-config: models without config.pbtxt fail to load, saying wh
   }
 });
 
-test('KIND_GPU loads on CPU with a warning; sequence batching is UNAVAILABLE for now', async () => {
+test('KIND_GPU loads on CPU with a warning; a bare sequence_batching model runs under the sequence batcher', async () => {
   const repo = await tempRepository([{ from: join(FIXTURES, 'versions', 'vmodel'), name: 'gpu_model' }, { from: join(FIXTURES, 'versions', 'vmodel'), name: 'seq_model' }]);
   const logDir = await mkdtemp(join(tmpdir(), 'nereid-log-'));
   const logFile = join(logDir, 'server.log');
@@ -111,9 +111,11 @@ test('KIND_GPU loads on CPU with a warning; sequence batching is UNAVAILABLE for
     const r = await server.infer({ model: 'gpu_model', inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1, 1], data: new Uint8Array(new Int32Array([5]).buffer) }] });
     const out = r.outputs[0]!.data as Uint8Array;
     assert.deepEqual([...new Int32Array(out.slice().buffer)], [8]);
-    const seq = (await server.repositoryIndex()).find((e) => e.name === 'seq_model');
-    assert.equal(seq?.state, 'UNAVAILABLE');
-    assert.match(seq?.reason ?? '', /not supported yet/);
+    // sequence_batching { } alone: the model loads under the sequence batcher, which wants a correlation id.
+    assert.ok(server.isModelReady('seq_model'));
+    await assert.rejects(server.infer({ model: 'seq_model', inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1, 1], data: new Uint8Array(4) }] }), /correlation ID/);
+    const ok = await server.infer({ model: 'seq_model', sequenceId: 5, sequenceStart: true, sequenceEnd: true, inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1, 1], data: new Uint8Array(4) }] });
+    assert.equal(ok.outputs.length, 1);
   } finally {
     await server.close();
     await logger.close();

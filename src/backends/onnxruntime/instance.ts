@@ -1,6 +1,6 @@
 import * as ort from 'onnxruntime-node';
 import { isNereidError, NereidError } from '../../errors.js';
-import type { ModelConfig } from '../../config/types.js';
+import type { ModelConfig, SequenceControl } from '../../config/types.js';
 import { fromConfigType, type DataType } from '../../tensor/datatype.js';
 import { concatBatch, splitBatch } from '../../tensor/batch.js';
 import type { Tensor } from '../../tensor/tensor.js';
@@ -28,9 +28,16 @@ export class OrtInstance implements BackendInstance {
 
   constructor(readonly runner: Runner, config: ModelConfig) {
     this.synchronous = runner.synchronous;
-    this.inputs = config.input.map(ioInfo);
-    this.outputs = new Map(config.output.map((o) => [o.name, ioInfo(o)]));
-    this.allOutputNames = config.output.map((o) => o.name);
+    // The sequence batcher feeds control and implicit-state inputs and reads state outputs besides the
+    // config's own inputs and outputs.
+    const seq = config.sequence_batching;
+    const controls = (seq?.control_input ?? []).map((c) => ({ name: c.name, data_type: controlType(c.control[0]) }));
+    const stateIn = (seq?.state ?? []).map((st) => ({ name: st.input_name, data_type: st.data_type }));
+    const stateOut = (seq?.state ?? []).map((st) => ({ name: st.output_name, data_type: st.data_type }));
+    this.inputs = [...config.input, ...controls, ...stateIn].map(ioInfo);
+    const outputs = [...config.output, ...stateOut];
+    this.outputs = new Map(outputs.map((o) => [o.name, ioInfo(o)]));
+    this.allOutputNames = outputs.map((o) => o.name);
   }
 
   async execute(requests: readonly BackendRequest[]): Promise<ExecutionTimes> {
@@ -95,4 +102,13 @@ function ioInfo(io: { name: string; data_type: string }): IoInfo {
   const t = datatype && ortType(datatype);
   if (!datatype || !t) throw new NereidError('INVALID_ARG', `tensor '${io.name}' has data type ${io.data_type}, which the onnxruntime backend does not support`);
   return { name: io.name, datatype, ortType: t };
+}
+
+/** The data type a sequence control input carries, from which of its value lists is set. */
+export function controlType(c: SequenceControl | undefined): string {
+  if (!c) return 'TYPE_INVALID';
+  if (c.kind === 'CONTROL_SEQUENCE_CORRID') return c.data_type;
+  if (c.fp32_false_true.length > 0) return 'TYPE_FP32';
+  if (c.bool_false_true.length > 0) return 'TYPE_BOOL';
+  return 'TYPE_INT32';
 }

@@ -1,6 +1,7 @@
 import type { ModelConfig } from '../../config/types.js';
 import { NereidError } from '../../errors.js';
 import { byteSize, fromConfigType } from '../../tensor/datatype.js';
+import { controlType } from './instance.js';
 import { elementCount, type Tensor } from '../../tensor/tensor.js';
 import type { BackendInstance } from '../backend.js';
 
@@ -43,7 +44,13 @@ function probeInputs(config: ModelConfig): Tensor[] | undefined {
   const batched = config.max_batch_size > 0;
   const zero = new TextEncoder().encode('0');
   const out: Tensor[] = [];
-  for (const i of config.input) {
+  // A sequence model also takes its control and implicit-state inputs.
+  const seq = config.sequence_batching;
+  const extra = [
+    ...(seq?.control_input ?? []).map((c) => ({ name: c.name, data_type: controlType(c.control[0]), dims: [1] as number[], reshape: undefined })),
+    ...(seq?.state ?? []).map((st) => ({ name: st.input_name, data_type: st.data_type, dims: st.dims, reshape: undefined })),
+  ];
+  for (const i of [...config.input, ...extra]) {
     const datatype = fromConfigType(i.data_type);
     if (!datatype) return undefined;
     const dims = (i.reshape ? i.reshape.shape : i.dims).map((d) => (d === -1 ? 1 : d));

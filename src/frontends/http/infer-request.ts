@@ -51,6 +51,9 @@ export function decodeInfer(json: unknown, body: Buffer, jsonLength: number, tar
     parameters: params.custom,
     priority: params.priority,
     timeoutUs: params.timeoutUs,
+    sequenceId: params.sequenceId,
+    sequenceStart: params.sequenceStart,
+    sequenceEnd: params.sequenceEnd,
     signal: target.signal,
   };
   return { request, binaryOutputs: binary, binaryDefault: params.binaryDataOutput };
@@ -119,6 +122,9 @@ interface DecodedParameters {
   priority: number | undefined;
   timeoutUs: number | undefined;
   binaryDataOutput: boolean;
+  sequenceId?: number | string;
+  sequenceStart?: boolean;
+  sequenceEnd?: boolean;
 }
 
 const RESERVED = new Set(['sequence_id', 'sequence_start', 'sequence_end', 'priority', 'timeout', 'binary_data_output', 'headers']);
@@ -154,10 +160,9 @@ function reserved(out: DecodedParameters, k: string, v: unknown): void {
     case 'priority': out.priority = uint(); break;
     case 'timeout': out.timeoutUs = uint(); break;
     case 'binary_data_output': out.binaryDataOutput = bool(); break;
-    case 'sequence_start': case 'sequence_end': bool(); break;
-    case 'sequence_id':
-      if (typeof v !== 'string') uint();
-      break;
+    case 'sequence_start': out.sequenceStart = bool(); break;
+    case 'sequence_end': out.sequenceEnd = bool(); break;
+    case 'sequence_id': out.sequenceId = typeof v === 'string' ? v : uint(); break;
     default: break; // 'headers' is filled by header forwarding, not by clients
   }
 }

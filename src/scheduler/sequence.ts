@@ -1,0 +1,335 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { NereidError, invalidArg, isNereidError, unavailable } from '../errors.js';
+import type { ModelConfig, SequenceControl, SequenceState } from '../config/types.js';
+import type { BackendInstance, BackendRequest } from '../backends/backend.js';
+import type { Parameters } from '../inference/index.js';
+import { byteSize, fromConfigType, type DataType } from '../tensor/datatype.js';
+import { elementCount, type Tensor } from '../tensor/tensor.js';
+import type { ExecutionListener, Job, Scheduler } from './scheduler.js';
+
+/** One live sequence: its correlation id, the instance it is pinned to, its queued requests and its state. */
+interface Sequence {
+  readonly id: number | bigint | string;
+  readonly key: string;
+  lane: Lane | undefined;
+  readonly pending: Job[];
+  running: boolean;
+  /** Implicit state: the last state outputs, by state output name. */
+  state: Map<string, Tensor> | undefined;
+  lastUsedMs: number;
+  /** Arrival of its oldest waiting request (oldest strategy). */
+  readonly createdNs: bigint;
+}
+
+/** An instance and the sequences it holds (direct strategy pins each sequence to one instance). */
+interface Lane {
+  readonly instance: BackendInstance;
+  readonly sequences: Set<Sequence>;
+  busy: boolean;
+  /** A synchronous instance's batch waits for the end of the loop turn (see direct.ts); one wait at a time. */
+  deferred: boolean;
+}
+
+interface ControlPlan {
+  readonly name: string;
+  readonly datatype: DataType;
+  readonly control: SequenceControl;
+}
+
+/**
+ * Triton's sequence batcher. Requests carry a correlation id and START / END flags; the requests of one
+ * sequence run in order, one at a time, with control inputs (START, END, READY, CORRID) filled for the model
+ * and implicit state (`state { … }`) carried from each request's state outputs to the next request's inputs.
+ * Direct strategy: a sequence is pinned to one instance, which holds up to max(1, max_batch_size) sequences
+ * and runs one request of each of its ready sequences as a batch. Oldest strategy: any free instance takes
+ * the oldest ready sequences. New sequences beyond the capacity wait in a backlog until one ends or idles out
+ * (max_sequence_idle_microseconds).
+ *
+ * Unlike Triton's direct strategy, a batch holds only the sequences that have a request waiting (no rows with
+ * READY false); models see the same values either way.
+ */
+export class SequenceBatcher implements Scheduler {
+  private readonly lanes: Lane[];
+  private readonly sequences = new Map<string, Sequence>();
+  private readonly backlog: Sequence[] = [];
+  private readonly perLane: number;
+  private readonly maxRows: number;
+  private readonly oldest: boolean;
+  private readonly controls: readonly ControlPlan[];
+  private readonly states: readonly SequenceState[];
+  private readonly stateOutputs: ReadonlySet<string>;
+  private readonly initial: ReadonlyMap<string, Tensor>;
+  private readonly idleMs: number;
+  private readonly reaper: NodeJS.Timeout;
+  private queued = 0;
+  private running = 0;
+  private stopped = false;
+  private drained: (() => void) | undefined;
+
+  constructor(
+    private readonly name: string,
+    private readonly config: ModelConfig,
+    modelDir: string,
+    instances: readonly BackendInstance[],
+    private readonly onExecution: ExecutionListener,
+  ) {
+    const sb = config.sequence_batching!;
+    this.lanes = instances.map((instance) => ({ instance, sequences: new Set(), busy: false, deferred: false }));
+    this.maxRows = Math.max(1, config.max_batch_size);
+    this.oldest = sb.oldest !== undefined;
+    const candidates = sb.oldest?.max_candidate_sequences ?? 0;
+    this.perLane = this.oldest ? Math.max(1, candidates > 0 ? Math.ceil(candidates / instances.length) : this.maxRows) : this.maxRows;
+    this.controls = sb.control_input.map((c) => {
+      const control = c.control[0]!;
+      return { name: c.name, control, datatype: controlDataType(control) };
+    });
+    this.states = sb.state;
+    this.stateOutputs = new Set(sb.state.map((s) => s.output_name));
+    this.initial = new Map(sb.state.map((s) => [s.output_name, initialState(s, config.max_batch_size > 0, modelDir)]));
+    this.idleMs = sb.max_sequence_idle_microseconds / 1000;
+    this.reaper = setInterval(() => this.reap(), Math.max(10, Math.min(1000, this.idleMs / 2))).unref();
+  }
+
+  enqueue(job: Job): void {
+    const id = job.sequenceId;
+    if (this.stopped) return job.reject(unavailable(`model '${this.name}' is unloading; request refused`));
+    if (id === undefined || id === 0 || id === 0n || id === '') {
+      return job.reject(invalidArg(`inference request to model '${this.name}' must specify a non-zero or non-empty correlation ID`));
+    }
+    if (this.config.max_batch_size > 0 && job.rows !== 1) {
+      return job.reject(invalidArg(`inference request to model '${this.name}' must specify batch-size 1 due to requirements of sequence batcher`));
+    }
+    const key = typeof id === 'string' ? `s:${id}` : `n:${String(id)}`;
+    let seq = this.sequences.get(key);
+    if (job.sequenceStart) {
+      // START on a live id: the earlier sequence is over; the new one starts from a fresh state when its
+      // first request runs (see backendRequest).
+      if (!seq) {
+        seq = { id, key, lane: undefined, pending: [], running: false, state: undefined, lastUsedMs: Date.now(), createdNs: process.hrtime.bigint() };
+        this.sequences.set(key, seq);
+        this.place(seq);
+      }
+    } else if (!seq) {
+      return job.reject(invalidArg(`inference request for sequence ${String(id)} to model '${this.name}' must specify the START flag on the first request of the sequence`));
+    }
+    seq.pending.push(job);
+    seq.lastUsedMs = Date.now();
+    this.queued++;
+    if (seq.lane) this.pump(seq.lane);
+    else if (this.oldest) this.pumpAll();
+  }
+
+  inflight(): number {
+    return this.queued + this.running;
+  }
+
+  drain(): Promise<void> {
+    this.stopped = true;
+    if (this.inflight() === 0) {
+      clearInterval(this.reaper);
+      return Promise.resolve();
+    }
+    return new Promise((resolve) => {
+      this.drained = resolve;
+    });
+  }
+
+  rejectQueued(error: NereidError): void {
+    for (const seq of this.sequences.values()) {
+      for (const job of seq.pending.splice(0)) {
+        this.queued--;
+        job.state = 'done';
+        job.reject(error);
+      }
+    }
+    this.checkDrained();
+  }
+
+  /** Gives a new sequence an instance with room (the least loaded), or puts it in the backlog. */
+  private place(seq: Sequence): void {
+    let best: Lane | undefined;
+    for (const lane of this.lanes) {
+      if (lane.sequences.size < this.perLane && (!best || lane.sequences.size < best.sequences.size)) best = lane;
+    }
+    if (!best) {
+      this.backlog.push(seq);
+      return;
+    }
+    seq.lane = best;
+    best.sequences.add(seq);
+  }
+
+  private release(seq: Sequence): void {
+    this.sequences.delete(seq.key);
+    const lane = seq.lane;
+    if (lane) lane.sequences.delete(seq);
+    else {
+      const i = this.backlog.indexOf(seq);
+      if (i >= 0) this.backlog.splice(i, 1);
+    }
+    seq.lane = undefined;
+    // A freed place goes to the oldest sequence in the backlog.
+    const next = this.backlog.shift();
+    if (next) {
+      this.place(next);
+      if (next.lane) this.pump(next.lane);
+    }
+  }
+
+  private pumpAll(): void {
+    for (const lane of this.lanes) this.pump(lane);
+  }
+
+  /** Runs one request of each ready sequence of the lane, as one batch, if the lane's instance is free. */
+  private pump(lane: Lane): void {
+    if (lane.busy || lane.deferred) return;
+    // Requests read in this turn of the loop join one batch; an inline instance would otherwise run each the
+    // moment it arrives and never batch.
+    if (lane.instance.synchronous) {
+      lane.deferred = true;
+      setImmediate(() => {
+        lane.deferred = false;
+        this.startBatch(lane);
+      });
+      return;
+    }
+    this.startBatch(lane);
+  }
+
+  private startBatch(lane: Lane): void {
+    if (lane.busy) return;
+    const ready = [...lane.sequences].filter((s) => !s.running && s.pending.length > 0);
+    if (this.oldest) ready.sort((a, b) => (a.pending[0]!.enqueuedNs < b.pending[0]!.enqueuedNs ? -1 : 1));
+    const batch = ready.slice(0, this.maxRows);
+    if (batch.length === 0) return;
+    lane.busy = true;
+    void this.execute(lane, batch);
+  }
+
+  private async execute(lane: Lane, batch: Sequence[]): Promise<void> {
+    const jobs = batch.map((seq) => {
+      seq.running = true;
+      const job = seq.pending.shift()!;
+      job.state = 'running';
+      this.queued--;
+      this.running++;
+      return { seq, job };
+    });
+    const requests = jobs.map(({ seq, job }) => this.backendRequest(seq, job));
+    const start = process.hrtime.bigint();
+    let times = { inputNs: 0, inferNs: 0, outputNs: 0 };
+    try {
+      times = await lane.instance.execute(requests);
+      this.onExecution(jobs.length, times);
+    } catch (e) {
+      const err = isNereidError(e) ? e : new NereidError('INTERNAL', (e as Error).message);
+      for (const { job } of jobs) job.sender.fail(err);
+    }
+    for (const { seq, job } of jobs) {
+      job.finish(start, times);
+      this.running--;
+      seq.running = false;
+      seq.lastUsedMs = Date.now();
+      if (job.sequenceEnd && seq.pending.length === 0) this.release(seq);
+    }
+    lane.busy = false;
+    if (this.oldest) this.pumpAll();
+    else this.pump(lane);
+    this.checkDrained();
+  }
+
+  /** The job's inputs plus the control and state inputs; state outputs are asked for and kept, not returned. */
+  private backendRequest(seq: Sequence, job: Job): BackendRequest {
+    const batched = this.config.max_batch_size > 0;
+    if (job.sequenceStart) seq.state = undefined;
+    const inputs: Tensor[] = [...job.inputs];
+    for (const c of this.controls) inputs.push(controlTensor(c, job, seq, batched));
+    for (const st of this.states) {
+      const t = seq.state?.get(st.output_name) ?? this.initial.get(st.output_name)!;
+      inputs.push({ ...t, name: st.input_name } as Tensor);
+    }
+    const outputs = this.states.length > 0 ? [...job.outputs, ...this.states.map((s) => s.output_name)] : job.outputs;
+    const sender = this.states.length === 0 ? job.sender : {
+      send: (outs: readonly Tensor[], final: boolean, params?: Parameters): void => {
+        const state = new Map<string, Tensor>();
+        const visible: Tensor[] = [];
+        for (const t of outs) {
+          if (this.stateOutputs.has(t.name)) state.set(t.name, t);
+          if (job.outputs.includes(t.name)) visible.push(t);
+        }
+        seq.state = state;
+        job.sender.send(visible, final, params);
+      },
+      fail: (e: NereidError): void => job.sender.fail(e),
+    };
+    return { inputs, outputs, parameters: job.parameters, sender };
+  }
+
+  /** Ends sequences idle for longer than max_sequence_idle_microseconds, freeing their places. */
+  private reap(): void {
+    const now = Date.now();
+    for (const seq of [...this.sequences.values()]) {
+      if (!seq.running && seq.pending.length === 0 && now - seq.lastUsedMs > this.idleMs) this.release(seq);
+    }
+  }
+
+  private checkDrained(): void {
+    if (this.drained && this.inflight() === 0) {
+      clearInterval(this.reaper);
+      this.drained();
+      this.drained = undefined;
+    }
+  }
+}
+
+function controlDataType(c: SequenceControl): DataType {
+  if (c.kind === 'CONTROL_SEQUENCE_CORRID') return fromConfigType(c.data_type) ?? 'UINT64';
+  if (c.fp32_false_true.length > 0) return 'FP32';
+  if (c.bool_false_true.length > 0) return 'BOOL';
+  return 'INT32';
+}
+
+/** One request's value of a control input: shape [1] (or [1, 1] with the batch dimension). */
+function controlTensor(c: ControlPlan, job: Job, seq: Sequence, batched: boolean): Tensor {
+  const shape = batched ? [1, 1] : [1];
+  if (c.control.kind === 'CONTROL_SEQUENCE_CORRID') {
+    if (c.datatype === 'BYTES') return { name: c.name, datatype: 'BYTES', shape, data: [new TextEncoder().encode(String(seq.id))] };
+    return { name: c.name, datatype: c.datatype, shape, data: scalarBytes(c.datatype, seq.id) } as Tensor;
+  }
+  const on = c.control.kind === 'CONTROL_SEQUENCE_START' ? job.sequenceStart : c.control.kind === 'CONTROL_SEQUENCE_END' ? job.sequenceEnd : true;
+  const pair: readonly (number | boolean)[] = c.datatype === 'FP32' ? c.control.fp32_false_true : c.datatype === 'BOOL' ? c.control.bool_false_true : c.control.int32_false_true;
+  return { name: c.name, datatype: c.datatype, shape, data: scalarBytes(c.datatype, pair[on ? 1 : 0]!) } as Tensor;
+}
+
+function scalarBytes(dt: DataType, v: number | bigint | string | boolean): Uint8Array {
+  const b = new Uint8Array(byteSize(dt as Exclude<DataType, 'BYTES'>));
+  const view = new DataView(b.buffer);
+  switch (dt) {
+    case 'BOOL': view.setUint8(0, v ? 1 : 0); break;
+    case 'INT32': view.setInt32(0, Number(v), true); break;
+    case 'UINT32': view.setUint32(0, Number(v), true); break;
+    case 'INT64': view.setBigInt64(0, BigInt(v as number), true); break;
+    case 'UINT64': view.setBigUint64(0, BigInt(v as number), true); break;
+    case 'FP32': view.setFloat32(0, Number(v), true); break;
+    default: throw invalidArg(`sequence control of type ${dt} is not supported`);
+  }
+  return b;
+}
+
+/** A state's value at the start of a sequence: zeros, or initial_state's zero_data or data_file. */
+function initialState(st: SequenceState, batched: boolean, modelDir: string): Tensor {
+  const dt = fromConfigType(st.data_type);
+  if (!dt || dt === 'BYTES') throw invalidArg(`state '${st.input_name}' has unsupported data type ${st.data_type}`);
+  const init = st.initial_state[0];
+  const dims = (init && init.dims.length > 0 ? init.dims : st.dims).map((d) => (d < 0 ? 1 : d));
+  const shape = batched ? [1, ...dims] : dims;
+  const size = elementCount(shape) * byteSize(dt);
+  let data = new Uint8Array(size);
+  if (init?.data_file) {
+    const file = readFileSync(join(modelDir, 'initial_state', init.data_file));
+    if (file.byteLength !== size) throw invalidArg(`initial state file '${init.data_file}' holds ${file.byteLength} bytes; state '${st.input_name}' needs ${size}`);
+    data = new Uint8Array(file);
+  }
+  return { name: st.output_name, datatype: dt, shape, data } as Tensor;
+}

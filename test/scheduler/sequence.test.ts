@@ -1,0 +1,102 @@
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { EXAMPLES } from '../helpers/paths.js';
+import { startTestServer, tempRepository, type TestServer } from '../helpers/server.js';
+import { postJson, request } from '../helpers/http.js';
+
+// The sequence batcher through the real server, with the bundled simple_sequence (a running sum kept as
+// implicit state), sending what Triton's sequence example clients send: sequence_id, sequence_start and
+// sequence_end as request parameters.
+
+let repo: { dir: string; remove(): Promise<void> };
+let s: TestServer;
+before(async () => {
+  repo = await tempRepository([{ from: join(EXAMPLES, 'simple_sequence') }]);
+  // A short idle time so the reaping test does not wait 5 s.
+  const p = join(repo.dir, 'simple_sequence', 'config.pbtxt');
+  await writeFile(p, (await readFile(p, 'utf8')).replace('max_sequence_idle_microseconds: 5000000', 'max_sequence_idle_microseconds: 300000'));
+  s = await startTestServer({ modelRepositories: [repo.dir] });
+});
+after(async () => {
+  await s.close();
+  await repo.remove();
+});
+
+function send(id: number | string, value: number, flags: { start?: boolean; end?: boolean } = {}) {
+  return postJson(`${s.url}/v2/models/simple_sequence/infer`, {
+    inputs: [{ name: 'INPUT', shape: [1, 1], datatype: 'INT32', data: [value] }],
+    parameters: { sequence_id: id, sequence_start: flags.start ?? false, sequence_end: flags.end ?? false },
+  });
+}
+
+async function runSequence(id: number | string, values: number[]): Promise<number[]> {
+  const out: number[] = [];
+  for (let i = 0; i < values.length; i++) {
+    const r = await send(id, values[i]!, { start: i === 0, end: i === values.length - 1 });
+    assert.equal(r.status, 200, r.body.toString());
+    out.push(r.json().outputs[0].data[0]);
+  }
+  return out;
+}
+
+const VALUES = [11, 7, 5, 3, 2, 0, 1];
+const runningSums = (v: number[]) => v.map((_, i) => v.slice(0, i + 1).reduce((a, b) => a + b, 0));
+
+test('two interleaved sequences each keep their own running sum (uint64 and string ids)', async () => {
+  const [a, b] = await Promise.all([runSequence(1000, VALUES), runSequence('seq-b', VALUES.map((v) => -v))]);
+  assert.deepEqual(a, runningSums(VALUES));
+  assert.deepEqual(b, runningSums(VALUES.map((v) => -v)));
+  // Control and state tensors are the batcher's business: the client sees only OUTPUT.
+  const r = await send(7, 1, { start: true, end: true });
+  assert.deepEqual(r.json().outputs.map((o: any) => o.name), ['OUTPUT']);
+});
+
+test('a START on a live id starts over from a fresh state', async () => {
+  assert.deepEqual(await runSequence(42, [5, 5]).then(() => runSequence(42, [1, 2])), [1, 3]);
+  assert.equal((await send(43, 10, { start: true })).json().outputs[0].data[0], 10);
+  assert.equal((await send(43, 10, { start: true })).json().outputs[0].data[0], 10);
+  assert.equal((await send(43, 1, { end: true })).json().outputs[0].data[0], 11);
+});
+
+test('Triton\'s errors: no correlation id, no START, after END, batch size above 1', async () => {
+  const none = await postJson(`${s.url}/v2/models/simple_sequence/infer`, { inputs: [{ name: 'INPUT', shape: [1, 1], datatype: 'INT32', data: [1] }] });
+  assert.equal(none.status, 400);
+  assert.match(none.json().error, /must specify a non-zero or non-empty correlation ID/);
+  const noStart = await send(555, 1);
+  assert.equal(noStart.status, 400);
+  assert.match(noStart.json().error, /must specify the START flag on the first request of the sequence/);
+  await runSequence(556, [1, 2]);
+  assert.match((await send(556, 3)).json().error, /START flag/);
+  const batch2 = await postJson(`${s.url}/v2/models/simple_sequence/infer`, {
+    inputs: [{ name: 'INPUT', shape: [2, 1], datatype: 'INT32', data: [1, 2] }], parameters: { sequence_id: 9, sequence_start: true },
+  });
+  assert.equal(batch2.status, 400);
+  assert.match(batch2.json().error, /batch-size 1/);
+});
+
+test('an idle sequence is ended after max_sequence_idle_microseconds', async () => {
+  assert.equal((await send(777, 1, { start: true })).status, 200);
+  assert.equal((await send(777, 1)).json().outputs[0].data[0], 2);
+  // Idle time is 0.3 s in this test's copy of the model; wait well past it.
+  await sleep(1200);
+  const r = await send(777, 1);
+  assert.equal(r.status, 400);
+  assert.match(r.json().error, /START flag/);
+});
+
+test('concurrent sequences are batched: fewer executions than requests', async () => {
+  const stats = async () => (await request(`${s.url}/v2/models/simple_sequence/stats`)).json().model_stats[0];
+  const before = await stats();
+  const ids = Array.from({ length: 8 }, (_, i) => 2000 + i);
+  const results = await Promise.all(ids.map((id) => runSequence(id, VALUES.map((v) => v + id))));
+  ids.forEach((id, i) => assert.deepEqual(results[i], runningSums(VALUES.map((v) => v + id))));
+  const after = await stats();
+  const requests = after.inference_count - before.inference_count;
+  const executions = after.execution_count - before.execution_count;
+  assert.equal(requests, 8 * VALUES.length);
+  assert.ok(executions < requests, `${executions} executions for ${requests} requests`);
+  assert.ok(after.batch_stats.some((b: any) => b.batch_size > 1));
+});
