@@ -9,6 +9,7 @@ import type { Logger } from '../observability/logger.js';
 import { ModelStatistics } from '../observability/statistics.js';
 import { DirectScheduler } from '../scheduler/direct.js';
 import { SequenceBatcher } from '../scheduler/sequence.js';
+import { DynamicBatcher } from '../scheduler/dynamic.js';
 import { isInside, listEntries, listVersions, readText } from '../repository/local.js';
 import { ModelContext } from './context.js';
 import { ModelVersion } from './model-version.js';
@@ -74,9 +75,6 @@ export async function prepareModel(name: string, modelDir: string, given: ModelC
   }
   normalizeModelConfig(config, { modelName: name, preferredInstanceCount: backend.name === 'onnxruntime' ? 2 : 1 });
   validateModelConfig(config, { modelName: name });
-  if (config.dynamic_batching) {
-    opts.logger.warn(`model '${name}': dynamic batching is not implemented yet; requests run unbatched with correct results`);
-  }
   return { name, modelDir, config, backend, backendConfig, labels: await readLabels(config, modelDir) };
 }
 
@@ -127,7 +125,9 @@ export async function loadVersion(model: PreparedModel, version: number, opts: L
   const onExecution = (rows: number, times: ExecutionTimes): void => versionRef!.recordExecution(rows, times);
   const scheduler = model.config.sequence_batching
     ? new SequenceBatcher(model.name, model.config, model.modelDir, instances, onExecution)
-    : new DirectScheduler(instances, onExecution);
+    : model.config.dynamic_batching && model.config.max_batch_size > 0
+      ? new DynamicBatcher(model.name, model.config, instances, onExecution)
+      : new DirectScheduler(instances, onExecution);
   versionRef = new ModelVersion(context, stats, scheduler, instances);
   return versionRef;
 }

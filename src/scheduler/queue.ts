@@ -17,6 +17,33 @@ export class RingQueue<T> {
     this.count++;
   }
 
+  /** Removes one item wherever it is (O(n): for timeouts and cancellations, not the hot path). */
+  remove(item: T): boolean {
+    const all = this.drainAll();
+    const i = all.indexOf(item);
+    if (i >= 0) all.splice(i, 1);
+    for (const x of all) this.push(x);
+    return i >= 0;
+  }
+
+  /** Puts items back in front, in the given order (O(n)). */
+  unshiftAll(items: readonly T[]): void {
+    const rest = this.drainAll();
+    for (const x of items) this.push(x);
+    for (const x of rest) this.push(x);
+  }
+
+  private drainAll(): T[] {
+    const out: T[] = [];
+    for (let x = this.shift(); x !== undefined; x = this.shift()) out.push(x);
+    return out;
+  }
+
+  /** The item shift() would return, left in place. */
+  peek(): T | undefined {
+    return this.count === 0 ? undefined : this.items[this.head];
+  }
+
   shift(): T | undefined {
     if (this.count === 0) return undefined;
     const item = this.items[this.head];
