@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { isNereidError } from '../../src/errors.js';
 import {
@@ -9,7 +9,11 @@ import {
 } from '../../src/config/index.js';
 import { ROOT } from '../helpers/paths.js';
 
-const CORPUS = join(ROOT, '..', 'shared', 'corpus', 'model_configs');
+// Real config.pbtxt files from Triton's repositories. They are kept beside the project, not in it; set
+// NEREID_CONFIG_CORPUS to their folder when it is elsewhere. Without them these tests skip and say why.
+const CORPUS = process.env.NEREID_CONFIG_CORPUS ?? join(ROOT, '..', 'shared', 'corpus', 'model_configs');
+const PRESENT = existsSync(join(CORPUS, 'INDEX.tsv'));
+const SKIP = PRESENT ? false : `no config corpus at ${CORPUS} (set NEREID_CONFIG_CORPUS to its folder)`;
 
 interface Row { file: string; originalPath: string; expect: string }
 
@@ -21,7 +25,7 @@ function readIndex(): Row[] {
   });
 }
 
-const ROWS = readIndex();
+const ROWS = PRESENT ? readIndex() : [];
 
 /**
  * Configs that give neither backend nor platform nor file name: core picks the backend from the files in the
@@ -95,7 +99,7 @@ function prepare(cfg: ModelConfig, row: Row, modelName: string): void {
   validateModelConfig(cfg, { modelName });
 }
 
-test('corpus: every `valid` config parses, autofills, normalizes, validates and round-trips', () => {
+test('corpus: every `valid` config parses, autofills, normalizes, validates and round-trips', { skip: SKIP }, () => {
   const started = performance.now();
   let parsed = 0;
   let validated = 0;
@@ -137,7 +141,7 @@ test('corpus: every `valid` config parses, autofills, normalizes, validates and 
   assert.deepEqual(failures, []);
 });
 
-test('corpus: invalid-or-template files either parse or fail with a file:line:col NereidError', () => {
+test('corpus: invalid-or-template files either parse or fail with a file:line:col NereidError', { skip: SKIP }, () => {
   let parsed = 0;
   let rejected = 0;
   const started = performance.now();

@@ -9,7 +9,8 @@ import { typedView } from '../../tensor/view.js';
  * object for JSON.stringify. Binary outputs are the backend's own buffers, not copies.
  */
 export interface EncodedInfer {
-  readonly json: string;
+  /** The JSON header: text, or its UTF-8 bytes when it was written in the JSON worker. */
+  readonly json: string | Uint8Array;
   readonly blobs: Uint8Array[];
 }
 

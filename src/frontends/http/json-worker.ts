@@ -22,12 +22,17 @@ interface EncodeJob {
 }
 
 const decoder = new TextDecoder();
+const encoder = new TextEncoder();
 
 parentPort!.on('message', (job: ParseJob | EncodeJob) => {
   if ('encode' in job) {
     const { response, binaryOutputs, binaryDefault } = job.encode;
     const encoded = encodeInfer(response, binaryOutputs, binaryDefault);
-    parentPort!.postMessage({ id: job.id, encoded }, encoded.blobs.map((b) => b.buffer as ArrayBuffer));
+    // As bytes: a transferred buffer costs the event loop nothing, a multi-megabyte string a copy and an encode.
+    const json = encoder.encode(encoded.json as string);
+    // Each buffer once: two outputs may be views of one buffer.
+    const transfer = [...new Set([json.buffer as ArrayBuffer, ...encoded.blobs.map((b) => b.buffer as ArrayBuffer)])];
+    parentPort!.postMessage({ id: job.id, encoded: { json, blobs: encoded.blobs } }, transfer);
     return;
   }
   const { id, text } = job;

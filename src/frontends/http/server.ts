@@ -165,14 +165,14 @@ function parseHeaderLength(h: string | string[] | undefined, bodyLength: number)
   return n;
 }
 
-async function sendInfer(res: ServerResponse, header: string, blobs: Uint8Array[], encoding: 'identity' | 'gzip' | 'deflate'): Promise<void> {
+async function sendInfer(res: ServerResponse, header: string | Uint8Array, blobs: Uint8Array[], encoding: 'identity' | 'gzip' | 'deflate'): Promise<void> {
   const headers: Record<string, string | number> = {};
   let parts: Uint8Array[];
   if (blobs.length === 0) {
     headers['Content-Type'] = 'application/json';
-    parts = [Buffer.from(header)];
+    parts = [asBuffer(header)];
   } else {
-    const head = Buffer.from(header);
+    const head = asBuffer(header);
     headers['Content-Type'] = 'application/octet-stream';
     headers['Inference-Header-Content-Length'] = head.byteLength;
     parts = [head, ...blobs];
@@ -199,6 +199,11 @@ async function sendInfer(res: ServerResponse, header: string, blobs: Uint8Array[
   for (const p of parts) res.write(p);
   res.uncork();
   res.end();
+}
+
+/** Text as UTF-8, bytes as they are (no copy). */
+function asBuffer(b: string | Uint8Array): Buffer {
+  return typeof b === 'string' ? Buffer.from(b) : Buffer.from(b.buffer, b.byteOffset, b.byteLength);
 }
 
 function handleSharedMemory(r: Extract<Route, { kind: 'shm' }>, res: ServerResponse): void {
