@@ -3,4 +3,4 @@
  */
 export type { Backend, BackendInstance, BackendRequest, ExecutionTimes, InstanceSpec, ModelFiles } from './backends/backend.js';
 export { BackendRegistry, defaultBackends, type BackendLoader } from './backends/registry.js';
-export type { ResponseSender } from './inference/index.js';
+export { NO_RESPONSE, type ResponseSender } from './inference/index.js';

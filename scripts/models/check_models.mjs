@@ -388,6 +388,8 @@ async function checkModel(repoLabel, dir, results) {
       config = parsePbtxt(readFileSync(cfgFile, 'utf8'));
       const name = one(config, 'name');
       if (name !== undefined && name !== model) throw new Error(`config name "${name}" differs from directory name "${model}"`);
+      // JavaScript models are source code rather than ONNX; test/backends/javascript runs them.
+      if (one(config, 'backend') === 'javascript') { console.log(`SKIP ${key}: JavaScript model`); return; }
     }
     const versions = readdirSync(dir).filter((d) => /^(0|[1-9][0-9]*)$/.test(d) && statSync(join(dir, d)).isDirectory()).map(Number).sort((a, b) => a - b);
     if (versions.length === 0) throw new Error('no version directories');

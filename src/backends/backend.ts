@@ -45,6 +45,15 @@ export interface BackendRequest {
   readonly outputs: readonly string[];
   readonly parameters: Parameters | undefined;
   readonly sender: ResponseSender;
+  /** The client's request id ('' or absent when none), for backends that show it to the model. */
+  readonly id?: string;
+  /** The sequence extension as the model sees it: correlation id (0 / '' / absent outside a sequence), flags. */
+  readonly sequenceId?: number | bigint | string;
+  readonly sequenceStart?: boolean;
+  readonly sequenceEnd?: boolean;
+  readonly timeoutUs?: number;
+  /** Aborts once nobody wants the answer any more (client gone, stream dropped): a backend may stop early. */
+  readonly signal?: AbortSignal;
 }
 
 /** Where an execution's time went, for statistics: compute input, compute infer, compute output. */
@@ -63,7 +72,9 @@ export interface BackendInstance {
   readonly synchronous?: boolean;
   /**
    * Runs the requests as one execution (a batch of one or more). Every request's sender is resolved (sent or
-   * failed) before the promise settles; the promise itself rejects only if the instance is broken.
+   * failed) before the promise settles, except for decoupled models, whose senders may go on sending after
+   * the instance is free again (the promise then means only that). The promise itself rejects only if the
+   * instance is broken.
    */
   execute(requests: readonly BackendRequest[]): Promise<ExecutionTimes>;
   close(): Promise<void>;

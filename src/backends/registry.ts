@@ -36,5 +36,6 @@ export class BackendRegistry {
 export function defaultBackends(): BackendRegistry {
   const r = new BackendRegistry();
   r.register('onnxruntime', async () => (await import('./onnxruntime/backend.js')).onnxRuntimeBackend);
+  r.register('javascript', async () => (await import('./javascript/backend.js')).javascriptBackend);
   return r;
 }

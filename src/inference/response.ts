@@ -19,3 +19,9 @@ export interface ResponseSender {
   send(outputs: readonly Tensor[], final: boolean, parameters?: Parameters): void;
   fail(error: NereidError): void;
 }
+
+/**
+ * The `outputs` a decoupled backend sends with final=true to end a request without one more response (Triton's
+ * FINAL flag sent alone). Recognised by identity; a sender that does not know it sees an empty response.
+ */
+export const NO_RESPONSE: readonly Tensor[] = Object.freeze([]);

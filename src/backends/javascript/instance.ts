@@ -1,0 +1,235 @@
+import { Worker } from 'node:worker_threads';
+import { NereidError, unavailable, type ErrorCode } from '../../errors.js';
+import { NO_RESPONSE } from '../../inference/response.js';
+import type { Logger } from '../../observability/logger.js';
+import type { Tensor } from '../../tensor/tensor.js';
+import type { DataType } from '../../tensor/datatype.js';
+import type { BackendInstance, BackendRequest, ExecutionTimes } from '../backend.js';
+import type { WorkerInit } from './model-worker.js';
+import { ERROR_CODE_NAMES, bytesElements, fixedBytes, pack, type FromWorker, type ToWorker, type WireRequest, type WireTensor } from './wire.js';
+
+export const WORKER_URL = new URL('./model-worker.js', import.meta.url);
+
+/** How long finalize() may take at unload before the worker is stopped anyway (Triton's stub timeout). */
+const FINALIZE_TIMEOUT_MS = 30_000;
+
+/** A request handed to the worker that has not had its final response yet. */
+interface OpenRequest {
+  readonly request: BackendRequest;
+  readonly onAbort: (() => void) | undefined;
+}
+
+/**
+ * One instance of a JavaScript model: a worker thread holding one model object. Executions go to the worker
+ * one at a time; responses come back as the model sends them. A worker that dies (an uncaught exception, a
+ * process.exit in the model) fails the requests it held and is replaced by a fresh one, initialized again;
+ * the model object's state starts over.
+ */
+export class JsInstance implements BackendInstance {
+  private worker: Worker | undefined;
+  private starting: Promise<Worker> | undefined;
+  private readonly open = new Map<number, OpenRequest>();
+  private readonly batches = new Map<number, (inferNs: number) => void>();
+  private nextRid = 1;
+  private nextBatch = 1;
+  private closed = false;
+  private onFinalized: ((error?: string) => void) | undefined;
+
+  private constructor(
+    private readonly init: WorkerInit,
+    private readonly instanceName: string,
+    private readonly logger: Logger,
+  ) {}
+
+  /** Starts the worker and runs initialize(); rejects with initialize's error. */
+  static async create(init: WorkerInit, instanceName: string, logger: Logger): Promise<JsInstance> {
+    const instance = new JsInstance(init, instanceName, logger);
+    await instance.start();
+    return instance;
+  }
+
+  private start(): Promise<Worker> {
+    const p = new Promise<Worker>((resolve, reject) => {
+      const w = new Worker(WORKER_URL, { workerData: this.init });
+      let ready = false;
+      let lastError: Error | undefined;
+      w.on('message', (m: FromWorker) => {
+        if (m.t === 'log') return this.log(m.level, m.message);
+        if (ready) return this.onMessage(m);
+        if (m.t === 'ready') {
+          ready = true;
+          this.worker = w;
+          resolve(w);
+        } else if (m.t === 'init-error') {
+          reject(new NereidError('INTERNAL', `initialize() of model instance '${this.instanceName}' failed: ${m.message}`));
+          void w.terminate();
+        }
+      });
+      w.on('error', (e) => {
+        lastError = e;
+      });
+      w.on('exit', (code) => {
+        if (!ready) {
+          reject(new NereidError('INTERNAL', `the worker of model instance '${this.instanceName}' stopped while loading the model: ${lastError ? String(lastError) : `exit code ${code}`}`));
+          return;
+        }
+        this.onExit(w, lastError ? String(lastError) : `exit code ${code}`);
+      });
+    });
+    this.starting = p;
+    const clear = (): void => {
+      if (this.starting === p) this.starting = undefined;
+    };
+    p.then(clear, clear);
+    return p;
+  }
+
+  async execute(requests: readonly BackendRequest[]): Promise<ExecutionTimes> {
+    const t0 = process.hrtime.bigint();
+    let worker = this.worker;
+    if (!worker) {
+      try {
+        if (this.closed) throw unavailable('the instance is unloading');
+        worker = await (this.starting ?? this.start());
+      } catch (e) {
+        const why = e instanceof Error ? e.message : String(e);
+        for (const r of requests) r.sender.fail(unavailable(`model instance '${this.instanceName}' is not available: ${why}`));
+        return { inputNs: Number(process.hrtime.bigint() - t0), inferNs: 0, outputNs: 0 };
+      }
+    }
+    const batch = this.nextBatch++;
+    const packed = pack(requests.map((r) => r.inputs.map((t) => ({ name: t.name, datatype: t.datatype, shape: t.shape, data: t.data }))));
+    const aborted: number[] = [];
+    const wire = requests.map((r, i): WireRequest => {
+      const rid = this.nextRid++;
+      let onAbort: (() => void) | undefined;
+      if (r.signal) {
+        if (r.signal.aborted) aborted.push(rid);
+        else {
+          onAbort = (): void => this.worker?.postMessage({ t: 'cancel', rid } satisfies ToWorker);
+          r.signal.addEventListener('abort', onAbort, { once: true });
+        }
+      }
+      this.open.set(rid, { request: r, onAbort });
+      return {
+        rid, id: r.id ?? '', inputs: packed.groups[i]!, outputs: r.outputs, parameters: r.parameters,
+        correlationId: r.sequenceId ?? 0, flags: (r.sequenceStart ? 1 : 0) | (r.sequenceEnd ? 2 : 0), timeoutUs: r.timeoutUs ?? 0,
+      };
+    });
+    const inputNs = Number(process.hrtime.bigint() - t0);
+    const done = new Promise<number>((resolve) => this.batches.set(batch, resolve));
+    worker.postMessage({ t: 'exec', batch, buffer: packed.buffer, requests: wire } satisfies ToWorker, [packed.buffer]);
+    for (const rid of aborted) worker.postMessage({ t: 'cancel', rid } satisfies ToWorker);
+    const inferNs = await done;
+    const totalNs = Number(process.hrtime.bigint() - t0);
+    return { inputNs, inferNs, outputNs: Math.max(0, totalNs - inputNs - inferNs) };
+  }
+
+  private onMessage(m: FromWorker): void {
+    switch (m.t) {
+      case 'resp': {
+        const o = this.open.get(m.rid);
+        if (!o) return;
+        if (m.final || m.error) this.forget(m.rid, o);
+        if (m.error) {
+          o.request.sender.fail(new NereidError(errorCode(m.error.code), m.error.message));
+          return;
+        }
+        const outputs = m.outputs ? unpack(m.buffer!, m.outputs) : NO_RESPONSE;
+        o.request.sender.send(outputs, m.final, m.parameters);
+        return;
+      }
+      case 'done': {
+        for (const rid of m.unanswered ?? []) {
+          const o = this.open.get(rid);
+          if (!o) continue;
+          this.forget(rid, o);
+          o.request.sender.fail(new NereidError('INTERNAL', m.error ?? `model '${this.init.modelName}' sent no response for a request`));
+        }
+        const resolve = this.batches.get(m.batch);
+        this.batches.delete(m.batch);
+        resolve?.(m.inferNs);
+        return;
+      }
+      case 'finalized':
+        this.onFinalized?.(m.error);
+        return;
+      default:
+        return;
+    }
+  }
+
+  private forget(rid: number, o: OpenRequest): void {
+    this.open.delete(rid);
+    if (o.onAbort) o.request.signal!.removeEventListener('abort', o.onAbort);
+  }
+
+  /** Fails every request the worker held and frees the executions waiting on it. */
+  private failAll(error: NereidError): void {
+    const open = [...this.open];
+    for (const [rid, o] of open) {
+      this.forget(rid, o);
+      o.request.sender.fail(error);
+    }
+    const waiting = [...this.batches.values()];
+    this.batches.clear();
+    for (const resolve of waiting) resolve(0);
+  }
+
+  private onExit(w: Worker, reason: string): void {
+    this.onFinalized?.(`the worker stopped: ${reason}`);
+    if (w !== this.worker) return;
+    this.worker = undefined;
+    this.logger.error(`JavaScript model instance '${this.instanceName}' stopped (${reason}); starting it again`);
+    this.failAll(new NereidError('INTERNAL', `Failed to process the request(s) for model instance '${this.instanceName}', message: its worker thread stopped (${reason})`));
+    if (this.closed) return;
+    this.start().catch((e: unknown) => {
+      this.logger.error(`JavaScript model instance '${this.instanceName}' could not be started again: ${e instanceof Error ? e.message : String(e)}`);
+    });
+  }
+
+  private log(level: number, message: string): void {
+    const text = `${this.instanceName}: ${message}`;
+    if (level === 1) this.logger.warn(text);
+    else if (level === 2) this.logger.error(text);
+    else if (level === 3) this.logger.verbose(1, text);
+    else this.logger.info(text);
+  }
+
+  /** Runs finalize() in the worker (at most FINALIZE_TIMEOUT_MS), then stops it. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    const w = this.worker ?? (await this.starting?.catch(() => undefined));
+    if (w) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(() => {
+          this.logger.error(`finalize() of model instance '${this.instanceName}' did not return within ${FINALIZE_TIMEOUT_MS / 1000} s; stopping it`);
+          resolve();
+        }, FINALIZE_TIMEOUT_MS);
+        this.onFinalized = (error) => {
+          clearTimeout(timer);
+          if (error) this.logger.error(`finalize() of model instance '${this.instanceName}' failed: ${error}`);
+          resolve();
+        };
+        w.postMessage({ t: 'finalize' } satisfies ToWorker);
+      });
+      this.onFinalized = undefined;
+      this.worker = undefined;
+      await w.terminate();
+    }
+    this.failAll(unavailable(`model instance '${this.instanceName}' was unloaded before the request finished`));
+  }
+}
+
+function errorCode(code: number): ErrorCode {
+  return ERROR_CODE_NAMES[code] ?? 'INTERNAL';
+}
+
+function unpack(buffer: ArrayBuffer, wire: readonly WireTensor[]): Tensor[] {
+  return wire.map((w): Tensor =>
+    w.datatype === 'BYTES'
+      ? { name: w.name, datatype: 'BYTES', shape: w.shape, data: bytesElements(buffer, w) }
+      : { name: w.name, datatype: w.datatype as Exclude<DataType, 'BYTES'>, shape: w.shape, data: fixedBytes(buffer, w) },
+  );
+}
