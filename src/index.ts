@@ -6,6 +6,7 @@ export { InferenceServer } from './server/inference-server.js';
 export type { ServerMetadata, ModelMetadata, TensorMetadata, CreateOptions } from './server/inference-server.js';
 export type { ServerOptions, ModelControlMode } from './server/options.js';
 export type { InferenceRequest, InferenceResponse, RequestedOutput, Parameters, ParameterValue } from './inference/index.js';
+export type { ResponseStream } from './inference/stream.js';
 export type { Tensor, FixedTensor, BytesTensor } from './tensor/tensor.js';
 export type { DataType } from './tensor/datatype.js';
 export { elementCount } from './tensor/tensor.js';

@@ -12,6 +12,8 @@ byte-identical files and leaves unchanged files untouched):
   simple_identity        BYTES [-1] identity                    (Triton's is a python model)
   custom_identity_int32  INT32 [-1] identity, max_batch_size 1024 (Triton's is a C++ backend)
   simple_sequence        INT32 [1] -> running sum per sequence (START resets), implicit state
+  repeat_int32           decoupled JavaScript model: IN INT32 [-1], DELAY UINT32 [-1], WAIT UINT32 [1]
+                         -> one response (OUT INT32 [1], IDX UINT32 [1]) per IN element (Triton's repeat)
   digits_pipeline        ensemble: UINT8 [64] image bytes -> digits_preprocess -> digits
                          -> digits_postprocess -> INT32 [1] digit, FP32 [1] probability
   digits                 FP32 [64] 8x8 digit image -> FP32 [10] class probabilities,
@@ -271,6 +273,35 @@ def write_simple_sequence(w):
         % ",\n".join([control % ("START", "CONTROL_SEQUENCE_START"), control % ("READY", "CONTROL_SEQUENCE_READY")])))
 
 
+JS_SOURCES = os.path.join(os.path.dirname(os.path.abspath(__file__)), "js")
+
+
+def copy_js(w, source, rel):
+    """A JavaScript model file: the source kept beside this script (scripts/models/js/), with a header."""
+    with open(os.path.join(JS_SOURCES, source), encoding="utf-8") as f:
+        text = f.read()
+    w.write_text(rel, "// Copied by scripts/models/make_examples.py from scripts/models/js/%s -- edit that file,\n"
+                      "// not this one.\n" % source + text)
+
+
+def write_repeat_int32(w):
+    """Triton's repeat example (python_backend examples/decoupled repeat_model.py / repeat_config.pbtxt, the
+    repeat_backend): decoupled, one response per element of IN after DELAY[i] ms; execute returns after WAIT."""
+    w.write_text("repeat_int32/config.pbtxt", config_text(
+        "repeat_int32",
+        [{"name": "IN", "data_type": "TYPE_INT32", "dims": [-1]},
+         {"name": "DELAY", "data_type": "TYPE_UINT32", "dims": [-1]},
+         {"name": "WAIT", "data_type": "TYPE_UINT32", "dims": [1]}],
+        [{"name": "OUT", "data_type": "TYPE_INT32", "dims": [1]},
+         {"name": "IDX", "data_type": "TYPE_UINT32", "dims": [1]}],
+        max_batch_size=0, backend="javascript",
+        header=HEADER + "\nTriton's repeat example (python_backend examples/decoupled, repeat_backend) as a\n"
+        "JavaScript model: for IN of n elements, n responses (OUT = IN[i], IDX = i), each after DELAY[i] ms;\n"
+        "execute returns after WAIT ms, so requests interleave.",
+        extra_top="model_transaction_policy {\n  decoupled: True\n}\n"))
+    copy_js(w, "repeat_int32.js", "repeat_int32/1/model.js")
+
+
 def main():
     # --out DIR writes elsewhere: the test suite regenerates into a temporary
     # folder and compares with the committed files to catch drift.
@@ -286,6 +317,7 @@ def main():
     acc, ntest = write_digits(w)
     write_digits_pipeline(w)
     write_simple_sequence(w)
+    write_repeat_int32(w)
     removed = w.remove_stale()
     for r in removed:
         print("removed stale file", r)

@@ -4,8 +4,10 @@ import type { InferenceRequest, InferenceResponse, Parameters, RequestedOutput }
 import type { ModelStatistics } from '../observability/statistics.js';
 import type { Job, Scheduler } from '../scheduler/scheduler.js';
 import type { Tensor } from '../tensor/tensor.js';
+import { ResponseStream } from '../inference/stream.js';
 import { classify } from './classification.js';
 import type { ModelContext } from './context.js';
+import { StreamJob } from './stream-job.js';
 
 /**
  * One loaded version of a model: its context, instances, scheduler and statistics. Requests that reached it
@@ -46,13 +48,33 @@ export class ModelVersion {
       return Promise.reject(e);
     }
     if (ctx.decoupled) {
-      return Promise.reject(new NereidError('UNSUPPORTED', `model '${ctx.name}' is decoupled; use a streaming endpoint`));
+      return Promise.reject(new NereidError('UNSUPPORTED', `model '${ctx.name}' uses the decoupled transaction policy: read its responses with inferStream()`));
     }
     const inputs = ctx.reshapes ? request.inputs.map((t) => ctx.toBackend(t)) : request.inputs;
     return new Promise((resolve, reject) => {
       const job = new InferJob(this, request, inputs, outputs, rows, start, resolve, reject);
       this.scheduler.enqueue(job);
     });
+  }
+
+  /** Every response of a request as it comes: the one of an ordinary model, or a decoupled model's stream. */
+  inferStream(request: InferenceRequest): ResponseStream {
+    const ctx = this.context;
+    if (!ctx.decoupled) return ResponseStream.from(this.infer(request));
+    const start = process.hrtime.bigint();
+    let rows: number;
+    let outputs: readonly string[];
+    try {
+      rows = ctx.checkInputs(request.inputs);
+      outputs = request.outputs ? this.checkOutputs(request.outputs) : ctx.outputNames;
+    } catch (e) {
+      this.stats.recordFailure(Number(process.hrtime.bigint() - start));
+      return ResponseStream.failed(e);
+    }
+    const inputs = ctx.reshapes ? request.inputs.map((t) => ctx.toBackend(t)) : request.inputs;
+    const stream = new ResponseStream();
+    this.scheduler.enqueue(new StreamJob(ctx, this.stats, request, inputs, outputs, rows, start, stream));
+    return stream;
   }
 
   private checkOutputs(requested: readonly RequestedOutput[]): string[] {

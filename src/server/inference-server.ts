@@ -3,6 +3,7 @@ import type { ModelConfig } from '../config/types.js';
 import { modelConfigToJson } from '../config/index.js';
 import { defaultBackends, type BackendRegistry } from '../backends/registry.js';
 import type { InferenceRequest, InferenceResponse } from '../inference/index.js';
+import { ResponseStream } from '../inference/stream.js';
 import { ModelManager, type IndexEntry, type LoadRequest } from '../models/manager.js';
 import { createLogger, type Logger } from '../observability/logger.js';
 import { DEFAULT_SERVER_ID, NEREID_VERSION, type ServerOptions } from './options.js';
@@ -169,6 +170,42 @@ export class InferenceServer {
     const p = model.infer(request);
     p.then(this.requestDone, this.requestDone);
     return p;
+  }
+
+  /**
+   * Every response of a request, as an async iterator: a decoupled model's zero or more responses as the model
+   * sends them, or an ordinary model's one response. Errors are thrown from the iterator; leaving the loop
+   * early cancels the request.
+   *
+   * ```ts
+   * for await (const res of server.inferStream({ model: 'repeat_int32', inputs })) console.log(res.outputs);
+   * ```
+   */
+  inferStream(request: InferenceRequest): ResponseStream {
+    if (this.state !== 'ready') return ResponseStream.failed(unavailable('Server is not ready: it is shutting down'));
+    if (request.signal?.aborted) return ResponseStream.failed(new NereidError('CANCELLED', 'request cancelled'));
+    let model;
+    try {
+      model = this.manager.resolve(request.model, request.version);
+    } catch (e) {
+      return ResponseStream.failed(e);
+    }
+    this.inflightRequests++;
+    const stream = model.inferStream(request);
+    void stream.settled.then(this.requestDone);
+    return stream;
+  }
+
+  /**
+   * True when the version a request would reach is decoupled (model_transaction_policy { decoupled: true });
+   * false also when no version is available, which the request itself then reports.
+   */
+  isModelDecoupled(name: string, version?: number): boolean {
+    try {
+      return this.manager.resolve(name, version).context.decoupled;
+    } catch {
+      return false;
+    }
   }
 
   private readonly requestDone = (): void => {

@@ -121,6 +121,8 @@ async function handleModel(ctx: Context, r: Extract<Route, { kind: 'model' }>, r
 }
 
 async function handleInfer(ctx: Context, model: string, version: number | undefined, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  // As Triton's HandleInfer (CheckTransactionPolicy): a decoupled model is refused before the body is read.
+  if (ctx.server.isModelDecoupled(model, version)) throw unsupported("HTTP end point doesn't support models with decoupled transaction policy");
   const limit = ctx.options.maxInputSize;
   const encoding = requestEncoding(req.headers['content-encoding'] as string | undefined);
   let body = await readBody(req, limit);

@@ -1,0 +1,122 @@
+import { NereidError, toNereidError } from '../errors.js';
+import type { InferenceResponse } from './response.js';
+
+/**
+ * The responses of one request as an async iterator: one for an ordinary model, zero or more for a decoupled
+ * one. The iterator ends after the final response; an error ends it by throwing (after the responses that
+ * came before it). Responses the consumer has not asked for yet wait in order.
+ *
+ * Leaving a `for await` loop early (break, return, throw) cancels the request: the model sees it as
+ * cancelled and responses still to come are dropped.
+ *
+ * ```ts
+ * for await (const res of server.inferStream({ model: 'repeat_int32', inputs })) console.log(res.outputs);
+ * ```
+ */
+export class ResponseStream implements AsyncIterableIterator<InferenceResponse> {
+  private readonly buffered: InferenceResponse[] = [];
+  private head = 0;
+  private readonly waiters: { resolve(r: IteratorResult<InferenceResponse>): void; reject(e: unknown): void }[] = [];
+  private ended = false;
+  private error: NereidError | undefined;
+  private settle!: () => void;
+  /** Resolves once the stream is over: ended, failed or cancelled. */
+  readonly settled: Promise<void> = new Promise((resolve) => (this.settle = resolve));
+  /** Called once if the consumer stops before the end. */
+  onCancel: (() => void) | undefined;
+
+  /** A stream of the one response (or the error) of a promise. */
+  static from(p: Promise<InferenceResponse>): ResponseStream {
+    const s = new ResponseStream();
+    p.then(
+      (r) => {
+        s.push(r);
+        s.end();
+      },
+      (e: unknown) => s.fail(toNereidError(e)),
+    );
+    return s;
+  }
+
+  static failed(e: unknown): ResponseStream {
+    const s = new ResponseStream();
+    s.fail(toNereidError(e));
+    return s;
+  }
+
+  /** True once end(), fail() or a cancel has happened: later pushes are dropped. */
+  get closed(): boolean {
+    return this.ended;
+  }
+
+  push(response: InferenceResponse): void {
+    if (this.ended) return;
+    const w = this.waiters.shift();
+    if (w) w.resolve({ value: response, done: false });
+    else this.buffered.push(response);
+  }
+
+  end(): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.settle();
+    if (this.head === this.buffered.length) for (const w of this.waiters.splice(0)) w.resolve({ value: undefined, done: true });
+  }
+
+  fail(error: NereidError): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.error = error;
+    this.settle();
+    if (this.head === this.buffered.length) {
+      const [first, ...rest] = this.waiters.splice(0);
+      first?.reject(error);
+      this.error = first ? undefined : error;
+      for (const w of rest) w.resolve({ value: undefined, done: true });
+    }
+  }
+
+  next(): Promise<IteratorResult<InferenceResponse>> {
+    if (this.head < this.buffered.length) {
+      const value = this.buffered[this.head]!;
+      this.buffered[this.head++] = undefined as unknown as InferenceResponse;
+      if (this.head === this.buffered.length) {
+        this.buffered.length = 0;
+        this.head = 0;
+      }
+      return Promise.resolve({ value, done: false });
+    }
+    if (this.error) {
+      const e = this.error;
+      this.error = undefined; // thrown once; the iterator is done afterwards
+      return Promise.reject(e);
+    }
+    if (this.ended) return Promise.resolve({ value: undefined, done: true });
+    return new Promise((resolve, reject) => this.waiters.push({ resolve, reject }));
+  }
+
+  /** The consumer is done: drop what is left and cancel the request if it is still running. */
+  return(): Promise<IteratorResult<InferenceResponse>> {
+    this.buffered.length = 0;
+    this.head = 0;
+    this.error = undefined;
+    if (!this.ended) {
+      this.ended = true;
+      this.settle();
+      for (const w of this.waiters.splice(0)) w.resolve({ value: undefined, done: true });
+      const cancel = this.onCancel;
+      this.onCancel = undefined;
+      cancel?.();
+    }
+    return Promise.resolve({ value: undefined, done: true });
+  }
+
+  throw(e?: unknown): Promise<IteratorResult<InferenceResponse>> {
+    void this.return();
+    return Promise.reject(e);
+  }
+
+  [Symbol.asyncIterator](): this {
+    return this;
+  }
+}

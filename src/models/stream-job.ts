@@ -1,0 +1,138 @@
+import { NereidError, toNereidError } from '../errors.js';
+import type { ExecutionTimes } from '../backends/backend.js';
+import { NO_RESPONSE, type InferenceRequest, type Parameters } from '../inference/index.js';
+import type { ResponseStream } from '../inference/stream.js';
+import type { ModelStatistics } from '../observability/statistics.js';
+import type { Job } from '../scheduler/scheduler.js';
+import type { Tensor } from '../tensor/tensor.js';
+import { classify } from './classification.js';
+import type { ModelContext } from './context.js';
+
+/**
+ * A request to a decoupled model between enqueue and its final response; it is also the ResponseSender the
+ * backend answers through. Every response goes to the stream as it arrives, and may come after the
+ * execution that started it has ended (the instance is then free for other requests).
+ *
+ * Statistics count the request once, when both its final response and the end of its execution have been
+ * seen, whichever comes last; a failure counts when it happens.
+ */
+export class StreamJob implements Job {
+  readonly enqueuedNs: bigint;
+  readonly signal: AbortSignal;
+  readonly parameters: Parameters | undefined;
+  readonly id: string;
+  readonly priority: number | undefined;
+  readonly timeoutUs: number | undefined;
+  readonly sequenceId: number | bigint | string | undefined;
+  readonly sequenceStart: boolean;
+  readonly sequenceEnd: boolean;
+  state: 'queued' | 'running' | 'done' = 'queued';
+  private readonly abort = new AbortController();
+  private readonly onClientAbort: (() => void) | undefined;
+  private closed = false;
+  private finalSeen = false;
+  private execution: { startNs: bigint; times: ExecutionTimes } | undefined;
+
+  constructor(
+    private readonly context: ModelContext,
+    private readonly stats: ModelStatistics,
+    private readonly request: InferenceRequest,
+    readonly inputs: readonly Tensor[],
+    readonly outputs: readonly string[],
+    readonly rows: number,
+    start: bigint,
+    private readonly stream: ResponseStream,
+  ) {
+    this.enqueuedNs = start;
+    this.signal = this.abort.signal;
+    this.parameters = request.parameters;
+    this.id = request.id ?? '';
+    this.priority = request.priority;
+    this.timeoutUs = request.timeoutUs;
+    this.sequenceId = request.sequenceId;
+    this.sequenceStart = request.sequenceStart ?? false;
+    this.sequenceEnd = request.sequenceEnd ?? false;
+    // The backend sees one signal: aborted when the consumer stops reading, or when the client's own signal
+    // fires, which also ends the stream with CANCELLED.
+    stream.onCancel = () => this.abort.abort();
+    const client = request.signal;
+    if (client) {
+      this.onClientAbort = () => {
+        this.abort.abort();
+        this.fail(new NereidError('CANCELLED', 'request cancelled'));
+      };
+      client.addEventListener('abort', this.onClientAbort, { once: true });
+    }
+  }
+
+  get sender(): this {
+    return this;
+  }
+
+  send(outputs: readonly Tensor[], final: boolean, parameters?: Parameters): void {
+    if (this.closed) return;
+    if (outputs !== NO_RESPONSE) {
+      let shaped: Tensor[];
+      try {
+        shaped = this.shapeOutputs(outputs);
+      } catch (e) {
+        this.fail(toNereidError(e));
+        return;
+      }
+      const ctx = this.context;
+      this.stream.push({ model: ctx.name, version: ctx.version, id: this.id, outputs: shaped, ...(parameters ? { parameters } : {}) });
+    }
+    if (!final) return;
+    this.close();
+    this.stream.end();
+    this.finalSeen = true;
+    this.recordSuccess();
+  }
+
+  fail(error: NereidError): void {
+    if (this.closed) return;
+    this.close();
+    this.stats.recordFailure(Number(process.hrtime.bigint() - this.enqueuedNs));
+    this.stream.fail(error);
+  }
+
+  finish(execStartNs: bigint, times: ExecutionTimes): void {
+    this.state = 'done';
+    this.execution = { startNs: execStartNs, times };
+    this.recordSuccess();
+  }
+
+  reject(error: NereidError): void {
+    this.state = 'done';
+    this.fail(error);
+  }
+
+  private recordSuccess(): void {
+    const e = this.execution;
+    if (!this.finalSeen || !e) return;
+    this.finalSeen = false;
+    const now = process.hrtime.bigint();
+    this.stats.recordSuccess(Number(now - this.enqueuedNs), Number(e.startNs - this.enqueuedNs), e.times.inputNs, e.times.inferNs, e.times.outputNs);
+  }
+
+  private close(): void {
+    this.closed = true;
+    this.stream.onCancel = undefined;
+    if (this.onClientAbort) this.request.signal!.removeEventListener('abort', this.onClientAbort);
+  }
+
+  /** Backend shapes back to config dims, then classification where the client asked for it. */
+  private shapeOutputs(outs: readonly Tensor[]): Tensor[] {
+    const ctx = this.context;
+    let result = ctx.reshapes ? outs.map((t) => ctx.fromBackend(t)) : [...outs];
+    const requested = this.request.outputs;
+    if (requested && requested.some((o) => o.classCount)) {
+      result = result.map((t) => {
+        const count = requested.find((o) => o.name === t.name)?.classCount;
+        return count ? classify(t, count, ctx.outputs.get(t.name)!, ctx.maxBatchSize > 0) : t;
+      });
+    }
+    return result;
+  }
+}
+
