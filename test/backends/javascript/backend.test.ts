@@ -66,6 +66,21 @@ test('add_sub in JavaScript answers JSON and binary requests like the ONNX one',
   });
 });
 
+test('BYTES and INT64 tensors both ways; a response may go through the sender instead of the return value', async () => {
+  await withServer(['strings_js'], async (s) => {
+    for (const viaSender of [false, true]) {
+      const r = await postJson(`${s.url}/v2/models/strings_js/infer`, {
+        inputs: [{ name: 'TEXT', shape: [3], datatype: 'BYTES', data: ['abc', '', 'grüße'] }],
+        ...(viaSender ? { parameters: { via_sender: true } } : {}),
+      });
+      assert.equal(r.status, 200, r.body.toString());
+      const outs = new Map(r.json().outputs.map((o: any) => [o.name, o]));
+      assert.deepEqual(outs.get('UPPER'), { name: 'UPPER', datatype: 'BYTES', shape: [3], data: ['ABC', '', 'GRÜSSE'] });
+      assert.deepEqual(outs.get('LENGTHS'), { name: 'LENGTHS', datatype: 'INT64', shape: [3], data: [3, 0, 7] });
+    }
+  });
+});
+
 test('the model sees initialize args as Triton gives them and the request fields, sequence ones included', async () => {
   await withServer(['inspect'], async (s) => {
     const res = await s.server.infer({
