@@ -53,6 +53,8 @@ interface ServerDraft {
   backendConfig: Record<string, Record<string, string>>;
   id: string;
   modelLoadThreadCount: number;
+  rateLimit?: 'off' | 'execution_count';
+  rateLimitResources?: { name: string; count: number; device: number | undefined }[];
 }
 
 interface Draft extends Omit<ServeOptions, 'server' | 'metrics'> {
@@ -374,9 +376,16 @@ const FLAGS: readonly FlagSpec[] = [
   flag(CACHE, 'cache-directory', '<path>', '/opt/tritonserver/caches', 'Directory searched for cache implementations.', keepString),
 
   flag(RATE, 'rate-limit', '<execution_count|off>', 'off', 'execution_count: run a model instance only when the resources it declares are free, favouring priority and the least-used instance. off: run as soon as an instance is free. Any case.',
-    (d, v, id) => keep(d, id, choice(v, ['execution_count', 'off']))),
+    (d, v, id) => {
+      keep(d, id, choice(v, ['execution_count', 'off']));
+      d.server.rateLimit = v.toLowerCase() === 'execution_count' ? 'execution_count' : 'off';
+    }),
   flag(RATE, 'rate-limit-resource', '<name>:<count>[:<device>]', '', 'How many units of a rate-limiter resource exist, on one device or, without <device>, on every device. Repeatable.',
-    (d, v, id) => keep(d, id, rateLimitResource(v))),
+    (d, v, id) => {
+      keep(d, id, rateLimitResource(v));
+      const [name, count, device] = v.split(':');
+      (d.server.rateLimitResources ??= []).push({ name: name!, count: Number(count), device: device === undefined ? undefined : Number(device) });
+    }),
 
   flag(MEMORY, 'pinned-memory-pool-byte-size', '<integer>', '268435456', 'Bytes of pinned host memory to pool for device transfers.', (d, v, id) => keep(d, id, String(int64(v)))),
   flag(MEMORY, 'cuda-memory-pool-byte-size', '<gpu>:<bytes>', '67108864 per GPU', 'Bytes of CUDA memory to pool on one GPU. Repeatable, once per GPU.',

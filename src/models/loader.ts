@@ -10,6 +10,7 @@ import { ModelStatistics } from '../observability/statistics.js';
 import { DirectScheduler } from '../scheduler/direct.js';
 import { SequenceBatcher } from '../scheduler/sequence.js';
 import { DynamicBatcher } from '../scheduler/dynamic.js';
+import type { RateLimiter } from '../scheduler/rate-limiter.js';
 import { isInside, listEntries, listVersions, readText } from '../repository/local.js';
 import { ModelContext } from './context.js';
 import { ModelVersion } from './model-version.js';
@@ -25,6 +26,8 @@ export interface LoaderOptions {
   readonly logger: Logger;
   /** --model-load-thread-count: models loading at once. */
   readonly loadThreads: number;
+  /** --rate-limit: instances with rate_limiter resources run only while those are free. */
+  readonly rateLimiter?: RateLimiter;
   /** How an ensemble finds its composing models (the manager's resolve). */
   readonly resolveModel?: ModelResolver;
 }
@@ -113,6 +116,8 @@ export async function loadVersion(model: PreparedModel, version: number, opts: L
         });
         instances.push(instance);
         await warmUp(instance, model.config, model.modelDir, instanceName);
+        // Warmup runs unlimited; requests go through the rate limiter when it is on.
+        instances[instances.length - 1] = opts.rateLimiter?.wrap(instance, group.rate_limiter) ?? instance;
       }
     }
   } catch (e) {

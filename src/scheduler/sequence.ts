@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { NereidError, invalidArg, isNereidError, unavailable } from '../errors.js';
 import type { ModelConfig, SequenceControl, SequenceState } from '../config/types.js';
 import type { BackendInstance, BackendRequest } from '../backends/backend.js';
-import type { Parameters } from '../inference/index.js';
+import { NO_RESPONSE, type Parameters } from '../inference/index.js';
 import { byteSize, fromConfigType, type DataType } from '../tensor/datatype.js';
 import { elementCount, type Tensor } from '../tensor/tensor.js';
 import type { ExecutionListener, Job, Scheduler } from './scheduler.js';
@@ -252,6 +252,8 @@ export class SequenceBatcher implements Scheduler {
     const outputs = this.states.length > 0 ? [...job.outputs, ...this.states.map((s) => s.output_name)] : job.outputs;
     const sender = this.states.length === 0 ? job.sender : {
       send: (outs: readonly Tensor[], final: boolean, params?: Parameters): void => {
+        // A final flag with no response (decoupled models) passes through as it is.
+        if (outs === NO_RESPONSE) return job.sender.send(outs, final, params);
         const state = new Map<string, Tensor>();
         const visible: Tensor[] = [];
         for (const t of outs) {
@@ -263,7 +265,10 @@ export class SequenceBatcher implements Scheduler {
       },
       fail: (e: NereidError): void => job.sender.fail(e),
     };
-    return { inputs, outputs, parameters: job.parameters, sender };
+    return {
+      inputs, outputs, parameters: job.parameters, sender, id: job.id, sequenceId: seq.id,
+      sequenceStart: job.sequenceStart, sequenceEnd: job.sequenceEnd, timeoutUs: job.timeoutUs, signal: job.signal,
+    };
   }
 
   /** Ends sequences idle for longer than max_sequence_idle_microseconds, freeing their places. */

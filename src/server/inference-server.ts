@@ -6,6 +6,7 @@ import type { InferenceRequest, InferenceResponse } from '../inference/index.js'
 import { ResponseStream } from '../inference/stream.js';
 import { ModelManager, type IndexEntry, type LoadRequest } from '../models/manager.js';
 import { createLogger, type Logger } from '../observability/logger.js';
+import { RateLimiter } from '../scheduler/rate-limiter.js';
 import { DEFAULT_SERVER_ID, NEREID_VERSION, type ServerOptions } from './options.js';
 
 export interface ServerMetadata {
@@ -65,6 +66,7 @@ export class InferenceServer {
       backendConfig: options.backendConfig ?? {},
       logger: this.logger,
       loadThreads: options.modelLoadThreadCount ?? 4,
+      rateLimiter: new RateLimiter(options.rateLimit === 'execution_count', options.rateLimitResources ?? []),
     }, this.logger);
     this.metadataValue = { name: options.id ?? DEFAULT_SERVER_ID, version: NEREID_VERSION, extensions: EXTENSIONS };
   }

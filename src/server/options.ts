@@ -30,6 +30,10 @@ export interface ServerOptions {
   id?: string;
   /** --model-load-thread-count (default 4). */
   modelLoadThreadCount?: number;
+  /** --rate-limit (default off): execution_count makes instances wait for their rate_limiter resources. */
+  rateLimit?: 'off' | 'execution_count';
+  /** --rate-limit-resource, parsed: units of a resource on one device (or every device when undefined). */
+  rateLimitResources?: { name: string; count: number; device: number | undefined }[];
 }
 
 export const DEFAULT_SERVER_ID = 'triton';
