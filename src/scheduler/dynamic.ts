@@ -77,7 +77,10 @@ export class DynamicBatcher implements Scheduler {
     this.preferred = [...db.preferred_batch_size].filter((n) => n > 0 && n <= this.maxBatch).sort((a, b) => b - a);
     this.delayNs = BigInt(db.max_queue_delay_microseconds) * 1000n;
     this.preserveOrdering = db.preserve_ordering;
-    this.ragged = new Set(config.input.filter((i) => i.allow_ragged_batch).map((i) => i.name));
+    // Ragged inputs may only share a batch when the backend can take them flattened with batch_input
+    // tensors telling the pieces apart; the ONNX Runtime backend cannot yet, so without batch_input requests
+    // with different shapes run in different batches.
+    this.ragged = config.batch_input.length > 0 ? new Set(config.input.filter((i) => i.allow_ragged_batch).map((i) => i.name)) : new Set();
     const count = Math.max(1, db.priority_levels);
     this.defaultLevel = db.priority_levels > 0 ? db.default_priority_level : 1;
     this.levels = Array.from({ length: count }, (_, i) => ({

@@ -39,6 +39,9 @@ async function openModel(files: ModelFiles, config: ModelConfig): Promise<OrtSes
 }
 
 async function createInstance(spec: InstanceSpec): Promise<OrtInstance> {
+  if (spec.config.batch_input.length > 0 || spec.config.batch_output.length > 0) {
+    throw new NereidError('UNSUPPORTED', `model '${spec.name}': batch_input and batch_output are not supported by the onnxruntime backend yet`);
+  }
   if (spec.kind === 'KIND_GPU') {
     spec.logger.warn(`model '${spec.name}' instance '${spec.instanceName}' asks for KIND_GPU; running it on CPU`);
   }
