@@ -390,6 +390,8 @@ async function checkModel(repoLabel, dir, results) {
       if (name !== undefined && name !== model) throw new Error(`config name "${name}" differs from directory name "${model}"`);
       // JavaScript models are source code rather than ONNX; test/backends/javascript runs them.
       if (one(config, 'backend') === 'javascript') { console.log(`SKIP ${key}: JavaScript model`); return; }
+      // Batch inputs are made by the backend from a formed batch; test/scheduler/dynamic.test.ts runs these.
+      if (config.batch_input) { console.log(`SKIP ${key}: batch_input model (the server makes some of its inputs)`); return; }
     }
     const versions = readdirSync(dir).filter((d) => /^(0|[1-9][0-9]*)$/.test(d) && statSync(join(dir, d)).isDirectory()).map(Number).sort((a, b) => a - b);
     if (versions.length === 0) throw new Error('no version directories');

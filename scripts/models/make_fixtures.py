@@ -14,6 +14,7 @@ test/fixtures/ is a Triton-style model repository:
   versions/      vmodel with versions 1, 2, 3 (OUTPUT0 = INPUT0 + version)
   broken/        models that must fail to load
   slow/          slow_fp32: ~0.1 s per inference on CPU, for in-flight/drain tests
+  batching/      ragged_acc: a ragged input with a batch input and a batch output
   warmup/        model_warmup with zero_data, random_data and input_data_file
 
 test/fixtures/README.md (written by this script) describes each model and
@@ -274,6 +275,45 @@ def write_slow(w):
         extra_bottom="instance_group [ { count: 1 kind: KIND_CPU } ]\n"))
 
 
+# ---------------------------------------------------------------- batching
+
+def write_batching(w):
+    name = "ragged_acc"
+    w.write_model("batching/%s/1/model.onnx" % name, make_model(name, [
+        helper.make_node("Mul", ["INPUT0", "two"], ["OUTPUT0"]),
+        helper.make_node("Identity", ["INDEX"], ["ACC"]),
+    ], [vi("INPUT0", "TYPE_FP32", ["n"]), vi("INDEX", "TYPE_INT32", ["r"])],
+        [vi("OUTPUT0", "TYPE_FP32", ["n"]), vi("ACC", "TYPE_INT32", ["r"])],
+        [const("two", np.float32(2))],
+        doc="ragged: OUTPUT0 = 2 * INPUT0 over the flattened batch; ACC = INDEX (one per request)"))
+    w.write_text("batching/%s/config.pbtxt" % name, cfg(
+        name, [io("INPUT0", "TYPE_FP32", [-1], allow_ragged_batch=True)],
+        [io("OUTPUT0", "TYPE_FP32", [-1]), io("ACC", "TYPE_INT32", [1], reshape=[])], 8,
+        header=HEADER + "\nINPUT0 is ragged: a batch reaches the model as one 1-D tensor. INDEX is made by the\n"
+        "backend (accumulated element counts); OUTPUT0 goes back to each request in its INPUT0's shape.",
+        extra_bottom="""batch_input [
+  {
+    kind: BATCH_ACCUMULATED_ELEMENT_COUNT
+    target_name: "INDEX"
+    data_type: TYPE_INT32
+    source_input: "INPUT0"
+  }
+]
+batch_output [
+  {
+    target_name: "OUTPUT0"
+    kind: BATCH_SCATTER_WITH_INPUT_SHAPE
+    source_input: "INPUT0"
+  }
+]
+dynamic_batching {
+  preferred_batch_size: [ 3 ]
+  max_queue_delay_microseconds: 2000000
+}
+instance_group [ { count: 1 kind: KIND_CPU } ]
+"""))
+
+
 # ------------------------------------------------------------------ warmup
 
 def bytes_tensor(items):
@@ -437,6 +477,19 @@ Measured with onnxruntime-node 1.30 (default session options) on the
 2-core build machine: %(timing)s.
 Time is roughly linear in the iteration count (SLOW_ITERS in the script).
 
+## batching/
+
+`ragged_acc`: INPUT0 FP32 dims [-1] with `allow_ragged_batch`, mbs 8, one CPU
+instance, `dynamic_batching { preferred_batch_size: [ 3 ]
+max_queue_delay_microseconds: 2000000 }`. The graph takes INPUT0 as one 1-D
+tensor (every request's elements, one after another) and the batch input
+INDEX (`BATCH_ACCUMULATED_ELEMENT_COUNT` of INPUT0, INT32 [requests]);
+OUTPUT0 = 2·INPUT0 is a `batch_output` (`BATCH_SCATTER_WITH_INPUT_SHAPE`):
+each request gets its own elements back in its INPUT0's shape. ACC = INDEX,
+dims [1] with `reshape { shape: [] }`: each request sees the running element
+count up to and including itself, so a request learns which batch position it
+had. Requests [1,2], [1,3], [1,1] batched together get ACC 2, 5, 6.
+
 ## warmup/
 
 | model | model_warmup |
@@ -453,7 +506,7 @@ SLOW_TIMING = ("batch 1: 79-91 ms per request, batch 8: 225-245 ms, steady acros
                "(still alive) the first run took 540-640 ms, later runs ~100 ms")
 
 
-REPOS = ["dtypes", "autocomplete", "big", "reshape", "versions", "broken", "slow", "warmup"]
+REPOS = ["dtypes", "autocomplete", "big", "reshape", "versions", "broken", "slow", "batching", "warmup"]
 
 
 def main():
@@ -468,6 +521,7 @@ def main():
     write_versions(w)
     write_broken(w)
     write_slow(w)
+    write_batching(w)
     write_warmup(w)
     w.write_text("README.md", README % {"iters": SLOW_ITERS, "dim": SLOW_DIM, "timing": SLOW_TIMING})
     # Only the generated repositories are cleaned; other files in test/fixtures stay.

@@ -126,7 +126,7 @@ def io_block(kind, tensors):
     """Triton-style `input [ ... ]` / `output [ ... ]` text.
 
     tensors: list of dicts with name, data_type, dims and optional reshape
-    (list), label_filename, optional (bool)."""
+    (list), label_filename, optional (bool), allow_ragged_batch (bool)."""
     parts = []
     for t in tensors:
         lines = [
@@ -141,6 +141,8 @@ def io_block(kind, tensors):
             lines.append('    label_filename: "%s"' % t["label_filename"])
         if t.get("optional"):
             lines.append("    optional: true")
+        if t.get("allow_ragged_batch"):
+            lines.append("    allow_ragged_batch: true")
         lines.append("  }")
         parts.append("\n".join(lines))
     return "%s [\n%s\n]\n" % (kind, ",\n".join(parts))

@@ -1,5 +1,5 @@
 import { byteSize } from './datatype.js';
-import type { Tensor } from './tensor.js';
+import { elementCount, type Tensor } from './tensor.js';
 
 /**
  * Batching along the first dimension. Concatenation copies once into one buffer, as the backend needs one
@@ -26,6 +26,19 @@ export function concatBatch(parts: readonly Tensor[]): Tensor {
     at += (p.data as Uint8Array).byteLength;
   }
   return { name: first.name, datatype: first.datatype, shape, data: out };
+}
+
+/**
+ * Concatenates every element of the parts into one 1-D tensor (a ragged input: the requests' shapes may
+ * differ, the model takes their elements one after another). One part keeps its data, only its shape changes.
+ */
+export function concatFlat(parts: readonly Tensor[]): Tensor {
+  const first = parts[0]!;
+  let elements = 0;
+  for (const p of parts) elements += elementCount(p.shape);
+  if (parts.length === 1) return { ...first, shape: [elements] } as Tensor;
+  const flat = concatBatch(parts.map((p) => ({ ...p, shape: [elementCount(p.shape)] }) as Tensor));
+  return flat;
 }
 
 /** Splits a batched tensor into pieces of `rows[i]` rows each, as views. */

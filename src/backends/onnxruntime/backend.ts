@@ -39,9 +39,6 @@ async function openModel(files: ModelFiles, config: ModelConfig): Promise<OrtSes
 }
 
 async function createInstance(spec: InstanceSpec): Promise<OrtInstance> {
-  if (spec.config.batch_input.length > 0 || spec.config.batch_output.length > 0) {
-    throw new NereidError('UNSUPPORTED', `model '${spec.name}': batch_input and batch_output are not supported by the onnxruntime backend yet`);
-  }
   if (spec.kind === 'KIND_GPU') {
     spec.logger.warn(`model '${spec.name}' instance '${spec.instanceName}' asks for KIND_GPU; running it on CPU`);
   }
@@ -80,6 +77,8 @@ function checkAgainstModel(config: ModelConfig, session: OrtSession, model: stri
   };
   check('input', config.input, session.inputMetadata);
   check('output', config.output, session.outputMetadata);
+  // Batch inputs are model inputs the backend feeds (batch-io.ts).
+  check('input', config.batch_input.flatMap((b) => b.target_name.map((name) => ({ name, data_type: b.data_type }))) as ModelInput[], session.inputMetadata);
 }
 
 /** Triton's onnxruntime auto-complete (facts §3): fills max_batch_size, inputs and outputs from the model. */

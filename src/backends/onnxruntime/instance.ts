@@ -1,13 +1,14 @@
 import * as ort from 'onnxruntime-node';
 import { isNereidError, NereidError } from '../../errors.js';
 import type { ModelConfig, SequenceControl } from '../../config/types.js';
-import { fromConfigType, type DataType } from '../../tensor/datatype.js';
-import { concatBatch, splitBatch } from '../../tensor/batch.js';
+import { byteSize, fromConfigType, type DataType } from '../../tensor/datatype.js';
+import { concatBatch, concatFlat, splitBatch } from '../../tensor/batch.js';
 import type { Tensor } from '../../tensor/tensor.js';
 import type { BackendInstance, BackendRequest, ExecutionTimes } from '../backend.js';
 import { fromOrt, ortType, toOrt } from './convert.js';
 import type { Runner } from './runner.js';
 import type { OrtResults } from './session.js';
+import { batchInputTensor, batchIo, scatterShape, type BatchIo } from './batch-io.js';
 
 interface IoInfo {
   readonly name: string;
@@ -23,6 +24,8 @@ export class OrtInstance implements BackendInstance {
   private readonly inputs: readonly IoInfo[];
   private readonly outputs: ReadonlyMap<string, IoInfo>;
   private readonly allOutputNames: readonly string[];
+  /** Ragged inputs, batch inputs and batch outputs; undefined for the (usual) config that has none. */
+  private readonly batchIo: BatchIo | undefined;
 
   readonly synchronous: boolean;
 
@@ -38,6 +41,7 @@ export class OrtInstance implements BackendInstance {
     const outputs = [...config.output, ...stateOut];
     this.outputs = new Map(outputs.map((o) => [o.name, ioInfo(o)]));
     this.allOutputNames = outputs.map((o) => o.name);
+    this.batchIo = batchIo(config);
   }
 
   async execute(requests: readonly BackendRequest[]): Promise<ExecutionTimes> {
@@ -72,13 +76,22 @@ export class OrtInstance implements BackendInstance {
         if (t) parts.push(t);
       }
       if (parts.length === 0) continue; // an optional input nobody sent
-      const t = concatBatch(parts);
+      const t = this.batchIo?.ragged.has(io.name) ? concatFlat(parts) : concatBatch(parts);
       feeds[io.name] = toOrt(ort.Tensor, t, io.ortType, t.shape);
+    }
+    if (this.batchIo) {
+      for (const bi of this.batchIo.inputs) {
+        const { shape, data } = batchInputTensor(bi.kind, bi.datatype, requests.map((r) => sourceShape(r, bi.source)));
+        for (const target of bi.targets) {
+          feeds[target] = toOrt(ort.Tensor, { name: target, datatype: bi.datatype, shape, data }, bi.datatype === 'FP32' ? 'float32' : 'int32', shape);
+        }
+      }
     }
     return feeds;
   }
 
   private respond(requests: readonly BackendRequest[], results: OrtResults): void {
+    if (this.batchIo && this.batchIo.outputs.size > 0) return this.respondScattered(requests, results);
     if (requests.length === 1) {
       const r = requests[0]!;
       r.sender.send(r.outputs.map((name) => fromOrt(name, this.outputs.get(name)!.datatype, results[name]!)), true);
@@ -92,9 +105,45 @@ export class OrtInstance implements BackendInstance {
     requests.forEach((r, i) => r.sender.send(r.outputs.map((name) => split.get(name)![i]!), true));
   }
 
+  /** Outputs split by rows, except batch outputs, which are split by the shapes of their source inputs. */
+  private respondScattered(requests: readonly BackendRequest[], results: OrtResults): void {
+    const scattered = this.batchIo!.outputs;
+    const rows = requests.map((r) => r.inputs[0]?.shape[0] ?? 1);
+    const split = new Map<string, Tensor[]>();
+    for (const name of requests.length === 1 ? requests[0]!.outputs : this.allOutputNames) {
+      const whole = fromOrt(name, this.outputs.get(name)!.datatype, results[name]!);
+      const batchOutput = scattered.get(name);
+      if (!batchOutput) {
+        split.set(name, splitBatch(whole, rows));
+        continue;
+      }
+      const pieces: Tensor[] = [];
+      let at = 0;
+      for (const r of requests) {
+        const shape = scatterShape(batchOutput.shape, sourceShape(r, batchOutput.source));
+        const n = shape.reduce((a, b) => a * b, 1);
+        if (whole.datatype === 'BYTES') {
+          pieces.push({ name, datatype: 'BYTES', shape, data: whole.data.slice(at, at + n) });
+        } else {
+          const size = byteSize(whole.datatype);
+          pieces.push({ name, datatype: whole.datatype, shape, data: whole.data.subarray(at * size, (at + n) * size) });
+        }
+        at += n;
+      }
+      split.set(name, pieces);
+    }
+    requests.forEach((r, i) => r.sender.send(r.outputs.map((name) => split.get(name)![i]!), true));
+  }
+
   close(): Promise<void> {
     return this.runner.close();
   }
+}
+
+/** The full shape of a request's input, for batch inputs and outputs (an error when the request lacks it). */
+function sourceShape(r: BackendRequest, name: string): readonly number[] {
+  for (const t of r.inputs) if (t.name === name) return t.shape;
+  throw new NereidError('INVALID_ARG', `batch input or output source '${name}' is missing from the request`);
 }
 
 function ioInfo(io: { name: string; data_type: string }): IoInfo {
