@@ -6,7 +6,7 @@ import { autoCompleteBackendFields, normalizeModelConfig, parseModelConfig, vali
 import type { BackendRegistry } from '../backends/registry.js';
 import type { Backend, BackendInstance, ExecutionTimes, ModelFiles } from '../backends/backend.js';
 import type { Logger } from '../observability/logger.js';
-import { ModelStatistics } from '../observability/statistics.js';
+import { ModelStatistics, type InstanceStatistics } from '../observability/statistics.js';
 import { DirectScheduler } from '../scheduler/direct.js';
 import { SequenceBatcher } from '../scheduler/sequence.js';
 import { DynamicBatcher } from '../scheduler/dynamic.js';
@@ -106,6 +106,10 @@ export async function loadVersion(model: PreparedModel, version: number, opts: L
   if (!model.backend) return loadEnsemble(model, context, opts);
   const versionDir = join(model.modelDir, String(version));
   const instances: BackendInstance[] = [];
+  const stats = new ModelStatistics(model.name, version);
+  const byInstance = new Map<BackendInstance, InstanceStatistics>();
+  // Passive instances are created (and warmed up) but never given requests, as in Triton.
+  const scheduled: BackendInstance[] = [];
   try {
     for (const group of model.config.instance_group) {
       for (let i = 0; i < group.count; i++) {
@@ -117,7 +121,10 @@ export async function loadVersion(model: PreparedModel, version: number, opts: L
         instances.push(instance);
         await warmUp(instance, model.config, model.modelDir, instanceName);
         // Warmup runs unlimited; requests go through the rate limiter when it is on.
-        instances[instances.length - 1] = opts.rateLimiter?.wrap(instance, group.rate_limiter) ?? instance;
+        const limited = opts.rateLimiter?.wrap(instance, group.rate_limiter) ?? instance;
+        instances[instances.length - 1] = limited;
+        byInstance.set(limited, stats.addInstance(instanceName, group.kind, group.passive));
+        if (!group.passive) scheduled.push(limited);
       }
     }
   } catch (e) {
@@ -125,14 +132,18 @@ export async function loadVersion(model: PreparedModel, version: number, opts: L
     throw isNereidError(e) ? e : new NereidError('INTERNAL', (e as Error).message);
   }
   if (instances.length === 0) throw invalidArg(`model '${model.name}' has no instances (instance_group count is 0)`);
-  const stats = new ModelStatistics(model.name, version);
+  if (scheduled.length === 0) {
+    await Promise.all(instances.map((i) => i.close().catch(() => undefined)));
+    throw invalidArg(`model '${model.name}' has no instances to run requests on: every instance_group is passive`);
+  }
   let versionRef: ModelVersion | undefined;
-  const onExecution = (rows: number, times: ExecutionTimes): void => versionRef!.recordExecution(rows, times);
+  const onExecution = (rows: number, times: ExecutionTimes, instance?: BackendInstance): void =>
+    versionRef!.recordExecution(rows, times, instance && byInstance.get(instance));
   const scheduler = model.config.sequence_batching
-    ? new SequenceBatcher(model.name, model.config, model.modelDir, instances, onExecution)
+    ? new SequenceBatcher(model.name, model.config, model.modelDir, scheduled, onExecution)
     : model.config.dynamic_batching && model.config.max_batch_size > 0
-      ? new DynamicBatcher(model.name, model.config, instances, onExecution)
-      : new DirectScheduler(instances, onExecution);
+      ? new DynamicBatcher(model.config, scheduled, onExecution)
+      : new DirectScheduler(scheduled, onExecution);
   versionRef = new ModelVersion(context, stats, scheduler, instances);
   return versionRef;
 }

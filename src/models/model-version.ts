@@ -1,8 +1,8 @@
 import { NereidError, invalidArg } from '../errors.js';
 import type { BackendInstance, ExecutionTimes } from '../backends/backend.js';
 import type { InferenceRequest, InferenceResponse, Parameters, RequestedOutput } from '../inference/index.js';
-import type { ModelStatistics } from '../observability/statistics.js';
-import type { Job, Scheduler } from '../scheduler/scheduler.js';
+import type { InstanceStatistics, ModelStatistics } from '../observability/statistics.js';
+import type { FailureReason, Job, Scheduler } from '../scheduler/scheduler.js';
 import type { Tensor } from '../tensor/tensor.js';
 import { ResponseStream } from '../inference/stream.js';
 import { classify } from './classification.js';
@@ -87,9 +87,10 @@ export class ModelVersion {
     return names;
   }
 
-  /** Called by the scheduler once per execution. */
-  recordExecution(batchRows: number, times: ExecutionTimes): void {
+  /** Called by the scheduler once per execution, with the instance's statistics when it says which ran it. */
+  recordExecution(batchRows: number, times: ExecutionTimes, instance?: InstanceStatistics): void {
     this.stats.recordExecution(batchRows, times.inputNs, times.inferNs, times.outputNs);
+    instance?.recordExecution(batchRows, times.inputNs, times.inferNs, times.outputNs);
   }
 
   /** Answers the requests still queued with `error` (shutdown past --exit-timeout-secs). */
@@ -162,7 +163,7 @@ class InferJob implements Job {
     const stats = this.model.stats;
     const now = process.hrtime.bigint();
     if (this.error || !this.result) {
-      stats.recordFailure(Number(now - this.enqueuedNs));
+      stats.recordFailure(Number(now - this.enqueuedNs), 'BACKEND');
       this.rejectPromise(this.error ?? new NereidError('INTERNAL', 'backend sent no response'));
       return;
     }
@@ -179,9 +180,9 @@ class InferJob implements Job {
     this.resolve({ model: ctx.name, version: ctx.version, id: this.request.id ?? '', outputs, ...(this.resultParams ? { parameters: this.resultParams } : {}) });
   }
 
-  reject(error: NereidError): void {
+  reject(error: NereidError, reason?: FailureReason): void {
     this.state = 'done';
-    this.model.stats.recordFailure(Number(process.hrtime.bigint() - this.enqueuedNs));
+    this.model.stats.recordFailure(Number(process.hrtime.bigint() - this.enqueuedNs), reason);
     this.rejectPromise(error);
   }
 

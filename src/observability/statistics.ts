@@ -26,6 +26,44 @@ export interface ResponseStat {
   cancel: Duration;
 }
 
+/** Triton's failure reasons (the `reason` label of nv_inference_request_failure). */
+export type FailureReason = 'REJECTED' | 'CANCELED' | 'BACKEND' | 'OTHER';
+
+/**
+ * One instance's share of a model version's executions. Triton's statistics extension has no per-instance
+ * figures; Nereid reports these beside it (`nereid_instance_stats`, see README).
+ */
+export class InstanceStatistics {
+  executionCount = 0;
+  inferenceCount = 0;
+  readonly computeInput = d();
+  readonly computeInfer = d();
+  readonly computeOutput = d();
+
+  constructor(readonly name: string, readonly kind: string, readonly passive: boolean) {}
+
+  recordExecution(batchSize: number, inputNs: number, inferNs: number, outputNs: number): void {
+    this.executionCount++;
+    this.inferenceCount += batchSize;
+    add(this.computeInput, inputNs);
+    add(this.computeInfer, inferNs);
+    add(this.computeOutput, outputNs);
+  }
+
+  toJSON(): Record<string, unknown> {
+    return {
+      name: this.name,
+      kind: this.kind,
+      passive: this.passive,
+      execution_count: this.executionCount,
+      inference_count: this.inferenceCount,
+      compute_input: this.computeInput,
+      compute_infer: this.computeInfer,
+      compute_output: this.computeOutput,
+    };
+  }
+}
+
 export class ModelStatistics {
   lastInferenceMs = 0;
   inferenceCount = 0;
@@ -38,6 +76,9 @@ export class ModelStatistics {
   readonly computeOutput = d();
   readonly cacheHit = d();
   readonly cacheMiss = d();
+  /** Failed requests by reason, for the failure counter's `reason` label. */
+  readonly failures: Record<FailureReason, number> = { REJECTED: 0, CANCELED: 0, BACKEND: 0, OTHER: 0 };
+  readonly instances: InstanceStatistics[] = [];
   private readonly batches = new Map<number, BatchStat>();
   private readonly responses = new Map<number, ResponseStat>();
 
@@ -68,8 +109,9 @@ export class ModelStatistics {
     add(this.response(0).success, requestNs);
   }
 
-  recordFailure(requestNs: number): void {
+  recordFailure(requestNs: number, reason: FailureReason = 'OTHER'): void {
     this.lastInferenceMs = Date.now();
+    this.failures[reason]++;
     add(this.fail, requestNs);
     add(this.response(0).fail, requestNs);
   }
@@ -81,6 +123,18 @@ export class ModelStatistics {
       this.responses.set(index, r);
     }
     return r;
+  }
+
+  /** Registers an instance of this version; its executions are recorded on the object returned. */
+  addInstance(name: string, kind: string, passive: boolean): InstanceStatistics {
+    const i = new InstanceStatistics(name, kind, passive);
+    this.instances.push(i);
+    return i;
+  }
+
+  /** Nereid's per-instance figures of this version: `{ name, version, instance_stats: [...] }`. */
+  instancesJSON(): Record<string, unknown> {
+    return { name: this.name, version: String(this.version), instance_stats: this.instances.map((i) => i.toJSON()) };
   }
 
   /** Triton's JSON form of one `model_stats` element. */

@@ -34,7 +34,7 @@ export class DirectScheduler implements Scheduler {
 
   enqueue(job: Job): void {
     if (this.stopped) {
-      job.reject(unavailable('model is unloading; request refused'));
+      job.reject(unavailable('model is unloading; request refused'), 'REJECTED');
       return;
     }
     if (!this.deferred) {
@@ -84,7 +84,7 @@ export class DirectScheduler implements Scheduler {
   rejectQueued(error: NereidError): void {
     for (let j = this.next(); j; j = this.next()) {
       j.state = 'done';
-      j.reject(error);
+      j.reject(error, 'REJECTED');
     }
     this.checkDrained();
   }
@@ -96,7 +96,7 @@ export class DirectScheduler implements Scheduler {
     this.listeners.delete(job);
     job.state = 'done';
     this.queued--;
-    job.reject(new NereidError('CANCELLED', 'request cancelled'));
+    job.reject(new NereidError('CANCELLED', 'request cancelled'), 'CANCELED');
     this.checkDrained();
   }
 
@@ -107,7 +107,7 @@ export class DirectScheduler implements Scheduler {
       const start = process.hrtime.bigint();
       try {
         const times = await instance.execute([next]);
-        this.onExecution(next.rows, times);
+        this.onExecution(next.rows, times, instance);
         next.finish(start, times);
       } catch (e) {
         next.reject(isNereidError(e) ? e : new NereidError('INTERNAL', (e as Error).message));

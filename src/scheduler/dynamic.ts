@@ -1,71 +1,146 @@
 import { NereidError, isNereidError, unavailable } from '../errors.js';
 import type { ModelConfig, ModelQueuePolicy } from '../config/types.js';
-import type { BackendInstance } from '../backends/backend.js';
+import type { BackendInstance, ExecutionTimes } from '../backends/backend.js';
+import { DeadlineHeap } from './deadline-heap.js';
 import { RingQueue } from './queue.js';
-import type { ExecutionListener, Job, Scheduler } from './scheduler.js';
+import type { ExecutionListener, FailureReason, Job, Scheduler } from './scheduler.js';
 
-/** A job as the batcher holds it: when it expires, and whether it has been moved behind the others (DELAY). */
-interface Entry {
-  readonly job: Job;
-  /** Order of arrival, for preserve_ordering. */
-  readonly seq: number;
-  timer: NodeJS.Timeout | undefined;
-  onAbort: (() => void) | undefined;
-}
-
-/** One priority level's queues and policy. */
-interface Level {
-  readonly policy: ModelQueuePolicy;
-  readonly queue: RingQueue<Entry>;
-  /** Requests whose timeout expired under timeout_action DELAY: served after every level's own queue. */
-  readonly delayed: RingQueue<Entry>;
-  size: number;
-}
-
-interface Candidate {
-  readonly entry: Entry;
-  readonly level: Level;
-  readonly from: RingQueue<Entry>;
-}
-
-const NO_POLICY: ModelQueuePolicy = { timeout_action: 'REJECT', default_timeout_microseconds: 0, allow_timeout_override: false, max_queue_size: 0 };
+/** Where an entry is: waiting in its level's queue, moved to its level's delayed queue, or gone. */
+const QUEUED = 0;
+const DELAYED = 1;
+const GONE = 2;
 
 /**
- * Triton's dynamic batcher. Requests wait in one queue per priority level (1 = highest); whenever an instance
- * is free a batch is formed from the front of the queues, highest level first, as large as max_batch_size
- * allows, stopping at the first request whose shapes cannot join it (ragged inputs excepted). With
- * max_queue_delay_microseconds set, a batch smaller than a preferred size waits for more requests until the
- * oldest has waited that long. Queue policies: max_queue_size (a full queue refuses at once), request
- * timeouts fired by timers while requests wait (REJECT answers; DELAY moves the request behind the others),
- * allow_timeout_override for the request's own timeout. preserve_ordering answers requests in arrival order
- * even when batches finish out of order on different instances.
+ * A request as the batcher holds it. An entry that leaves the queues early (timed out, moved by DELAY,
+ * cancelled) is marked and left where it is as a tombstone: batch formation skips it and drops it when it
+ * reaches the head, so no removal ever shifts a queue.
+ */
+class Entry {
+  heapIndex = -1;
+  where: 0 | 1 | 2 = QUEUED;
+  constructor(readonly job: Job, readonly level: number, readonly arrivedMs: number, readonly deadlineMs: number) {}
+}
+
+/** One priority level: its queue, the requests its DELAY policy moved behind it, and its policy. */
+class Level {
+  readonly queue = new RingQueue<Entry>();
+  readonly delayed = new RingQueue<Entry>();
+  /** Live entries in both queues, for max_queue_size. */
+  size = 0;
+  readonly timeoutUs: number;
+  readonly allowOverride: boolean;
+  readonly delayOnTimeout: boolean;
+  readonly maxQueueSize: number;
+
+  constructor(policy: ModelQueuePolicy | undefined) {
+    this.timeoutUs = policy?.default_timeout_microseconds ?? 0;
+    this.allowOverride = policy?.allow_timeout_override ?? false;
+    this.delayOnTimeout = policy?.timeout_action === 'DELAY';
+    this.maxQueueSize = policy?.max_queue_size ?? 0;
+  }
+}
+
+/** With preserve_ordering, a request's answer waits here until every request dispatched before it is answered. */
+interface Slot {
+  readonly job: Job;
+  startNs: bigint;
+  times: ExecutionTimes | undefined;
+}
+
+/** The pending batch: the requests from the front of the queues that the next batch would hold. */
+export interface PendingBatch {
+  /** Requests and rows in it. */
+  count: number;
+  rows: number;
+  /** Requests up to the best cut found: the largest preferred size reached, or where the next request would pass the largest preferred size. 0: none. */
+  markCount: number;
+  /** Growing it further is impossible (max_batch_size reached, or the next request's shapes differ). */
+  sendNow: boolean;
+  /** When its oldest request reached the batcher (performance.now() ms). */
+  oldestMs: number;
+}
+
+/**
+ * Triton's decision over a pending batch (DynamicBatchScheduler::GetDynamicBatch), as a pure function:
+ * how many of its requests to send now, 0 when it is empty, or -1 to wait for more (until the oldest has
+ * waited `delayMs`). A preferred cut goes at once unless the queue delay has run out, in which case everything
+ * pending goes; a batch that cannot grow, or fills the largest preferred size, goes at once; without a queue
+ * delay everything pending goes.
+ */
+export function decideBatch(p: PendingBatch, nowMs: number, delayMs: number, maxPreferred: number): number {
+  const delayExceeded = delayMs > 0 && nowMs - p.oldestMs >= delayMs;
+  if (p.markCount > 0 && !delayExceeded) return p.markCount;
+  if (p.count === 0) return 0;
+  if (p.sendNow || p.rows >= maxPreferred || delayMs === 0 || delayExceeded) return p.count;
+  return -1;
+}
+
+const NO_TIMES: ExecutionTimes = { inputNs: 0, inferNs: 0, outputNs: 0 };
+
+/**
+ * Triton's dynamic batcher.
  *
- * Inline instances (synchronous) form their batches at the end of the loop turn, so the requests read in one
- * turn run as one batch at no extra latency.
+ * Requests wait in one queue per priority level (1 = highest). A request's `priority` picks its level; 0, or a
+ * number past the last level, means default_priority_level. Batch order is level 1's queue, then the level 1
+ * requests its DELAY policy moved aside, then level 2's queue, and so on. Whenever an instance is free the
+ * batcher forms a batch from the front of that order: it stops at max_batch_size or at the first request whose
+ * shapes differ from the first one's (inputs with variable dims must match past the batch dimension unless they
+ * allow ragged batches; with optional inputs the same inputs must be present), remembers the largest preferred
+ * size it passed, and lets decideBatch() choose. The pending batch is a cursor over the queues, so requests
+ * arriving while it waits for max_queue_delay_microseconds extend it rather than rescan it.
+ *
+ * Queue policies, per level: max_queue_size refuses a request at once (UNAVAILABLE "Exceeds maximum queue
+ * size"); default_timeout_microseconds (shortened by the request's own `timeout` when allow_timeout_override
+ * is set, never lengthened) is enforced by one timer for the earliest deadline, so a request times out while it
+ * waits, not when the running batch ends: REJECT answers it (UNAVAILABLE "Request timeout expired"), DELAY
+ * moves it behind every request of its level that has not timed out. A cancelled request is answered when batch
+ * formation reaches it, as Triton does, so no listener is attached per request.
+ *
+ * preserve_ordering answers requests in the order they were dispatched even when batches finish out of order
+ * on different instances. Inline instances (synchronous ONNX Runtime sessions, see direct.ts) form their
+ * batches at the end of the loop turn, so the requests read in one turn share a batch at no extra latency.
+ *
+ * Timer precision: queue delays of a millisecond or more use a timer (Node's millisecond resolution, never
+ * early); shorter ones re-check on each turn of the event loop, which keeps the loop busy for at most the delay.
  */
 export class DynamicBatcher implements Scheduler {
   private readonly idle: BackendInstance[];
   private readonly levels: Level[];
   private readonly defaultLevel: number;
   private readonly maxBatch: number;
-  private readonly preferred: readonly number[];
-  private readonly delayNs: bigint;
-  private readonly preserveOrdering: boolean;
-  private readonly ragged: ReadonlySet<string>;
+  private readonly maxPreferred: number;
+  /** preferred[n] === 1 when n is a preferred batch size. */
+  private readonly preferred: Uint8Array;
+  private readonly delayMs: number;
+  /** Inputs whose shapes must be equal within a batch; undefined when no input needs checking. */
+  private readonly equalShape: ReadonlySet<string> | undefined;
+  private readonly optionalInputs: boolean;
   private readonly synchronous: boolean;
+
   private queued = 0;
   private running = 0;
-  private nextSeq = 0;
   private stopped = false;
   private drained: (() => void) | undefined;
   private dispatchScheduled = false;
+
+  /** The pending batch and the cursor after it: level, which of its two queues, index in that queue. */
+  private readonly pending: PendingBatch = { count: 0, rows: 0, markCount: 0, sendNow: false, oldestMs: Infinity };
+  private pendingFirst: Job | undefined;
+  private cursorValid = false;
+  private curLevel = 0;
+  private curDelayed = false;
+  private curIndex = 0;
+
   private delayTimer: NodeJS.Timeout | undefined;
-  /** preserve_ordering: finished jobs waiting for earlier ones, by arrival number. */
-  private readonly finished = new Map<number, () => void>();
-  private nextToAnswer = 0;
+  private delayTimerAt = Infinity;
+  private delayImmediate = false;
+  private readonly deadlines = new DeadlineHeap<Entry>();
+  private deadlineTimer: NodeJS.Timeout | undefined;
+  private deadlineTimerAt = Infinity;
+  /** preserve_ordering: every dispatched request not yet answered, in dispatch order. */
+  private readonly order: RingQueue<Slot> | undefined;
 
   constructor(
-    private readonly name: string,
     config: ModelConfig,
     instances: readonly BackendInstance[],
     private readonly onExecution: ExecutionListener,
@@ -74,44 +149,44 @@ export class DynamicBatcher implements Scheduler {
     this.idle = [...instances].reverse();
     this.synchronous = instances.length > 0 && instances.every((i) => i.synchronous === true);
     this.maxBatch = Math.max(1, config.max_batch_size);
-    this.preferred = [...db.preferred_batch_size].filter((n) => n > 0 && n <= this.maxBatch).sort((a, b) => b - a);
-    this.delayNs = BigInt(db.max_queue_delay_microseconds) * 1000n;
-    this.preserveOrdering = db.preserve_ordering;
-    // Ragged inputs may only share a batch when the backend can take them flattened with batch_input
-    // tensors telling the pieces apart; the ONNX Runtime backend cannot yet, so without batch_input requests
-    // with different shapes run in different batches.
-    this.ragged = config.batch_input.length > 0 ? new Set(config.input.filter((i) => i.allow_ragged_batch).map((i) => i.name)) : new Set();
-    const count = Math.max(1, db.priority_levels);
-    this.defaultLevel = db.priority_levels > 0 ? db.default_priority_level : 1;
-    this.levels = Array.from({ length: count }, (_, i) => ({
-      policy: db.priority_queue_policy[String(i + 1)] ?? db.default_queue_policy ?? NO_POLICY,
-      queue: new RingQueue<Entry>(),
-      delayed: new RingQueue<Entry>(),
-      size: 0,
-    }));
+    const sizes = db.preferred_batch_size.filter((n) => n > 0 && n <= this.maxBatch);
+    if (sizes.length === 0) sizes.push(this.maxBatch);
+    this.preferred = new Uint8Array(this.maxBatch + 1);
+    for (const n of sizes) this.preferred[n] = 1;
+    this.maxPreferred = Math.max(...sizes);
+    this.delayMs = db.max_queue_delay_microseconds / 1000;
+    this.order = db.preserve_ordering ? new RingQueue<Slot>() : undefined;
+    const levels = db.priority_levels > 0 ? db.priority_levels : 1;
+    this.defaultLevel = db.priority_levels > 0 ? db.default_priority_level - 1 : 0;
+    this.levels = Array.from({ length: levels }, (_, i) => new Level(db.priority_queue_policy[String(i + 1)] ?? db.default_queue_policy));
+    // As Triton: only inputs with a variable dim can differ between requests; ragged ones may.
+    const equal = config.input.filter((i) => !i.allow_ragged_batch && i.dims.includes(-1)).map((i) => i.name);
+    this.equalShape = equal.length > 0 ? new Set(equal) : undefined;
+    this.optionalInputs = config.input.some((i) => i.optional);
   }
 
   enqueue(job: Job): void {
-    if (this.stopped) return job.reject(unavailable('model is unloading; request refused'));
-    // Priority 0 (or none) is the default level; a number past the last level is the lowest priority.
+    if (this.stopped) return job.reject(unavailable('model is unloading; request refused'), 'REJECTED');
     const p = job.priority ?? 0;
-    const levelNo = p === 0 ? this.defaultLevel : Math.min(p, this.levels.length);
-    const level = this.levels[levelNo - 1]!;
-    const max = level.policy.max_queue_size;
-    if (max > 0 && level.size >= max) {
-      return job.reject(new NereidError('UNAVAILABLE', 'Exceeds maximum queue size'));
+    const li = p === 0 || p > this.levels.length ? this.defaultLevel : p - 1;
+    const level = this.levels[li]!;
+    if (level.maxQueueSize > 0 && level.size >= level.maxQueueSize) {
+      return job.reject(new NereidError('UNAVAILABLE', `${logPrefix(job)}Exceeds maximum queue size`), 'REJECTED');
     }
-    const entry: Entry = { job, seq: this.nextSeq++, timer: undefined, onAbort: undefined };
-    const timeoutUs = level.policy.allow_timeout_override && job.timeoutUs ? job.timeoutUs : level.policy.default_timeout_microseconds;
-    if (timeoutUs > 0) entry.timer = setTimeout(() => this.expire(entry, level), timeoutUs / 1000);
-    if (job.signal) {
-      const onAbort = (): void => this.cancel(entry, level);
-      job.signal.addEventListener('abort', onAbort, { once: true });
-      entry.onAbort = onAbort;
-    }
-    level.queue.push(entry);
+    let timeoutUs = level.timeoutUs;
+    if (level.allowOverride && job.timeoutUs && job.timeoutUs < timeoutUs) timeoutUs = job.timeoutUs;
+    const now = performance.now();
+    const e = new Entry(job, li, now, timeoutUs > 0 ? now + timeoutUs / 1000 : 0);
+    level.queue.push(e);
     level.size++;
     this.queued++;
+    if (e.deadlineMs > 0) {
+      this.deadlines.push(e);
+      if (e.deadlineMs < this.deadlineTimerAt) this.armDeadline();
+    }
+    // A request placed before the cursor (a higher level, or this level while the cursor is already among its
+    // delayed requests) belongs in the pending batch: form it again.
+    if (this.cursorValid && (li < this.curLevel || (li === this.curLevel && this.curDelayed))) this.cursorValid = false;
     this.schedule();
   }
 
@@ -121,7 +196,9 @@ export class DynamicBatcher implements Scheduler {
 
   drain(): Promise<void> {
     this.stopped = true;
-    if (this.inflight() === 0) return Promise.resolve();
+    // Nothing more can arrive, so nothing waits for a fuller batch any more.
+    this.schedule();
+    if (this.inflight() === 0) return this.stop();
     return new Promise((resolve) => {
       this.drained = resolve;
     });
@@ -131,208 +208,300 @@ export class DynamicBatcher implements Scheduler {
     for (const level of this.levels) {
       for (const q of [level.queue, level.delayed]) {
         for (let e = q.shift(); e; e = q.shift()) {
-          if (e.job.state !== 'queued') continue;
-          this.leave(e, level);
-          e.job.state = 'done';
-          this.skip(e.seq);
-          e.job.reject(error);
+          if (e.where === (q === level.queue ? QUEUED : DELAYED)) this.drop(e, error, 'REJECTED');
         }
       }
     }
+    this.cursorValid = false;
     this.checkDrained();
   }
 
   /** Forms batches now, or at the end of the loop turn for inline instances. */
   private schedule(): void {
+    if (this.idle.length === 0) return; // the next instance to finish dispatches
     if (!this.synchronous) return this.dispatch();
     if (this.dispatchScheduled) return;
     this.dispatchScheduled = true;
-    setImmediate(() => {
-      this.dispatchScheduled = false;
-      this.dispatch();
-    });
+    setImmediate(this.onImmediate);
   }
+
+  private readonly onImmediate = (): void => {
+    this.dispatchScheduled = false;
+    this.dispatch();
+  };
 
   private dispatch(): void {
     while (this.idle.length > 0 && this.queued > 0) {
-      const batch = this.formBatch();
-      if (!batch) return;
-      void this.run(this.idle.pop()!, batch);
+      const now = performance.now();
+      this.scan(now);
+      const n = decideBatch(this.pending, now, this.stopped ? 0 : this.delayMs, this.maxPreferred);
+      if (n < 0) return this.armDelay(this.pending.oldestMs + this.delayMs, now);
+      if (n === 0) return;
+      const jobs = this.take(n);
+      void this.run(this.idle.pop()!, jobs, this.order ? this.reserve(jobs) : undefined);
     }
   }
 
-  /**
-   * The next batch, or undefined when it should wait for more requests (a queue delay is set, the batch is
-   * below every preferred size and below max_batch_size, and its oldest request has not waited long enough).
-   */
-  private formBatch(): Entry[] | undefined {
-    const candidates: Candidate[] = [];
-    let rows = 0;
-    let first: Entry | undefined;
-    const take = (level: Level, q: RingQueue<Entry>): boolean => {
-      for (;;) {
-        const e = q.peek();
-        if (!e) return true;
-        if (e.job.state !== 'queued' || e.job.signal?.aborted) {
-          q.shift();
-          if (e.job.state === 'queued') this.cancel(e, level);
-          continue;
+  /** Extends the pending batch from the cursor as far as it can grow (see the class comment). */
+  private scan(now: number): void {
+    const p = this.pending;
+    if (!this.cursorValid) {
+      this.cursorValid = true;
+      this.curLevel = 0;
+      this.curDelayed = false;
+      this.curIndex = 0;
+      p.count = 0;
+      p.rows = 0;
+      p.markCount = 0;
+      p.sendNow = false;
+      p.oldestMs = Infinity;
+      this.pendingFirst = undefined;
+    }
+    if (p.sendNow) return;
+    const levels = this.levels;
+    while (this.curLevel < levels.length) {
+      const level = levels[this.curLevel]!;
+      const q = this.curDelayed ? level.delayed : level.queue;
+      const e = q.at(this.curIndex);
+      if (!e) {
+        if (this.curDelayed) this.curLevel++;
+        this.curDelayed = !this.curDelayed;
+        this.curIndex = 0;
+        continue;
+      }
+      if (e.where !== (this.curDelayed ? DELAYED : QUEUED)) {
+        this.curIndex++;
+        continue;
+      }
+      // Policies apply as the cursor reaches a request: cancelled ones are answered, expired ones whose timer
+      // has not fired yet in this turn are rejected or moved (behind the cursor's level: no rescan needed).
+      if (e.job.signal?.aborted) {
+        this.drop(e, new NereidError('CANCELLED', 'request cancelled'), 'CANCELED');
+        this.curIndex++;
+        continue;
+      }
+      if (e.deadlineMs !== 0 && e.deadlineMs <= now && !this.curDelayed) {
+        this.expire(e);
+        this.curIndex++;
+        continue;
+      }
+      const rows = e.job.rows;
+      if (p.count > 0) {
+        if (p.markCount === 0 && p.rows + rows > this.maxPreferred) p.markCount = p.count;
+        if (p.rows + rows > this.maxBatch || (this.equalShape || this.optionalInputs ? !this.compatible(this.pendingFirst!, e.job) : false)) {
+          p.sendNow = true;
+          return;
         }
-        if (rows + e.job.rows > this.maxBatch && candidates.length > 0) return false;
-        if (first && !this.compatible(first.job, e.job)) return false;
-        candidates.push({ entry: e, level, from: q });
-        first ??= e;
-        rows += e.job.rows;
-        q.shift();
-        if (rows >= this.maxBatch) return false;
+      } else {
+        this.pendingFirst = e.job;
       }
-    };
-    let open = true;
-    for (const level of this.levels) if (open) open = take(level, level.queue);
-    for (const level of this.levels) if (open) open = take(level, level.delayed);
-    if (candidates.length === 0) return undefined;
-    // The largest preferred size the waiting rows can fill, if any.
-    const fit = this.preferred.find((n) => n <= rows);
-    if (open && this.delayNs > 0n && rows < this.maxBatch && fit === undefined) {
-      const waited = process.hrtime.bigint() - first!.job.enqueuedNs;
-      if (waited < this.delayNs) {
-        // Not yet: put them back in front, in order, and look again when the oldest has waited long enough.
-        this.putBack(candidates);
-        this.armDelay(this.delayNs - waited);
-        return undefined;
-      }
+      p.count++;
+      p.rows += rows;
+      if (e.arrivedMs < p.oldestMs) p.oldestMs = e.arrivedMs;
+      this.curIndex++;
+      if (p.rows <= this.maxBatch && this.preferred[p.rows] === 1) p.markCount = p.count;
     }
-    // With preferred sizes and more rows than the largest preferred one that fits, Triton sends that size.
-    // More rows than the largest preferred size they fill: send that size, the rest waits for the next batch.
-    if (fit !== undefined && rows > fit) {
-      let keep = 0;
-      let n = 0;
-      while (n < candidates.length && keep + candidates[n]!.entry.job.rows <= fit) keep += candidates[n++]!.entry.job.rows;
-      if (keep === fit) this.putBack(candidates.splice(n));
-    }
-    for (const { entry, level } of candidates) {
-      this.leave(entry, level);
-      entry.job.state = 'running';
-    }
-    return candidates.map((c) => c.entry);
   }
 
-  /** Returns taken entries to the front of the queues they came from, keeping their order. */
-  private putBack(items: Candidate[]): void {
-    const byQueue = new Map<RingQueue<Entry>, Entry[]>();
-    for (const { entry, from } of items) {
-      const list = byQueue.get(from);
-      if (list) list.push(entry);
-      else byQueue.set(from, [entry]);
+  /** Takes the first `n` live requests in batch order off the queues (dropping tombstones on the way). */
+  private take(n: number): Job[] {
+    const jobs = new Array<Job>(n);
+    let k = 0;
+    for (let li = 0; k < n && li < this.levels.length; li++) {
+      const level = this.levels[li]!;
+      k = this.takeFrom(level, level.queue, QUEUED, jobs, k, n);
+      k = this.takeFrom(level, level.delayed, DELAYED, jobs, k, n);
     }
-    for (const [q, entries] of byQueue) q.unshiftAll(entries);
+    this.cursorValid = false;
+    return jobs;
   }
 
-  private armDelay(ns: bigint): void {
-    if (this.delayTimer) return;
-    this.delayTimer = setTimeout(() => {
-      this.delayTimer = undefined;
-      this.dispatch();
-    }, Math.max(0, Number(ns) / 1e6));
+  /** preserve_ordering: a place in the answer order for each request of a batch, in dispatch order. */
+  private reserve(jobs: readonly Job[]): Slot[] {
+    const slots = new Array<Slot>(jobs.length);
+    for (let i = 0; i < jobs.length; i++) {
+      const slot: Slot = { job: jobs[i]!, startNs: 0n, times: undefined };
+      slots[i] = slot;
+      this.order!.push(slot);
+    }
+    return slots;
   }
 
-  /** Same shapes past the batch dimension, except for inputs that allow ragged batches. */
+  private takeFrom(level: Level, q: RingQueue<Entry>, where: number, jobs: Job[], k: number, n: number): number {
+    while (k < n) {
+      const e = q.shift();
+      if (!e) break;
+      if (e.where !== where) continue;
+      e.where = GONE;
+      level.size--;
+      this.queued--;
+      if (e.heapIndex >= 0) this.deadlines.remove(e);
+      jobs[k++] = e.job;
+    }
+    return k;
+  }
+
+  /** Same shapes past the batch dimension for the inputs that must match; the same inputs when some are optional. */
   private compatible(a: Job, b: Job): boolean {
-    if (a.inputs.length !== b.inputs.length) return false;
-    for (const ta of a.inputs) {
-      if (this.ragged.has(ta.name)) continue;
-      const tb = b.inputs.find((t) => t.name === ta.name);
-      if (!tb || tb.datatype !== ta.datatype || tb.shape.length !== ta.shape.length) return false;
-      for (let i = 1; i < ta.shape.length; i++) if (ta.shape[i] !== tb.shape[i]) return false;
+    if (this.optionalInputs && a.inputs.length !== b.inputs.length) return false;
+    for (const tb of b.inputs) {
+      const check = this.equalShape?.has(tb.name) ?? false;
+      if (!check && !this.optionalInputs) continue;
+      let ta;
+      for (const t of a.inputs) {
+        if (t.name === tb.name) {
+          ta = t;
+          break;
+        }
+      }
+      if (!ta) {
+        if (this.optionalInputs) return false;
+        continue;
+      }
+      if (check) {
+        if (ta.shape.length !== tb.shape.length) return false;
+        for (let i = 1; i < ta.shape.length; i++) if (ta.shape[i] !== tb.shape[i]) return false;
+      }
     }
     return true;
   }
 
-  private async run(instance: BackendInstance, batch: Entry[]): Promise<void> {
-    this.running += batch.length;
-    const jobs = batch.map((e) => e.job);
+  private async run(instance: BackendInstance, jobs: Job[], slots: Slot[] | undefined): Promise<void> {
+    this.running += jobs.length;
+    let rows = 0;
+    for (const j of jobs) {
+      j.state = 'running';
+      rows += j.rows;
+    }
     const start = process.hrtime.bigint();
-    let times = { inputNs: 0, inferNs: 0, outputNs: 0 };
+    let times = NO_TIMES;
     try {
       times = await instance.execute(jobs);
-      let rows = 0;
-      for (const j of jobs) rows += j.rows;
-      this.onExecution(rows, times);
+      this.onExecution(rows, times, instance);
     } catch (e) {
       const err = isNereidError(e) ? e : new NereidError('INTERNAL', (e as Error).message);
       for (const j of jobs) j.sender.fail(err);
     }
-    for (const e of batch) this.answer(e, () => e.job.finish(start, times));
-    this.running -= batch.length;
+    if (slots) {
+      this.answerInOrder(slots, start, times);
+    } else {
+      for (const j of jobs) j.finish(start, times);
+      this.running -= jobs.length;
+    }
     this.idle.push(instance);
     if (this.queued > 0) this.schedule();
     this.checkDrained();
   }
 
-  /** Answers at once, or in arrival order with preserve_ordering. */
-  private answer(e: Entry, finish: () => void): void {
-    if (!this.preserveOrdering) return finish();
-    this.finished.set(e.seq, finish);
-    this.releaseInOrder();
-  }
-
-  private releaseInOrder(): void {
-    for (let f = this.finished.get(this.nextToAnswer); f; f = this.finished.get(this.nextToAnswer)) {
-      this.finished.delete(this.nextToAnswer++);
-      f();
+  /** preserve_ordering: answers this batch's requests once every request dispatched earlier is answered. */
+  private answerInOrder(slots: readonly Slot[], start: bigint, times: ExecutionTimes): void {
+    for (const s of slots) {
+      s.startNs = start;
+      s.times = times;
+    }
+    const order = this.order!;
+    for (let s = order.peek(); s && s.times !== undefined; s = order.peek()) {
+      order.shift();
+      this.running--;
+      s.job.finish(s.startNs, s.times);
     }
   }
 
-  /** A request's queue timeout fired while it waited. */
-  private expire(e: Entry, level: Level): void {
-    e.timer = undefined;
-    if (e.job.state !== 'queued') return;
-    if (level.policy.timeout_action === 'DELAY') {
-      // Behind everything that has not timed out, at every level.
-      if (level.queue.remove(e)) level.delayed.push(e);
+  /** A request's deadline passed while it waited: DELAY moves it behind its level, REJECT answers it. */
+  private expire(e: Entry): void {
+    const level = this.levels[e.level]!;
+    if (e.heapIndex >= 0) this.deadlines.remove(e);
+    if (level.delayOnTimeout) {
+      e.where = DELAYED;
+      level.delayed.push(e);
+    } else {
+      this.drop(e, new NereidError('UNAVAILABLE', `${logPrefix(e.job)}Request timeout expired`), 'REJECTED');
+    }
+  }
+
+  private readonly onDeadline = (): void => {
+    this.deadlineTimer = undefined;
+    this.deadlineTimerAt = Infinity;
+    const now = performance.now();
+    for (let e = this.deadlines.peek(); e && e.deadlineMs <= now; e = this.deadlines.peek()) {
+      // The request may be in the pending batch, or move into the delayed part the cursor has passed.
+      if (this.cursorValid && e.level <= this.curLevel) this.cursorValid = false;
+      this.expire(e);
+    }
+    this.armDeadline();
+    if (this.queued > 0) this.schedule();
+    this.checkDrained();
+  };
+
+  /** One timer, for the earliest deadline; it may fire for a request that has already left, which is harmless. */
+  private armDeadline(): void {
+    const next = this.deadlines.peek();
+    if (!next) return;
+    if (this.deadlineTimer) {
+      if (this.deadlineTimerAt <= next.deadlineMs) return;
+      clearTimeout(this.deadlineTimer);
+    }
+    this.deadlineTimerAt = next.deadlineMs;
+    this.deadlineTimer = setTimeout(this.onDeadline, Math.max(0, next.deadlineMs - performance.now()));
+  }
+
+  /** Looks at the pending batch again at `atMs`, when its oldest request has waited the queue delay. */
+  private armDelay(atMs: number, now: number): void {
+    if (atMs - now < 1) {
+      if (!this.delayImmediate) {
+        this.delayImmediate = true;
+        setImmediate(this.onDelayImmediate);
+      }
       return;
     }
-    if (!level.queue.remove(e)) level.delayed.remove(e);
-    this.leave(e, level);
-    e.job.state = 'done';
-    this.skip(e.seq);
-    e.job.reject(new NereidError('UNAVAILABLE', 'Request timeout expired'));
-    this.checkDrained();
+    if (this.delayTimer) {
+      if (this.delayTimerAt <= atMs) return;
+      clearTimeout(this.delayTimer);
+    }
+    this.delayTimerAt = atMs;
+    this.delayTimer = setTimeout(this.onDelayTimer, atMs - now);
   }
 
-  private cancel(e: Entry, level: Level): void {
-    if (e.job.state !== 'queued') return;
-    if (!level.queue.remove(e)) level.delayed.remove(e);
-    this.leave(e, level);
-    e.job.state = 'done';
-    this.skip(e.seq);
-    e.job.reject(new NereidError('CANCELLED', 'request cancelled'));
-    this.checkDrained();
-  }
+  private readonly onDelayTimer = (): void => {
+    // Node may fire a timer up to a millisecond before performance.now() says it is due (it counts from the
+    // loop's cached time); dispatch() then finds the delay not quite over and waits the rest out by turns.
+    this.delayTimer = undefined;
+    this.delayTimerAt = Infinity;
+    this.dispatch();
+  };
 
-  /** A request that will never be answered by a batch must not hold back the ones after it. */
-  private skip(seq: number): void {
-    if (!this.preserveOrdering) return;
-    this.finished.set(seq, () => undefined);
-    this.releaseInOrder();
-  }
+  private readonly onDelayImmediate = (): void => {
+    this.delayImmediate = false;
+    this.dispatch();
+  };
 
-  /** Bookkeeping when a job leaves the queues for any reason. */
-  private leave(e: Entry, level: Level): void {
-    if (e.timer) clearTimeout(e.timer);
-    e.timer = undefined;
-    if (e.onAbort) e.job.signal!.removeEventListener('abort', e.onAbort);
-    e.onAbort = undefined;
-    level.size--;
+  /** Answers a request that leaves the queues without running. */
+  private drop(e: Entry, error: NereidError, reason: FailureReason): void {
+    e.where = GONE;
+    this.levels[e.level]!.size--;
     this.queued--;
+    if (e.heapIndex >= 0) this.deadlines.remove(e);
+    e.job.state = 'done';
+    e.job.reject(error, reason);
   }
 
   private checkDrained(): void {
     if (this.drained && this.inflight() === 0) {
-      if (this.delayTimer) clearTimeout(this.delayTimer);
+      void this.stop();
       this.drained();
       this.drained = undefined;
     }
   }
+
+  private stop(): Promise<void> {
+    if (this.delayTimer) clearTimeout(this.delayTimer);
+    if (this.deadlineTimer) clearTimeout(this.deadlineTimer);
+    this.delayTimer = this.deadlineTimer = undefined;
+    return Promise.resolve();
+  }
 }
 
+/** Triton prefixes a request's errors with its id when it has one. */
+function logPrefix(job: Job): string {
+  return job.id ? `[request id: ${job.id}] ` : '';
+}

@@ -1,6 +1,8 @@
 /**
  * A FIFO queue on a growable ring buffer: push and shift are O(1) and make no garbage, unlike
  * Array.prototype.shift on a long array. The capacity stays a power of two so the index wraps with a mask.
+ *
+ *   items:  [ . . h x x x x t . . ]     h = head (next shift), t = head + length (next push), mod capacity
  */
 export class RingQueue<T> {
   private items: (T | undefined)[] = new Array(16);
@@ -17,31 +19,14 @@ export class RingQueue<T> {
     this.count++;
   }
 
-  /** Removes one item wherever it is (O(n): for timeouts and cancellations, not the hot path). */
-  remove(item: T): boolean {
-    const all = this.drainAll();
-    const i = all.indexOf(item);
-    if (i >= 0) all.splice(i, 1);
-    for (const x of all) this.push(x);
-    return i >= 0;
-  }
-
-  /** Puts items back in front, in the given order (O(n)). */
-  unshiftAll(items: readonly T[]): void {
-    const rest = this.drainAll();
-    for (const x of items) this.push(x);
-    for (const x of rest) this.push(x);
-  }
-
-  private drainAll(): T[] {
-    const out: T[] = [];
-    for (let x = this.shift(); x !== undefined; x = this.shift()) out.push(x);
-    return out;
-  }
-
   /** The item shift() would return, left in place. */
   peek(): T | undefined {
     return this.count === 0 ? undefined : this.items[this.head];
+  }
+
+  /** The item `i` places behind the head (0 = peek()), left in place; undefined past the end. */
+  at(i: number): T | undefined {
+    return i < this.count ? this.items[(this.head + i) & (this.items.length - 1)] : undefined;
   }
 
   shift(): T | undefined {

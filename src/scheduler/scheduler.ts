@@ -1,5 +1,5 @@
 import type { NereidError } from '../errors.js';
-import type { BackendRequest, ExecutionTimes } from '../backends/backend.js';
+import type { BackendInstance, BackendRequest, ExecutionTimes } from '../backends/backend.js';
 
 /**
  * A request as the scheduler holds it. The model layer creates it; the scheduler decides when and on which
@@ -22,16 +22,26 @@ export interface Job extends BackendRequest {
   /** Owned by the scheduler: a queued job that is cancelled is skipped when reached. */
   state: 'queued' | 'running' | 'done';
   finish(execStartNs: bigint, times: ExecutionTimes): void;
-  reject(error: NereidError): void;
+  /** The job never ran; `reason` is how statistics count the failure (default OTHER). */
+  reject(error: NereidError, reason?: FailureReason): void;
 }
+
+/**
+ * Why a request failed, as Triton's failure counter labels it: REJECTED by the scheduler's queue policy (full
+ * queue, timeout), CANCELED while waiting, BACKEND when the model failed, OTHER for anything else.
+ */
+export type FailureReason = 'REJECTED' | 'CANCELED' | 'BACKEND' | 'OTHER';
+
+/**
+ * Told of every execution, for statistics: how many rows ran together, where the time went, and on which
+ * instance (schedulers that know it say so, for per-instance statistics).
+ */
+export type ExecutionListener = (batchRows: number, times: ExecutionTimes, instance?: BackendInstance) => void;
 
 /**
  * How requests become executions. The scheduler owns a job from a successful enqueue until it calls finish or
  * reject; enqueue never throws.
  */
-/** Told of every execution, for statistics: how many rows ran together and where the time went. */
-export type ExecutionListener = (batchRows: number, times: ExecutionTimes) => void;
-
 export interface Scheduler {
   enqueue(job: Job): void;
   /** Jobs queued or executing. */

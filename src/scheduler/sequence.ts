@@ -221,7 +221,7 @@ export class SequenceBatcher implements Scheduler {
     let times = { inputNs: 0, inferNs: 0, outputNs: 0 };
     try {
       times = await lane.instance.execute(requests);
-      this.onExecution(jobs.length, times);
+      this.onExecution(jobs.length, times, lane.instance);
     } catch (e) {
       const err = isNereidError(e) ? e : new NereidError('INTERNAL', (e as Error).message);
       for (const { job } of jobs) job.sender.fail(err);

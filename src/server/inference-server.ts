@@ -5,6 +5,7 @@ import { defaultBackends, type BackendRegistry } from '../backends/registry.js';
 import type { InferenceRequest, InferenceResponse } from '../inference/index.js';
 import { ResponseStream } from '../inference/stream.js';
 import { ModelManager, type IndexEntry, type LoadRequest } from '../models/manager.js';
+import type { ModelVersion } from '../models/model-version.js';
 import { createLogger, type Logger } from '../observability/logger.js';
 import { RateLimiter } from '../scheduler/rate-limiter.js';
 import { DEFAULT_SERVER_ID, NEREID_VERSION, type ServerOptions } from './options.js';
@@ -237,14 +238,26 @@ export class InferenceServer {
 
   /** Triton's statistics JSON: `{ model_stats: [...] }` for READY versions. */
   statistics(name?: string, version?: number): { model_stats: Record<string, unknown>[] } {
+    return { model_stats: this.statisticsOf(name, version).map((m) => m.stats.toJSON()) };
+  }
+
+  /**
+   * Nereid's per-instance statistics, which Triton does not report: for each READY version, each instance's
+   * name, kind, whether it is passive, executions, inferences (rows) and compute times:
+   * `{ model_stats: [{ name, version, instance_stats: [...] }] }`. Same selection and errors as statistics().
+   */
+  instanceStatistics(name?: string, version?: number): { model_stats: Record<string, unknown>[] } {
+    return { model_stats: this.statisticsOf(name, version).map((m) => m.stats.instancesJSON()) };
+  }
+
+  private statisticsOf(name: string | undefined, version: number | undefined): ModelVersion[] {
     if (name !== undefined) {
       const readyVersions = this.manager.readyVersions(name);
       if (readyVersions.length === 0 || (version !== undefined && !readyVersions.includes(version))) {
         throw invalidArg(`requested model '${name}' is not available`);
       }
     }
-    const models = this.manager.loadedVersions(name).filter((m) => version === undefined || m.version === version);
-    return { model_stats: models.map((m) => m.stats.toJSON()) };
+    return this.manager.loadedVersions(name).filter((m) => version === undefined || m.version === version);
   }
 
   /**

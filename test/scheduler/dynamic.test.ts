@@ -5,90 +5,161 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { EXAMPLES, FIXTURES } from '../helpers/paths.js';
 import { startTestServer, tempRepository, type TestServer } from '../helpers/server.js';
-import { postJson, request } from '../helpers/http.js';
+import { postJson, request, type Reply } from '../helpers/http.js';
+import type { InferenceResponse } from '../../src/inference/index.js';
+import type { ServerOptions } from '../../src/server/options.js';
 
-// The dynamic batcher through the real server. Timing is checked by counts, order and batch statistics,
-// with a slow model (~85 ms per run, one instance) to make requests queue.
+// The dynamic batcher through the real server. Timing is checked by counts, the order answers come back in
+// and batch statistics, never by how long something took: `slow_fp32` (~85 ms per execution on two cores,
+// more when the machine is busy) makes requests wait behind a running batch. Where the order in which
+// requests reach the batcher matters, they are sent through the in-process API, which enqueues synchronously.
 
-async function slowServer(batching: string, mbs = 8): Promise<{ s: TestServer; remove(): Promise<void> }> {
-  const repo = await tempRepository([{ from: join(FIXTURES, 'slow', 'slow_fp32') }]);
-  const p = join(repo.dir, 'slow_fp32', 'config.pbtxt');
-  await writeFile(p, `${(await readFile(p, 'utf8')).replace('max_batch_size: 8', `max_batch_size: ${mbs}`)}\n${batching}\n`);
-  const s = await startTestServer({ modelRepositories: [repo.dir] });
-  return { s, remove: async () => { await s.close(); await repo.remove(); } };
+interface Slow {
+  s: TestServer;
+  remove(): Promise<void>;
+  /** In-process request of batch 1 filled with `v`; resolves to the tag (or `tag!` on error) in completion order. */
+  send(tag: string, extra?: { priority?: number; timeoutUs?: number; id?: string; signal?: AbortSignal; v?: number }): Promise<InferenceResponse>;
+  order: string[];
+  stats(): Promise<any>;
+  instances(): Promise<any[]>;
 }
 
-const slowBody = (v: number, params?: Record<string, unknown>) => ({
+async function slowServer(batching: string, opts: { mbs?: number; groups?: string; options?: Partial<ServerOptions> } = {}): Promise<Slow> {
+  const repo = await tempRepository([{ from: join(FIXTURES, 'slow', 'slow_fp32') }]);
+  const p = join(repo.dir, 'slow_fp32', 'config.pbtxt');
+  let text = (await readFile(p, 'utf8')).replace('max_batch_size: 8', `max_batch_size: ${opts.mbs ?? 8}`);
+  if (opts.groups) text = text.replace(/instance_group \[[^\]]*\]/, `instance_group [ ${opts.groups} ]`);
+  // Placement is known (the model takes ~100 ms): skip the probe runs at load.
+  await writeFile(p, `${text}\n${batching}\nparameters { key: "nereid_execution_placement" value { string_value: "worker" } }\n`);
+  const s = await startTestServer({ modelRepositories: [repo.dir], ...opts.options });
+  const order: string[] = [];
+  return {
+    s,
+    order,
+    remove: async () => {
+      await s.close();
+      await repo.remove();
+    },
+    send: (tag, extra = {}) => {
+      const data = new Uint8Array(new Float32Array(16).fill(extra.v ?? 0).buffer);
+      const r = s.server.infer({
+        model: 'slow_fp32', inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [1, 16], data }],
+        priority: extra.priority, timeoutUs: extra.timeoutUs, id: extra.id, signal: extra.signal,
+      });
+      r.then(() => order.push(tag), () => order.push(`${tag}!`));
+      return r;
+    },
+    stats: async () => (await request(`${s.url}/v2/models/slow_fp32/stats`)).json().model_stats[0],
+    instances: async () => (await request(`${s.url}/v2/models/slow_fp32/nereid_instance_stats`)).json().model_stats[0].instance_stats,
+  };
+}
+
+const slowBody = (v: number, params?: Record<string, unknown>, id?: string) => ({
+  ...(id ? { id } : {}),
   inputs: [{ name: 'INPUT0', shape: [1, 16], datatype: 'FP32', data: new Array(16).fill(v) }],
   ...(params ? { parameters: params } : {}),
 });
-const stats = async (s: TestServer, m: string) => (await request(`${s.url}/v2/models/${m}/stats`)).json().model_stats[0];
+const batchSizes = (st: any): Record<number, number> => Object.fromEntries(st.batch_stats.map((b: any) => [b.batch_size, b.compute_infer.count]));
+const settle = <T>(p: Promise<T>): Promise<T | Error> => p.catch((e: Error) => e);
 
-test('requests that wait together run as one batch, and each gets its own rows back', async () => {
-  const { s, remove } = await slowServer('dynamic_batching { }');
+test('requests that wait together run as one batch; each gets its own rows back; batch and instance statistics', async () => {
+  const m = await slowServer('dynamic_batching { }');
   try {
-    const first = postJson(`${s.url}/v2/models/slow_fp32/infer`, slowBody(0));
+    const first = postJson(`${m.s.url}/v2/models/slow_fp32/infer`, slowBody(0));
     await sleep(20); // the first occupies the instance; the next ones queue behind it
-    const rest = await Promise.all([1, 2, 3, 4, 5].map((v) => postJson(`${s.url}/v2/models/slow_fp32/infer`, slowBody(v))));
+    const rest = await Promise.all([1, 2, 3, 4, 5].map((v) => postJson(`${m.s.url}/v2/models/slow_fp32/infer`, slowBody(v))));
     assert.equal((await first).status, 200);
     rest.forEach((r, i) => {
       assert.equal(r.status, 200, r.body.toString());
       assert.deepEqual(r.json().outputs[0].data, new Array(16).fill(i + 1));
       assert.deepEqual(r.json().outputs[0].shape, [1, 16]);
     });
-    const st = await stats(s, 'slow_fp32');
+    const st = await m.stats();
     assert.equal(st.inference_count, 6);
     assert.equal(st.execution_count, 2);
-    assert.ok(st.batch_stats.some((b: any) => b.batch_size === 5 && b.compute_infer.count === 1));
+    assert.deepEqual(batchSizes(st), { 1: 1, 5: 1 });
+    assert.equal(st.inference_stats.success.count, 6);
+    assert.equal(st.inference_stats.compute_infer.count, 6);
+    const [inst] = await m.instances();
+    assert.deepEqual([inst.name, inst.kind, inst.passive, inst.execution_count, inst.inference_count], ['slow_fp32_0_0', 'KIND_CPU', false, 2, 6]);
+    assert.equal(inst.compute_infer.count, 2);
   } finally {
-    await remove();
+    await m.remove();
   }
 });
 
-test('max_queue_size: a full queue refuses at once with Triton\'s message', async () => {
-  const { s, remove } = await slowServer('dynamic_batching { default_queue_policy { max_queue_size: 2 } }', 1);
+test('preferred_batch_size: without a queue delay, the largest preferred size that forms goes first', async () => {
+  const m = await slowServer('dynamic_batching { preferred_batch_size: [ 2 ] }');
   try {
-    const rs = await Promise.all(Array.from({ length: 6 }, (_, i) => postJson(`${s.url}/v2/models/slow_fp32/infer`, slowBody(i))));
-    const refused = rs.filter((r) => r.status !== 200);
-    assert.ok(refused.length >= 2, `${refused.length} refused`);
-    for (const r of refused) {
-      assert.equal(r.status, 503);
-      assert.match(r.json().error, /Exceeds maximum queue size/);
+    const busy = m.send('busy');
+    const queued = [1, 2, 3, 4, 5].map((i) => m.send(`r${i}`));
+    await Promise.all([busy, ...queued]);
+    // busy alone; then 5 waiting: 2 (preferred), 2 (preferred), 1 (what is left, no delay to wait for more).
+    const st = await m.stats();
+    assert.deepEqual(batchSizes(st), { 1: 2, 2: 2 });
+    assert.equal(st.execution_count, 4);
+    assert.equal(st.inference_count, 6);
+    assert.deepEqual(m.order, ['busy', 'r1', 'r2', 'r3', 'r4', 'r5']);
+  } finally {
+    await m.remove();
+  }
+});
+
+test('max_queue_delay_microseconds waits to fill a preferred batch; inline models batch a loop turn\'s requests', async () => {
+  const repo = await tempRepository([{ from: join(EXAMPLES, 'digits') }]);
+  const p = join(repo.dir, 'digits', 'config.pbtxt');
+  await writeFile(p, (await readFile(p, 'utf8')).replace('dynamic_batching { }', 'dynamic_batching { preferred_batch_size: [ 4 ] max_queue_delay_microseconds: 2000000 }'));
+  const s = await startTestServer({ modelRepositories: [repo.dir] });
+  try {
+    const body = { inputs: [{ name: 'INPUT', shape: [1, 64], datatype: 'FP32', data: new Array(64).fill(1) }] };
+    const pending: Promise<Reply>[] = [];
+    for (let i = 0; i < 4; i++) {
+      pending.push(postJson(`${s.url}/v2/models/digits/versions/2/infer`, body));
+      await sleep(30); // each arrives in a different loop turn; the delay holds them for one batch of 4
     }
-    assert.ok((await stats(s, 'slow_fp32')).inference_stats.fail.count >= refused.length);
+    for (const r of await Promise.all(pending)) assert.equal(r.status, 200);
+    const st = (await request(`${s.url}/v2/models/digits/versions/2/stats`)).json().model_stats[0];
+    assert.equal(st.inference_count, 4);
+    assert.equal(st.execution_count, 1);
+    assert.deepEqual(batchSizes(st), { 4: 1 });
   } finally {
-    await remove();
+    await s.close();
+    await repo.remove();
   }
 });
 
-test('queue timeouts fire while requests wait: REJECT answers at once, not after the running batch', async () => {
-  const { s, remove } = await slowServer('dynamic_batching { default_queue_policy { timeout_action: REJECT default_timeout_microseconds: 1000000 allow_timeout_override: true } }', 1);
+test('max_queue_delay_microseconds: a batch below every preferred size goes once its oldest request has waited the delay', async () => {
+  const m = await slowServer('dynamic_batching { preferred_batch_size: [ 4 ] max_queue_delay_microseconds: 300000 }');
   try {
-    const busy = postJson(`${s.url}/v2/models/slow_fp32/infer`, slowBody(0));
-    await sleep(10);
-    const busy2 = postJson(`${s.url}/v2/models/slow_fp32/infer`, slowBody(0));
-    await sleep(10);
-    // Queued behind two ~85 ms runs with a 5 ms timeout of its own: it must fail before the first run ends.
     const t0 = performance.now();
-    const r = await postJson(`${s.url}/v2/models/slow_fp32/infer`, slowBody(1, { timeout: 5000 }));
+    await Promise.all([m.send('a'), m.send('b')]);
     const waited = performance.now() - t0;
-    assert.equal(r.status, 503);
-    assert.match(r.json().error, /Request timeout expired/);
-    const first = await busy;
-    assert.equal(first.status, 200);
-    assert.equal((await busy2).status, 200);
-    assert.ok(waited < 150, `the timeout was answered after ${waited.toFixed(0)} ms`);
+    assert.deepEqual(batchSizes(await m.stats()), { 2: 1 });
+    // A lower bound only: the pair cannot have run before the delay was over.
+    assert.ok(waited >= 290, `answered after ${waited.toFixed(0)} ms, before the 300 ms queue delay`);
   } finally {
-    await remove();
+    await m.remove();
   }
 });
 
-test('priorities: a high-priority request overtakes those waiting at the default level', async () => {
-  const { s, remove } = await slowServer('dynamic_batching { priority_levels: 2 default_priority_level: 2 }', 1);
+test('priority levels: a higher level overtakes the default one; 0 and numbers past the last level are the default level', async () => {
+  const m = await slowServer('dynamic_batching { priority_levels: 3 default_priority_level: 2 }', { mbs: 1 });
+  try {
+    const all = [m.send('busy')];
+    all.push(m.send('default', { priority: 0 }), m.send('low', { priority: 3 }), m.send('past-last', { priority: 9 }), m.send('high', { priority: 1 }));
+    await Promise.all(all);
+    assert.deepEqual(m.order, ['busy', 'high', 'default', 'past-last', 'low']);
+  } finally {
+    await m.remove();
+  }
+});
+
+test('priority over HTTP: the request\'s `priority` parameter', async () => {
+  const m = await slowServer('dynamic_batching { priority_levels: 2 default_priority_level: 2 }', { mbs: 1 });
   try {
     const order: string[] = [];
     const send = (tag: string, params?: Record<string, unknown>) =>
-      postJson(`${s.url}/v2/models/slow_fp32/infer`, slowBody(0, params)).then((r) => {
+      postJson(`${m.s.url}/v2/models/slow_fp32/infer`, slowBody(0, params)).then((r) => {
         assert.equal(r.status, 200);
         order.push(tag);
       });
@@ -101,68 +172,240 @@ test('priorities: a high-priority request overtakes those waiting at the default
     assert.equal(order[0], 'busy');
     assert.equal(order[1], 'high', order.join(' '));
   } finally {
-    await remove();
+    await m.remove();
   }
 });
 
-test('DELAY: a request whose timeout expired runs after the others', async () => {
-  const { s, remove } = await slowServer('dynamic_batching { default_queue_policy { timeout_action: DELAY default_timeout_microseconds: 1000 allow_timeout_override: true } }', 1);
+test('REJECT: a queued request times out while it waits, not when the running batch ends', async () => {
+  const m = await slowServer('dynamic_batching { default_queue_policy { timeout_action: REJECT default_timeout_microseconds: 10000000 allow_timeout_override: true } }', { mbs: 1 });
   try {
-    const order: string[] = [];
-    const send = (tag: string, params?: Record<string, unknown>) =>
-      postJson(`${s.url}/v2/models/slow_fp32/infer`, slowBody(0, params)).then((r) => {
-        assert.equal(r.status, 200);
-        order.push(tag);
-      });
-    const first = send('busy');
-    await sleep(20);
-    const delayed = send('delayed'); // 1 ms default timeout: moved behind
-    await sleep(20);
-    const patient = send('patient', { timeout: 10_000_000 });
-    await Promise.all([first, delayed, patient]);
-    assert.deepEqual(order, ['busy', 'patient', 'delayed']);
+    const busy = m.send('busy');
+    const late = settle(m.send('timed-out', { timeoutUs: 5000, id: 'r7' }));
+    await busy;
+    const err = (await late) as Error & { code?: string };
+    assert.equal(err.code, 'UNAVAILABLE');
+    assert.equal(err.message, '[request id: r7] Request timeout expired');
+    assert.deepEqual(m.order, ['timed-out!', 'busy']);
+    const st = await m.stats();
+    assert.equal(st.inference_stats.fail.count, 1);
+    assert.equal(st.execution_count, 1);
   } finally {
-    await remove();
+    await m.remove();
   }
 });
 
-test('max_queue_delay_microseconds waits to fill a preferred batch; inline models batch a loop turn\'s requests', async () => {
-  const repo = await tempRepository([{ from: join(EXAMPLES, 'digits') }]);
-  const p = join(repo.dir, 'digits', 'config.pbtxt');
-  await writeFile(p, (await readFile(p, 'utf8')).replace('dynamic_batching { }', 'dynamic_batching { preferred_batch_size: [ 4 ] max_queue_delay_microseconds: 2000000 }'));
+test('REJECT over HTTP: 503 with Triton\'s message; the default timeout applies without an override', async () => {
+  const m = await slowServer('dynamic_batching { default_queue_policy { default_timeout_microseconds: 20000 } }', { mbs: 1 });
+  try {
+    const busy = postJson(`${m.s.url}/v2/models/slow_fp32/infer`, slowBody(0));
+    await sleep(10);
+    const r = await postJson(`${m.s.url}/v2/models/slow_fp32/infer`, slowBody(1));
+    assert.equal(r.status, 503);
+    assert.deepEqual(r.json(), { error: 'Request timeout expired' });
+    assert.equal((await busy).status, 200);
+  } finally {
+    await m.remove();
+  }
+});
+
+test('allow_timeout_override only shortens: a longer request timeout, or one with no default, does not apply', async () => {
+  const m = await slowServer(`dynamic_batching {
+    priority_levels: 2 default_priority_level: 1
+    priority_queue_policy { key: 1 value { default_timeout_microseconds: 20000 allow_timeout_override: true } }
+    priority_queue_policy { key: 2 value { allow_timeout_override: true } }
+  }`, { mbs: 1 });
+  try {
+    const busy = m.send('busy');
+    const longer = settle(m.send('longer', { priority: 1, timeoutUs: 60_000_000 }));
+    const noDefault = settle(m.send('no-default', { priority: 2, timeoutUs: 1000 }));
+    await Promise.all([busy, longer, noDefault]);
+    assert.match(String(await longer), /Request timeout expired/);
+    assert.ok(!((await noDefault) instanceof Error), 'the request timeout of a level without a default timeout is ignored');
+  } finally {
+    await m.remove();
+  }
+});
+
+test('DELAY: a request whose timeout expired runs after its level\'s other requests, but before lower levels', async () => {
+  const m = await slowServer(`dynamic_batching {
+    priority_levels: 2 default_priority_level: 2
+    priority_queue_policy { key: 1 value { timeout_action: DELAY default_timeout_microseconds: 60000000 allow_timeout_override: true } }
+  }`, { mbs: 1 });
+  try {
+    const busy = m.send('busy');
+    const delayed = m.send('delayed', { priority: 1, timeoutUs: 5000 });
+    const low = m.send('low', { priority: 2 });
+    await sleep(30); // 'delayed' has expired and moved behind level 1
+    const patient = m.send('patient', { priority: 1 });
+    await Promise.all([busy, delayed, low, patient]);
+    assert.deepEqual(m.order, ['busy', 'patient', 'delayed', 'low']);
+  } finally {
+    await m.remove();
+  }
+});
+
+test('max_queue_size: a full queue refuses at once with UNAVAILABLE (HTTP 503) and Triton\'s message', async () => {
+  const m = await slowServer('dynamic_batching { default_queue_policy { max_queue_size: 2 } }', { mbs: 1 });
+  try {
+    const busy = m.send('busy'); // running, so not in the queue
+    const queued = [m.send('q1'), m.send('q2')];
+    const refused = settle(m.send('refused', { id: 'x1' }));
+    const err = (await refused) as Error & { code?: string };
+    assert.equal(err.code, 'UNAVAILABLE');
+    assert.equal(err.message, '[request id: x1] Exceeds maximum queue size');
+    const http = await postJson(`${m.s.url}/v2/models/slow_fp32/infer`, slowBody(0));
+    assert.equal(http.status, 503);
+    assert.deepEqual(http.json(), { error: 'Exceeds maximum queue size' });
+    await Promise.all([busy, ...queued]);
+    assert.deepEqual(m.order, ['refused!', 'busy', 'q1', 'q2']);
+    const st = await m.stats();
+    assert.equal(st.inference_stats.fail.count, 2);
+    assert.equal(st.inference_stats.success.count, 3);
+  } finally {
+    await m.remove();
+  }
+});
+
+test('preserve_ordering: answers keep dispatch order when a later batch finishes first on another instance', async () => {
+  const m = await slowServer('dynamic_batching { preserve_ordering: true }', { groups: '{ count: 2 kind: KIND_CPU }' });
+  try {
+    // Both instances busy; then nine requests wait: the first instance free takes eight (about three times
+    // slower than one), the other takes the ninth, which is done long before the eight (without
+    // preserve_ordering, r9 answers first).
+    const busy = [m.send('busyA'), m.send('busyB')];
+    await sleep(10);
+    const queued = Array.from({ length: 9 }, (_, i) => m.send(`r${i + 1}`));
+    await Promise.all([...busy, ...queued]);
+    assert.deepEqual(batchSizes(await m.stats()), { 1: 3, 8: 1 });
+    assert.deepEqual(m.order.filter((t) => t.startsWith('r')), ['r1', 'r2', 'r3', 'r4', 'r5', 'r6', 'r7', 'r8', 'r9']);
+  } finally {
+    await m.remove();
+  }
+});
+
+test('shapes: requests whose variable dims differ go in different batches', async () => {
+  const repo = await tempRepository([{ from: join(FIXTURES, 'dtypes', 'identity_fp32') }]);
+  const p = join(repo.dir, 'identity_fp32', 'config.pbtxt');
+  await writeFile(p, `${await readFile(p, 'utf8')}\ndynamic_batching { preferred_batch_size: [ 3 ] max_queue_delay_microseconds: 300000 }\n`);
   const s = await startTestServer({ modelRepositories: [repo.dir] });
   try {
-    const body = { inputs: [{ name: 'INPUT', shape: [1, 64], datatype: 'FP32', data: new Array(64).fill(1) }] };
-    const pending: Promise<unknown>[] = [];
-    for (let i = 0; i < 4; i++) {
-      pending.push(postJson(`${s.url}/v2/models/digits/versions/2/infer`, body));
-      await sleep(30); // each arrives in a different loop turn; the delay holds them for one batch of 4
-    }
-    await Promise.all(pending);
-    const st = (await request(`${s.url}/v2/models/digits/versions/2/stats`)).json().model_stats[0];
-    assert.equal(st.inference_count, 4);
-    assert.equal(st.execution_count, 1);
-    assert.ok(st.batch_stats.some((b: any) => b.batch_size === 4));
+    const input = (n: number, v: number) => ({ name: 'INPUT0', datatype: 'FP32' as const, shape: [1, n], data: new Uint8Array(new Float32Array(n).fill(v).buffer) });
+    const rs = await Promise.all([s.server.infer({ model: 'identity_fp32', inputs: [input(2, 1)] }), s.server.infer({ model: 'identity_fp32', inputs: [input(2, 2)] }), s.server.infer({ model: 'identity_fp32', inputs: [input(3, 3)] })]);
+    rs.forEach((r, i) => {
+      const t = r.outputs[0]!;
+      assert.deepEqual(t.shape, [1, i < 2 ? 2 : 3]);
+      assert.deepEqual([...new Float32Array(new Uint8Array(t.data as Uint8Array).buffer)], new Array(i < 2 ? 2 : 3).fill(i + 1));
+    });
+    const st = (await request(`${s.url}/v2/models/identity_fp32/stats`)).json().model_stats[0];
+    // The two [1,2] requests together (the [1,3] one stops the batch), then the [1,3] one after the delay.
+    assert.deepEqual(batchSizes(st), { 1: 1, 2: 1 });
   } finally {
     await s.close();
     await repo.remove();
   }
 });
 
-test('cancelled while queued: never executed; unload drains what is queued', async () => {
-  const { s, remove } = await slowServer('dynamic_batching { }', 1);
+test('ragged batching: different shapes share a batch; the batch input and batch output tell the requests apart', async () => {
+  const s = await startTestServer({ modelRepositories: [join(FIXTURES, 'batching')] });
   try {
-    const busy = postJson(`${s.url}/v2/models/slow_fp32/infer`, slowBody(0));
-    await sleep(20);
-    const c = new AbortController();
-    const gone = fetch(`${s.url}/v2/models/slow_fp32/infer`, { method: 'POST', body: JSON.stringify(slowBody(1)), signal: c.signal }).catch(() => 'aborted');
-    await sleep(20);
-    c.abort();
-    assert.equal(await gone, 'aborted');
-    assert.equal((await busy).status, 200);
-    await sleep(50);
-    assert.equal((await stats(s, 'slow_fp32')).execution_count, 1);
+    const input = (values: number[]) => ({ name: 'INPUT0', datatype: 'FP32' as const, shape: [1, values.length], data: new Uint8Array(new Float32Array(values).buffer) });
+    const sent = [[1, 2], [3, 4, 5], [6]];
+    const rs = await Promise.all(sent.map((v) => s.server.infer({ model: 'ragged_acc', inputs: [input(v)] })));
+    rs.forEach((r, i) => {
+      const out = r.outputs.find((t) => t.name === 'OUTPUT0')!;
+      const acc = r.outputs.find((t) => t.name === 'ACC')!;
+      assert.deepEqual(out.shape, [1, sent[i]!.length]);
+      assert.deepEqual([...new Float32Array(new Uint8Array(out.data as Uint8Array).buffer)], sent[i]!.map((x) => 2 * x));
+      assert.deepEqual(acc.shape, [1, 1]);
+      assert.deepEqual([...new Int32Array(new Uint8Array(acc.data as Uint8Array).buffer)], [[2, 5, 6][i]]);
+    });
+    // The same over HTTP, three at once (in whatever order they arrive).
+    const http = await Promise.all(sent.map((v) => postJson(`${s.url}/v2/models/ragged_acc/infer`, { inputs: [{ name: 'INPUT0', shape: [1, v.length], datatype: 'FP32', data: v }] })));
+    const accs: number[] = [];
+    http.forEach((r, i) => {
+      assert.equal(r.status, 200, r.body.toString());
+      const outs = r.json().outputs;
+      assert.deepEqual(outs.find((o: any) => o.name === 'OUTPUT0').data, sent[i]!.map((x) => 2 * x));
+      assert.deepEqual(outs.find((o: any) => o.name === 'OUTPUT0').shape, [1, sent[i]!.length]);
+      accs.push(outs.find((o: any) => o.name === 'ACC').data[0]);
+    });
+    assert.equal(Math.max(...accs), 6, `the last request's running element count is the batch's: ${accs}`);
+    const st = (await request(`${s.url}/v2/models/ragged_acc/stats`)).json().model_stats[0];
+    assert.deepEqual(batchSizes(st), { 3: 2 });
   } finally {
-    await remove();
+    await s.close();
+  }
+});
+
+test('cancelled while queued: answered as cancelled when reached, never executed', async () => {
+  const m = await slowServer('dynamic_batching { }', { mbs: 1 });
+  try {
+    const busy = m.send('busy');
+    const c = new AbortController();
+    const gone = settle(m.send('gone', { signal: c.signal }));
+    const kept = m.send('kept');
+    c.abort();
+    await Promise.all([busy, kept]);
+    const err = (await gone) as Error & { code?: string };
+    assert.equal(err.code, 'CANCELLED');
+    assert.deepEqual(m.order, ['busy', 'gone!', 'kept']);
+    const st = await m.stats();
+    assert.equal(st.execution_count, 2);
+    assert.equal(st.inference_stats.fail.count, 1);
+    // A client that hangs up over HTTP cancels its queued request the same way.
+    const busy2 = postJson(`${m.s.url}/v2/models/slow_fp32/infer`, slowBody(0));
+    await sleep(20);
+    const ac = new AbortController();
+    const hungUp = fetch(`${m.s.url}/v2/models/slow_fp32/infer`, { method: 'POST', body: JSON.stringify(slowBody(1)), signal: ac.signal }).catch(() => 'aborted');
+    await sleep(20);
+    ac.abort();
+    assert.equal(await hungUp, 'aborted');
+    assert.equal((await busy2).status, 200);
+    await sleep(50);
+    assert.equal((await m.stats()).execution_count, 3);
+  } finally {
+    await m.remove();
+  }
+});
+
+test('unload drains: queued requests still run; new ones are refused', async () => {
+  const m = await slowServer('dynamic_batching { preferred_batch_size: [ 8 ] max_queue_delay_microseconds: 60000000 }', {
+    options: { modelControlMode: 'explicit', loadModels: ['slow_fp32'] },
+  });
+  try {
+    const busy = m.send('busy');
+    // These would wait a minute for a batch of 8; unloading sends them at once.
+    const queued = [m.send('q1'), m.send('q2')];
+    await sleep(20);
+    const unloading = m.s.server.unloadModel('slow_fp32');
+    await sleep(10);
+    const after = settle(m.s.server.infer({ model: 'slow_fp32', inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [1, 16], data: new Uint8Array(64) }] }));
+    await unloading;
+    await Promise.all([busy, ...queued]);
+    assert.deepEqual(m.order, ['busy', 'q1', 'q2']);
+    assert.ok((await after) instanceof Error);
+  } finally {
+    await m.remove();
+  }
+});
+
+test('instance groups: a request goes to a free instance; passive instances get none; per-instance statistics', async () => {
+  const m = await slowServer('dynamic_batching { }', { groups: '{ count: 2 kind: KIND_CPU }, { name: "standby" count: 1 kind: KIND_CPU passive: true }' });
+  try {
+    await Promise.all([m.send('a'), m.send('b')]);
+    const st = await m.stats();
+    assert.equal(st.execution_count, 2, 'the second request did not wait for the first: another instance was free');
+    const inst = await m.instances();
+    assert.deepEqual(inst.map((i: any) => [i.name, i.passive, i.execution_count, i.inference_count]), [
+      ['slow_fp32_0_0', false, 1, 1],
+      ['slow_fp32_0_1', false, 1, 1],
+      ['standby_0', true, 0, 0],
+    ]);
+    const all = (await request(`${m.s.url}/v2/models/nereid_instance_stats`)).json();
+    assert.equal(all.model_stats[0].name, 'slow_fp32');
+    assert.equal(all.model_stats[0].version, '1');
+    assert.equal((await request(`${m.s.url}/v2/models/nope/nereid_instance_stats`)).status, 400);
+  } finally {
+    await m.remove();
   }
 });

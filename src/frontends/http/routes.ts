@@ -3,16 +3,17 @@
  * digits only, as Triton's router matches them (anything else is a 404).
  */
 export type Route =
-  | { kind: 'live' | 'ready' | 'server_metadata' | 'all_stats' | 'logging' | 'repo_index' }
+  | { kind: 'live' | 'ready' | 'server_metadata' | 'all_stats' | 'all_instance_stats' | 'logging' | 'repo_index' }
   | { kind: 'model'; model: string; version: number | undefined; action: ModelAction }
   | { kind: 'repo_model'; model: string; action: 'load' | 'unload'; repository: string }
   | { kind: 'repo_index_named'; repository: string }
   | { kind: 'trace'; model: string | undefined }
   | { kind: 'shm'; cuda: boolean; region: string | undefined; action: 'status' | 'register' | 'unregister' };
 
-export type ModelAction = 'metadata' | 'ready' | 'infer' | 'config' | 'stats' | 'generate' | 'generate_stream';
+/** Triton's actions, and Nereid's `nereid_instance_stats` (per-instance statistics, which Triton does not report). */
+export type ModelAction = 'metadata' | 'ready' | 'infer' | 'config' | 'stats' | 'nereid_instance_stats' | 'generate' | 'generate_stream';
 
-const MODEL = /^\/v2\/models\/([^/]+)(?:\/versions\/([0-9]+))?(?:\/(ready|infer|config|stats|generate|generate_stream))?$/;
+const MODEL = /^\/v2\/models\/([^/]+)(?:\/versions\/([0-9]+))?(?:\/(ready|infer|config|stats|nereid_instance_stats|generate|generate_stream))?$/;
 const REPO_MODEL = /^\/v2\/repository(?:\/([^/]+))?\/models\/([^/]+)\/(load|unload)$/;
 const REPO_INDEX = /^\/v2\/repository\/([^/]+)\/index$/;
 const TRACE = /^\/v2\/models\/([^/]+)\/trace\/setting$/;
@@ -24,6 +25,7 @@ export function route(path: string): Route | undefined {
     case '/v2/health/ready': return { kind: 'ready' };
     case '/v2': case '/v2/': return { kind: 'server_metadata' };
     case '/v2/models/stats': return { kind: 'all_stats' };
+    case '/v2/models/nereid_instance_stats': return { kind: 'all_instance_stats' };
     case '/v2/logging': return { kind: 'logging' };
     case '/v2/repository/index': return { kind: 'repo_index' };
     case '/v2/trace/setting': return { kind: 'trace', model: undefined };

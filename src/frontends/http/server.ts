@@ -82,6 +82,7 @@ async function handle(ctx: Context, req: IncomingMessage, res: ServerResponse): 
     case 'ready': return sendEmpty(res, s.isReady() ? 200 : 400);
     case 'server_metadata': return sendJson(res, 200, JSON.stringify(s.metadata()));
     case 'all_stats': return sendJson(res, 200, JSON.stringify(s.statistics()));
+    case 'all_instance_stats': return sendJson(res, 200, JSON.stringify(s.instanceStatistics()));
     case 'logging': return handleLogging(ctx, req, res, method);
     case 'repo_index': return handleRepoIndex(s, await readBody(req, ctx.options.maxInputSize), res);
     case 'repo_index_named': throw unsupported("'repository_name' specification is not supported");
@@ -98,7 +99,7 @@ async function handle(ctx: Context, req: IncomingMessage, res: ServerResponse): 
 
 function methodAllowed(r: Route, method: string): boolean {
   switch (r.kind) {
-    case 'live': case 'ready': case 'server_metadata': case 'all_stats': return method === 'GET';
+    case 'live': case 'ready': case 'server_metadata': case 'all_stats': case 'all_instance_stats': return method === 'GET';
     case 'logging': case 'trace': return method === 'GET' || method === 'POST';
     case 'repo_index': case 'repo_index_named': case 'repo_model': return method === 'POST';
     case 'shm': return r.action === 'status' ? method === 'GET' : method === 'POST';
@@ -115,6 +116,7 @@ async function handleModel(ctx: Context, r: Extract<Route, { kind: 'model' }>, r
       return s.isModelReady(r.model, r.version) ? sendEmpty(res, 200) : sendJson(res, 400, '{"error":"Model version not ready"}');
     case 'config': return sendJson(res, 200, JSON.stringify(s.modelConfigJson(r.model, r.version)));
     case 'stats': return sendJson(res, 200, JSON.stringify(s.statistics(r.model, r.version)));
+    case 'nereid_instance_stats': return sendJson(res, 200, JSON.stringify(s.instanceStatistics(r.model, r.version)));
     case 'infer': return handleInfer(ctx, r.model, r.version, req, res);
     case 'generate': case 'generate_stream': throw unsupported('the generate extension is not supported yet');
   }
