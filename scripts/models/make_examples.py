@@ -14,6 +14,10 @@ byte-identical files and leaves unchanged files untouched):
   simple_sequence        INT32 [1] -> running sum per sequence (START resets), implicit state
   repeat_int32           decoupled JavaScript model: IN INT32 [-1], DELAY UINT32 [-1], WAIT UINT32 [1]
                          -> one response (OUT INT32 [1], IDX UINT32 [1]) per IN element (Triton's repeat)
+  simple_dyna_sequence   JavaScript: INT32 [1] -> INPUT + START + END * CORRID (Triton's, stateless)
+  simple_string_dyna_sequence
+                         JavaScript: INT32 [1] -> accumulator per string CORRID, + id at END
+                         (Triton's dyna_sequence backend)
   digits_pipeline        ensemble: UINT8 [64] image bytes -> digits_preprocess -> digits
                          -> digits_postprocess -> INT32 [1] digit, FP32 [1] probability
   digits                 FP32 [64] 8x8 digit image -> FP32 [10] class probabilities,
@@ -302,6 +306,46 @@ def write_repeat_int32(w):
     copy_js(w, "repeat_int32.js", "repeat_int32/1/model.js")
 
 
+def dyna_sequence_config(name, corrid_type, header):
+    """The config of Triton's docs/examples simple_dyna_sequence (max_batch_size 8, the oldest strategy, START /
+    END / READY as INT32 0/1, CORRID, execute_delay_ms 3, two CPU instances), with backend "javascript"."""
+    flag = ('    {\n      name: "%s"\n      control [\n        {\n          kind: %s\n'
+            '          int32_false_true: [ 0, 1 ]\n        }\n      ]\n    }')
+    corrid = ('    {\n      name: "CORRID"\n      control [\n        {\n          kind: CONTROL_SEQUENCE_CORRID\n'
+              '          data_type: %s\n        }\n      ]\n    }' % corrid_type)
+    controls = ",\n".join([flag % ("START", "CONTROL_SEQUENCE_START"), flag % ("END", "CONTROL_SEQUENCE_END"),
+                           flag % ("READY", "CONTROL_SEQUENCE_READY"), corrid])
+    return config_text(
+        name,
+        [{"name": "INPUT", "data_type": "TYPE_INT32", "dims": [1]}],
+        [{"name": "OUTPUT", "data_type": "TYPE_INT32", "dims": [1]}],
+        max_batch_size=8, backend="javascript", header=HEADER + "\n" + header,
+        extra_top="sequence_batching {\n  max_sequence_idle_microseconds: 10000000\n"
+                  "  oldest {\n    max_candidate_sequences: 1024\n    max_queue_delay_microseconds: 10000\n  }\n"
+                  "  control_input [\n%s\n  ]\n}\n" % controls,
+        extra_bottom='parameters [\n  {\n    key: "execute_delay_ms"\n    value: { string_value: "3" }\n  }\n]\n'
+                     "instance_group [\n  {\n    count: 2\n    kind: KIND_CPU\n  }\n]\n")
+
+
+def write_dyna_sequences(w):
+    """Triton's simple_dyna_sequence (docs/examples: OUTPUT = READY * (INPUT + START + END * CORRID), no state)
+    and simple_string_dyna_sequence (qa/L0_grpc: the same config with a TYPE_STRING CORRID, served by the
+    dyna_sequence backend, an accumulator per sequence), the models Triton's sequence client examples use with
+    --dyna."""
+    w.write_text("simple_dyna_sequence/config.pbtxt", dyna_sequence_config(
+        "simple_dyna_sequence", "TYPE_UINT64",
+        "Triton's simple_dyna_sequence as a JavaScript model: OUTPUT = INPUT + START + END * CORRID\n"
+        "(0 when not READY); it keeps no state. execute_delay_ms is Triton's setting, which this model\n"
+        "(like Triton's) does not use."))
+    copy_js(w, "simple_dyna_sequence.js", "simple_dyna_sequence/1/model.js")
+    w.write_text("simple_string_dyna_sequence/config.pbtxt", dyna_sequence_config(
+        "simple_string_dyna_sequence", "TYPE_STRING",
+        "Triton's simple_string_dyna_sequence (its dyna_sequence backend) as a JavaScript model: an\n"
+        "accumulator per sequence, keyed by CORRID, a string id that must read as an integer; START\n"
+        "resets it, END adds the id and ends it. Each execution first waits execute_delay_ms."))
+    copy_js(w, "dyna_sequence.js", "simple_string_dyna_sequence/1/model.js")
+
+
 def main():
     # --out DIR writes elsewhere: the test suite regenerates into a temporary
     # folder and compares with the committed files to catch drift.
@@ -318,6 +362,7 @@ def main():
     write_digits_pipeline(w)
     write_simple_sequence(w)
     write_repeat_int32(w)
+    write_dyna_sequences(w)
     removed = w.remove_stale()
     for r in removed:
         print("removed stale file", r)
