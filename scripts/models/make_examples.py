@@ -11,7 +11,8 @@ byte-identical files and leaves unchanged files untouched):
   simple_string          BYTES [16] x2 (decimal integers) -> sum, difference as strings
   simple_identity        BYTES [-1] identity                    (Triton's is a python model)
   custom_identity_int32  INT32 [-1] identity, max_batch_size 1024 (Triton's is a C++ backend)
-  simple_sequence        INT32 [1] -> running sum per sequence (START resets), implicit state
+  simple_sequence        INT32 [1], START/READY controls -> READY * (INPUT + START), as Triton's
+  sequence_accumulator   INT32 [1] -> running sum per sequence (START resets), implicit state
   repeat_int32           decoupled JavaScript model: IN INT32 [-1], DELAY UINT32 [-1], WAIT UINT32 [1]
                          -> one response (OUT INT32 [1], IDX UINT32 [1]) per IN element (Triton's repeat)
   simple_dyna_sequence   JavaScript: INT32 [1] -> INPUT + START + END * CORRID (Triton's, stateless)
@@ -247,12 +248,34 @@ def write_digits_pipeline(w):
 
 
 def write_simple_sequence(w):
-    """Triton's simple_sequence interface (an accumulator: OUTPUT is the sum of the sequence's INPUTs so far,
-    START resets it), as an ONNX model with implicit state: the running sum travels from ACC_OUT of one
-    request to ACC_IN of the next through the sequence batcher."""
+    """Triton's simple_sequence: OUTPUT = READY * (INPUT + START), as Triton's sequence example clients
+    expect (1 for a first request of 0, then each INPUT as it is)."""
     b = "batch_size"
     w.write_model("simple_sequence/1/model.onnx", make_model(
         "simple_sequence",
+        [helper.make_node("Add", ["INPUT", "START"], ["sum"]),
+         helper.make_node("Mul", ["sum", "READY"], ["OUTPUT"])],
+        [vi("INPUT", "TYPE_INT32", [b, 1]), vi("START", "TYPE_INT32", [b, 1]), vi("READY", "TYPE_INT32", [b, 1])],
+        [vi("OUTPUT", "TYPE_INT32", [b, 1])],
+        doc="simple_sequence: OUTPUT = READY * (INPUT + START)"))
+    control = ('    {\n      name: "%s"\n      control [ { kind: %s int32_false_true: [ 0, 1 ] } ]\n    }')
+    w.write_text("simple_sequence/config.pbtxt", config_text(
+        "simple_sequence",
+        [{"name": "INPUT", "data_type": "TYPE_INT32", "dims": [1]}],
+        [{"name": "OUTPUT", "data_type": "TYPE_INT32", "dims": [1]}],
+        max_batch_size=8, backend="onnxruntime",
+        header=HEADER + "\nTriton's simple_sequence: OUTPUT = READY * (INPUT + START).",
+        extra_bottom="sequence_batching {\n  max_sequence_idle_microseconds: 5000000\n  control_input [\n%s\n  ]\n}\n"
+        "instance_group [ { kind: KIND_CPU } ]\n"
+        % ",\n".join([control % ("START", "CONTROL_SEQUENCE_START"), control % ("READY", "CONTROL_SEQUENCE_READY")])))
+
+
+def write_sequence_accumulator(w):
+    """A running sum per sequence (START resets it), as an ONNX model with implicit state: the sum travels
+    from ACC_OUT of one request to ACC_IN of the next through the sequence batcher."""
+    b = "batch_size"
+    w.write_model("sequence_accumulator/1/model.onnx", make_model(
+        "sequence_accumulator",
         [helper.make_node("Sub", ["one", "START"], ["keep"]),
          helper.make_node("Mul", ["ACC_IN", "keep"], ["kept"]),
          helper.make_node("Add", ["kept", "INPUT"], ["sum"]),
@@ -262,15 +285,15 @@ def write_simple_sequence(w):
          vi("READY", "TYPE_INT32", [b, 1]), vi("ACC_IN", "TYPE_INT32", [b, 1])],
         [vi("OUTPUT", "TYPE_INT32", [b, 1]), vi("ACC_OUT", "TYPE_INT32", [b, 1])],
         [const("one", np.int32(1))],
-        doc="simple_sequence: OUTPUT = (START ? 0 : ACC_IN) + INPUT; ACC_OUT = OUTPUT"))
+        doc="sequence_accumulator: OUTPUT = (START ? 0 : ACC_IN) + INPUT; ACC_OUT = OUTPUT"))
     control = ('    {\n      name: "%s"\n      control [ { kind: %s int32_false_true: [ 0, 1 ] } ]\n    }')
-    w.write_text("simple_sequence/config.pbtxt", config_text(
-        "simple_sequence",
+    w.write_text("sequence_accumulator/config.pbtxt", config_text(
+        "sequence_accumulator",
         [{"name": "INPUT", "data_type": "TYPE_INT32", "dims": [1]}],
         [{"name": "OUTPUT", "data_type": "TYPE_INT32", "dims": [1]}],
         max_batch_size=8, backend="onnxruntime",
-        header=HEADER + "\nTriton's simple_sequence: OUTPUT is the running sum of the sequence's INPUT values\n"
-        "(START resets it). The sum is implicit state kept by the sequence batcher.",
+        header=HEADER + "\nOUTPUT is the running sum of the sequence's INPUT values (START resets it). The sum is\n"
+        "implicit state kept by the sequence batcher (state { }).",
         extra_bottom="sequence_batching {\n  max_sequence_idle_microseconds: 5000000\n  control_input [\n%s\n  ]\n"
         "  state [\n    {\n      input_name: \"ACC_IN\"\n      output_name: \"ACC_OUT\"\n      data_type: TYPE_INT32\n"
         "      dims: [ 1 ]\n    }\n  ]\n}\ninstance_group [ { count: 1 kind: KIND_CPU } ]\n"
@@ -361,6 +384,7 @@ def main():
     acc, ntest = write_digits(w)
     write_digits_pipeline(w)
     write_simple_sequence(w)
+    write_sequence_accumulator(w)
     write_repeat_int32(w)
     write_dyna_sequences(w)
     removed = w.remove_stale()

@@ -7,16 +7,16 @@ import { EXAMPLES } from '../helpers/paths.js';
 import { startTestServer, tempRepository, type TestServer } from '../helpers/server.js';
 import { postJson, request } from '../helpers/http.js';
 
-// The sequence batcher through the real server, with the bundled simple_sequence (a running sum kept as
+// The sequence batcher through the real server, with the bundled sequence_accumulator (a running sum kept as
 // implicit state), sending what Triton's sequence example clients send: sequence_id, sequence_start and
 // sequence_end as request parameters.
 
 let repo: { dir: string; remove(): Promise<void> };
 let s: TestServer;
 before(async () => {
-  repo = await tempRepository([{ from: join(EXAMPLES, 'simple_sequence') }]);
+  repo = await tempRepository([{ from: join(EXAMPLES, 'sequence_accumulator') }]);
   // A short idle time so the reaping test does not wait 5 s.
-  const p = join(repo.dir, 'simple_sequence', 'config.pbtxt');
+  const p = join(repo.dir, 'sequence_accumulator', 'config.pbtxt');
   await writeFile(p, (await readFile(p, 'utf8')).replace('max_sequence_idle_microseconds: 5000000', 'max_sequence_idle_microseconds: 300000'));
   s = await startTestServer({ modelRepositories: [repo.dir] });
 });
@@ -26,7 +26,7 @@ after(async () => {
 });
 
 function send(id: number | string, value: number, flags: { start?: boolean; end?: boolean } = {}) {
-  return postJson(`${s.url}/v2/models/simple_sequence/infer`, {
+  return postJson(`${s.url}/v2/models/sequence_accumulator/infer`, {
     inputs: [{ name: 'INPUT', shape: [1, 1], datatype: 'INT32', data: [value] }],
     parameters: { sequence_id: id, sequence_start: flags.start ?? false, sequence_end: flags.end ?? false },
   });
@@ -62,7 +62,7 @@ test('a START on a live id starts over from a fresh state', async () => {
 });
 
 test('Triton\'s errors: no correlation id, no START, after END, batch size above 1', async () => {
-  const none = await postJson(`${s.url}/v2/models/simple_sequence/infer`, { inputs: [{ name: 'INPUT', shape: [1, 1], datatype: 'INT32', data: [1] }] });
+  const none = await postJson(`${s.url}/v2/models/sequence_accumulator/infer`, { inputs: [{ name: 'INPUT', shape: [1, 1], datatype: 'INT32', data: [1] }] });
   assert.equal(none.status, 400);
   assert.match(none.json().error, /must specify a non-zero or non-empty correlation ID/);
   const noStart = await send(555, 1);
@@ -70,7 +70,7 @@ test('Triton\'s errors: no correlation id, no START, after END, batch size above
   assert.match(noStart.json().error, /must specify the START flag on the first request of the sequence/);
   await runSequence(556, [1, 2]);
   assert.match((await send(556, 3)).json().error, /START flag/);
-  const batch2 = await postJson(`${s.url}/v2/models/simple_sequence/infer`, {
+  const batch2 = await postJson(`${s.url}/v2/models/sequence_accumulator/infer`, {
     inputs: [{ name: 'INPUT', shape: [2, 1], datatype: 'INT32', data: [1, 2] }], parameters: { sequence_id: 9, sequence_start: true },
   });
   assert.equal(batch2.status, 400);
@@ -88,7 +88,7 @@ test('an idle sequence is ended after max_sequence_idle_microseconds', async () 
 });
 
 test('concurrent sequences are batched: fewer executions than requests', async () => {
-  const stats = async () => (await request(`${s.url}/v2/models/simple_sequence/stats`)).json().model_stats[0];
+  const stats = async () => (await request(`${s.url}/v2/models/sequence_accumulator/stats`)).json().model_stats[0];
   const before = await stats();
   const ids = Array.from({ length: 8 }, (_, i) => 2000 + i);
   const results = await Promise.all(ids.map((id) => runSequence(id, VALUES.map((v) => v + id))));
@@ -99,4 +99,31 @@ test('concurrent sequences are batched: fewer executions than requests', async (
   assert.equal(requests, 8 * VALUES.length);
   assert.ok(executions < requests, `${executions} executions for ${requests} requests`);
   assert.ok(after.batch_stats.some((b: any) => b.batch_size > 1));
+});
+
+test('simple_sequence answers what Triton\'s sequence example clients expect', async () => {
+  const ex = await startTestServer({ modelRepositories: [join(EXAMPLES, 'simple_sequence')].map((p) => join(p, '..')) });
+  try {
+    const send1 = (id: number, value: number, start: boolean, end: boolean) => postJson(`${ex.url}/v2/models/simple_sequence/infer`, {
+      inputs: [{ name: 'INPUT', shape: [1, 1], datatype: 'INT32', data: [value] }],
+      parameters: { sequence_id: id, sequence_start: start, sequence_end: end },
+    }).then((r) => {
+      assert.equal(r.status, 200, r.body.toString());
+      return r.json().outputs[0].data[0] as number;
+    });
+    // simple_http_sequence_sync_infer_client.py: [0] + values on id 1000, [100] - values on id 1001, interleaved.
+    const seq0 = [0, ...VALUES];
+    const seq1 = [100, ...VALUES.map((v) => 0 - v || 0)];
+    const out0: number[] = [];
+    const out1: number[] = [];
+    for (let i = 0; i < seq0.length; i++) {
+      const last = i === seq0.length - 1;
+      out0.push(await send1(1000, seq0[i]!, i === 0, last));
+      out1.push(await send1(1001, seq1[i]!, i === 0, last));
+    }
+    assert.deepEqual(out0, [1, ...VALUES]);
+    assert.deepEqual(out1, [101, ...VALUES.map((v) => 0 - v || 0)]);
+  } finally {
+    await ex.close();
+  }
 });
