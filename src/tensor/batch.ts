@@ -6,7 +6,26 @@ import { elementCount, type Tensor } from './tensor.js';
  * contiguous input; splitting returns views of the batched output, never copies.
  */
 
-export function concatBatch(parts: readonly Tensor[]): Tensor {
+/**
+ * Where a concatenation may write instead of a fresh buffer: a buffer of at least `bytes` the caller owns and
+ * will not read again until the tensor built on it has been consumed (one backend instance runs one batch at
+ * a time, and its runtime copies or finishes with its inputs before the next).
+ */
+export interface ScratchBuffer {
+  take(bytes: number): Uint8Array;
+}
+
+/** A ScratchBuffer that grows to the largest batch seen and is reused after that. */
+export class GrowingScratch implements ScratchBuffer {
+  private buffer = new Uint8Array(0);
+
+  take(bytes: number): Uint8Array {
+    if (this.buffer.byteLength < bytes) this.buffer = new Uint8Array(Math.max(bytes, this.buffer.byteLength * 2));
+    return this.buffer.subarray(0, bytes);
+  }
+}
+
+export function concatBatch(parts: readonly Tensor[], scratch?: ScratchBuffer): Tensor {
   const first = parts[0]!;
   if (parts.length === 1) return first;
   let rows = 0;
@@ -19,7 +38,8 @@ export function concatBatch(parts: readonly Tensor[]): Tensor {
   }
   let total = 0;
   for (const p of parts) total += (p.data as Uint8Array).byteLength;
-  const out = new Uint8Array(total);
+  // A fresh buffer of a large batch costs more to allocate (zeroed, large-object space, later GC) than to fill.
+  const out = scratch ? scratch.take(total) : new Uint8Array(total);
   let at = 0;
   for (const p of parts) {
     out.set(p.data as Uint8Array, at);

@@ -2,7 +2,7 @@ import * as ort from 'onnxruntime-node';
 import { isNereidError, NereidError } from '../../errors.js';
 import type { ModelConfig, SequenceControl } from '../../config/types.js';
 import { byteSize, fromConfigType, type DataType } from '../../tensor/datatype.js';
-import { concatBatch, concatFlat, splitBatch } from '../../tensor/batch.js';
+import { concatBatch, concatFlat, GrowingScratch, splitBatch } from '../../tensor/batch.js';
 import type { Tensor } from '../../tensor/tensor.js';
 import type { BackendInstance, BackendRequest, ExecutionTimes } from '../backend.js';
 import { fromOrt, ortType, toOrt } from './convert.js';
@@ -14,6 +14,8 @@ interface IoInfo {
   readonly name: string;
   readonly datatype: DataType;
   readonly ortType: ort.Tensor.Type;
+  /** Inputs: where batches are concatenated, reused from one execution to the next. */
+  readonly scratch: GrowingScratch;
 }
 
 /**
@@ -76,7 +78,9 @@ export class OrtInstance implements BackendInstance {
         if (t) parts.push(t);
       }
       if (parts.length === 0) continue; // an optional input nobody sent
-      const t = this.batchIo?.ragged.has(io.name) ? concatFlat(parts) : concatBatch(parts);
+      // The inline runner is done with its inputs when run() returns and the worker runner copies them when it
+      // posts them, so the instance's next execution may write over this one's batch.
+      const t = this.batchIo?.ragged.has(io.name) ? concatFlat(parts) : concatBatch(parts, io.scratch);
       feeds[io.name] = toOrt(ort.Tensor, t, io.ortType, t.shape);
     }
     if (this.batchIo) {
@@ -150,7 +154,7 @@ function ioInfo(io: { name: string; data_type: string }): IoInfo {
   const datatype = fromConfigType(io.data_type);
   const t = datatype && ortType(datatype);
   if (!datatype || !t) throw new NereidError('INVALID_ARG', `tensor '${io.name}' has data type ${io.data_type}, which the onnxruntime backend does not support`);
-  return { name: io.name, datatype, ortType: t };
+  return { name: io.name, datatype, ortType: t, scratch: new GrowingScratch() };
 }
 
 /** The data type a sequence control input carries, from which of its value lists is set. */
