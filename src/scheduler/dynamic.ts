@@ -264,6 +264,9 @@ export class DynamicBatcher implements Scheduler {
       const q = this.curDelayed ? level.delayed : level.queue;
       const e = q.at(this.curIndex);
       if (!e) {
+        // Everything waiting is in the pending batch: stay at the end of this queue, so a request appended to
+        // it later extends the batch rather than invalidating the cursor (see enqueue).
+        if (this.queued <= p.count) return;
         if (this.curDelayed) this.curLevel++;
         this.curDelayed = !this.curDelayed;
         this.curIndex = 0;
