@@ -141,7 +141,8 @@ export async function loadVersion(model: PreparedModel, version: number, opts: L
     versionRef!.recordExecution(rows, times, instance && byInstance.get(instance));
   const scheduler = model.config.sequence_batching
     ? new SequenceBatcher(model.name, model.config, model.modelDir, scheduled, onExecution)
-    : model.config.dynamic_batching && model.config.max_batch_size > 0
+    // Without max_batch_size a dynamic batcher still keeps its priority levels and queue policies (batches of one).
+    : model.config.dynamic_batching
       ? new DynamicBatcher(model.config, scheduled, onExecution)
       : new DirectScheduler(scheduled, onExecution);
   versionRef = new ModelVersion(context, stats, scheduler, instances);

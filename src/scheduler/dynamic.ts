@@ -77,6 +77,9 @@ export function decideBatch(p: PendingBatch, nowMs: number, delayMs: number, max
 
 const NO_TIMES: ExecutionTimes = { inputNs: 0, inferNs: 0, outputNs: 0 };
 
+/** Most batches inline instances run back to back before letting the event loop see to I/O again. */
+const MAX_BATCHES_PER_TURN = 64;
+
 /**
  * Triton's dynamic batcher.
  *
@@ -122,6 +125,8 @@ export class DynamicBatcher implements Scheduler {
   private stopped = false;
   private drained: (() => void) | undefined;
   private dispatchScheduled = false;
+  /** Inline instances: batches run since the loop last saw to I/O (see run()). */
+  private batchesThisTurn = 0;
 
   /** The pending batch and the cursor after it: level, which of its two queues, index in that queue. */
   private readonly pending: PendingBatch = { count: 0, rows: 0, markCount: 0, sendNow: false, oldestMs: Infinity };
@@ -227,6 +232,7 @@ export class DynamicBatcher implements Scheduler {
 
   private readonly onImmediate = (): void => {
     this.dispatchScheduled = false;
+    this.batchesThisTurn = 0;
     this.dispatch();
   };
 
@@ -392,7 +398,12 @@ export class DynamicBatcher implements Scheduler {
       this.running -= jobs.length;
     }
     this.idle.push(instance);
-    if (this.queued > 0) this.schedule();
+    if (this.queued > 0) {
+      // Requests left over from this turn (more than a batch's worth) run at once on an inline instance, as
+      // direct.ts does, up to a budget; then the loop sees to I/O first.
+      if (this.synchronous && ++this.batchesThisTurn < MAX_BATCHES_PER_TURN) this.dispatch();
+      else this.schedule();
+    }
     this.checkDrained();
   }
 

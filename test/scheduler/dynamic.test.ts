@@ -409,3 +409,22 @@ test('instance groups: a request goes to a free instance; passive instances get 
     await m.remove();
   }
 });
+
+test('max_batch_size 0: the dynamic batcher still applies its queue policies, one request per execution', async () => {
+  const repo = await tempRepository([{ from: join(FIXTURES, 'slow', 'slow_fp32') }]);
+  const p = join(repo.dir, 'slow_fp32', 'config.pbtxt');
+  const text = (await readFile(p, 'utf8')).replace('max_batch_size: 8', 'max_batch_size: 0').replaceAll('dims: [ 16 ]', 'dims: [ 1, 16 ]');
+  await writeFile(p, `${text}\ndynamic_batching { default_queue_policy { max_queue_size: 1 } }\nparameters { key: "nereid_execution_placement" value { string_value: "worker" } }\n`);
+  const s = await startTestServer({ modelRepositories: [repo.dir] });
+  try {
+    const send = () => settle(s.server.infer({ model: 'slow_fp32', inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [1, 16], data: new Uint8Array(64) }] }));
+    const [busy, queued, refused] = await Promise.all([send(), send(), send()]);
+    assert.ok(!(busy instanceof Error) && !(queued instanceof Error));
+    assert.match(String(refused), /Exceeds maximum queue size/);
+    const st = (await request(`${s.url}/v2/models/slow_fp32/stats`)).json().model_stats[0];
+    assert.deepEqual([st.execution_count, st.inference_count], [2, 2]);
+  } finally {
+    await s.close();
+    await repo.remove();
+  }
+});
