@@ -61,6 +61,8 @@ const slowBody = (v: number, params?: Record<string, unknown>, id?: string) => (
 });
 const batchSizes = (st: any): Record<number, number> => Object.fromEntries(st.batch_stats.map((b: any) => [b.batch_size, b.compute_infer.count]));
 const settle = <T>(p: Promise<T>): Promise<T | Error> => p.catch((e: Error) => e);
+/** Failed requests by Triton's failure reason (kept for the failure counter's `reason` label). */
+const failures = (s: TestServer, model = 'slow_fp32'): Record<string, number> => (s.server as any).manager.resolve(model).stats.failures;
 
 test('requests that wait together run as one batch; each gets its own rows back; batch and instance statistics', async () => {
   const m = await slowServer('dynamic_batching { }');
@@ -189,6 +191,7 @@ test('REJECT: a queued request times out while it waits, not when the running ba
     const st = await m.stats();
     assert.equal(st.inference_stats.fail.count, 1);
     assert.equal(st.execution_count, 1);
+    assert.deepEqual(failures(m.s), { REJECTED: 1, CANCELED: 0, BACKEND: 0, OTHER: 0 });
   } finally {
     await m.remove();
   }
@@ -261,6 +264,7 @@ test('max_queue_size: a full queue refuses at once with UNAVAILABLE (HTTP 503) a
     const st = await m.stats();
     assert.equal(st.inference_stats.fail.count, 2);
     assert.equal(st.inference_stats.success.count, 3);
+    assert.equal(failures(m.s).REJECTED, 2);
   } finally {
     await m.remove();
   }
@@ -352,6 +356,7 @@ test('cancelled while queued: answered as cancelled when reached, never executed
     const st = await m.stats();
     assert.equal(st.execution_count, 2);
     assert.equal(st.inference_stats.fail.count, 1);
+    assert.equal(failures(m.s).CANCELED, 1);
     // A client that hangs up over HTTP cancels its queued request the same way.
     const busy2 = postJson(`${m.s.url}/v2/models/slow_fp32/infer`, slowBody(0));
     await sleep(20);
