@@ -197,14 +197,14 @@ test('REJECT: a queued request times out while it waits, not when the running ba
   }
 });
 
-test('REJECT over HTTP: 503 with Triton\'s message; the default timeout applies without an override', async () => {
-  const m = await slowServer('dynamic_batching { default_queue_policy { default_timeout_microseconds: 20000 } }', { mbs: 1 });
+test('REJECT over HTTP: 503 with Triton\'s message; the request\'s `timeout` parameter (µs) overrides', async () => {
+  const m = await slowServer('dynamic_batching { default_queue_policy { default_timeout_microseconds: 60000000 allow_timeout_override: true } }', { mbs: 1 });
   try {
-    const busy = postJson(`${m.s.url}/v2/models/slow_fp32/infer`, slowBody(0));
+    const busy = postJson(`${m.s.url}/v2/models/slow_fp32/infer`, slowBody(0, { timeout: 60000000 }));
     await sleep(10);
-    const r = await postJson(`${m.s.url}/v2/models/slow_fp32/infer`, slowBody(1));
+    const r = await postJson(`${m.s.url}/v2/models/slow_fp32/infer`, slowBody(1, { timeout: 20000 }, 'h1'));
     assert.equal(r.status, 503);
-    assert.deepEqual(r.json(), { error: 'Request timeout expired' });
+    assert.deepEqual(r.json(), { error: '[request id: h1] Request timeout expired' });
     assert.equal((await busy).status, 200);
   } finally {
     await m.remove();
