@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { EXAMPLES, FIXTURES } from '../helpers/paths.js';
@@ -24,8 +24,12 @@ interface Slow {
   instances(): Promise<any[]>;
 }
 
-async function slowServer(batching: string, opts: { mbs?: number; groups?: string; options?: Partial<ServerOptions> } = {}): Promise<Slow> {
+async function slowServer(batching: string, opts: { mbs?: number; groups?: string; options?: Partial<ServerOptions>; ensembles?: Record<string, string> } = {}): Promise<Slow> {
   const repo = await tempRepository([{ from: join(FIXTURES, 'slow', 'slow_fp32') }]);
+  for (const [name, config] of Object.entries(opts.ensembles ?? {})) {
+    await mkdir(join(repo.dir, name, '1'), { recursive: true });
+    await writeFile(join(repo.dir, name, 'config.pbtxt'), config);
+  }
   const p = join(repo.dir, 'slow_fp32', 'config.pbtxt');
   let text = (await readFile(p, 'utf8')).replace('max_batch_size: 8', `max_batch_size: ${opts.mbs ?? 8}`);
   if (opts.groups) text = text.replace(/instance_group \[[^\]]*\]/, `instance_group [ ${opts.groups} ]`);
@@ -173,6 +177,36 @@ test('priority over HTTP: the request\'s `priority` parameter', async () => {
     await Promise.all([first, ...low, high]);
     assert.equal(order[0], 'busy');
     assert.equal(order[1], 'high', order.join(' '));
+  } finally {
+    await m.remove();
+  }
+});
+
+test('an ensemble carries the request\'s priority and timeout into its steps', async () => {
+  const ensemble = `name: "via_ensemble"
+platform: "ensemble"
+max_batch_size: 1
+input [ { name: "X" data_type: TYPE_FP32 dims: [ 16 ] } ]
+output [ { name: "Y" data_type: TYPE_FP32 dims: [ 16 ] } ]
+ensemble_scheduling { step [ { model_name: "slow_fp32" model_version: -1 input_map { key: "INPUT0" value: "X" } output_map { key: "OUTPUT0" value: "Y" } } ] }
+`;
+  const m = await slowServer(`dynamic_batching {
+    priority_levels: 2 default_priority_level: 2
+    default_queue_policy { default_timeout_microseconds: 60000000 allow_timeout_override: true }
+  }`, { mbs: 1, ensembles: { via_ensemble: ensemble } });
+  try {
+    const viaEnsemble = (tag: string, extra: { priority?: number; timeoutUs?: number }) => {
+      const r = m.s.server.infer({ model: 'via_ensemble', inputs: [{ name: 'X', datatype: 'FP32', shape: [1, 16], data: new Uint8Array(64) }], ...extra });
+      r.then(() => m.order.push(tag), () => m.order.push(`${tag}!`));
+      return settle(r);
+    };
+    const busy = m.send('busy');
+    const low = m.send('low');
+    const high = viaEnsemble('high', { priority: 1 });
+    const late = viaEnsemble('timed-out', { timeoutUs: 5000 });
+    await Promise.all([busy, low, high, late]);
+    assert.match(String(await late), /Request timeout expired/);
+    assert.deepEqual(m.order, ['timed-out!', 'busy', 'high', 'low']);
   } finally {
     await m.remove();
   }
