@@ -244,7 +244,7 @@ export class DynamicBatcher implements Scheduler {
       if (n < 0) return this.armDelay(this.pending.oldestMs + this.delayMs, now);
       if (n === 0) return;
       const jobs = this.take(n);
-      void this.run(this.idle.pop()!, jobs, this.order ? this.reserve(jobs) : undefined);
+      if (jobs.length > 0) void this.run(this.idle.pop()!, jobs, this.order ? this.reserve(jobs) : undefined);
     }
   }
 
@@ -312,9 +312,12 @@ export class DynamicBatcher implements Scheduler {
     }
   }
 
-  /** Takes the first `n` live requests in batch order off the queues (dropping tombstones on the way). */
+  /**
+   * Takes the first `n` live requests in batch order off the queues, dropping tombstones on the way. A request
+   * cancelled while the pending batch waited is answered instead of run.
+   */
   private take(n: number): Job[] {
-    const jobs = new Array<Job>(n);
+    const jobs: Job[] = [];
     let k = 0;
     for (let li = 0; k < n && li < this.levels.length; li++) {
       const level = this.levels[li]!;
@@ -341,11 +344,16 @@ export class DynamicBatcher implements Scheduler {
       const e = q.shift();
       if (!e) break;
       if (e.where !== where) continue;
+      k++;
+      if (e.job.signal?.aborted) {
+        this.drop(e, new NereidError('CANCELLED', 'request cancelled'), 'CANCELED');
+        continue;
+      }
       e.where = GONE;
       level.size--;
       this.queued--;
       if (e.heapIndex >= 0) this.deadlines.remove(e);
-      jobs[k++] = e.job;
+      jobs.push(e.job);
     }
     return k;
   }

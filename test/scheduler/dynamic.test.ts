@@ -407,6 +407,22 @@ test('cancelled while queued: answered as cancelled when reached, never executed
   }
 });
 
+test('cancelled while its pending batch waits for the queue delay: answered, not run with the others', async () => {
+  const m = await slowServer('dynamic_batching { preferred_batch_size: [ 4 ] max_queue_delay_microseconds: 200000 }');
+  try {
+    const c = new AbortController();
+    const gone = settle(m.send('gone', { signal: c.signal }));
+    const kept = m.send('kept');
+    await sleep(50);
+    c.abort();
+    await kept;
+    assert.equal(((await gone) as Error & { code?: string }).code, 'CANCELLED');
+    assert.deepEqual(batchSizes(await m.stats()), { 1: 1 });
+  } finally {
+    await m.remove();
+  }
+});
+
 test('unload drains: queued requests still run; new ones are refused', async () => {
   const m = await slowServer('dynamic_batching { preferred_batch_size: [ 8 ] max_queue_delay_microseconds: 60000000 }', {
     options: { modelControlMode: 'explicit', loadModels: ['slow_fp32'] },
