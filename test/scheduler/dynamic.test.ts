@@ -33,8 +33,9 @@ async function slowServer(batching: string, opts: { mbs?: number; groups?: strin
   const p = join(repo.dir, 'slow_fp32', 'config.pbtxt');
   let text = (await readFile(p, 'utf8')).replace('max_batch_size: 8', `max_batch_size: ${opts.mbs ?? 8}`);
   if (opts.groups) text = text.replace(/instance_group \[[^\]]*\]/, `instance_group [ ${opts.groups} ]`);
-  // Placement is known (the model takes ~100 ms): skip the probe runs at load.
-  await writeFile(p, `${text}\n${batching}\nparameters { key: "nereid_execution_placement" value { string_value: "worker" } }\n`);
+  // Placement is known (the model takes ~100 ms): skip the probe runs at load. One thread per session leaves
+  // the other core to whatever test file runs beside this one.
+  await writeFile(p, `${text}\n${batching}\nparameters { key: "nereid_execution_placement" value { string_value: "worker" } }\nparameters { key: "intra_op_thread_count" value { string_value: "1" } }\n`);
   const s = await startTestServer({ modelRepositories: [repo.dir], ...opts.options });
   const order: string[] = [];
   return {
