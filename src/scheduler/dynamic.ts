@@ -163,7 +163,9 @@ export class DynamicBatcher implements Scheduler {
     this.order = db.preserve_ordering ? new RingQueue<Slot>() : undefined;
     const levels = db.priority_levels > 0 ? db.priority_levels : 1;
     this.defaultLevel = db.priority_levels > 0 ? db.default_priority_level - 1 : 0;
-    this.levels = Array.from({ length: levels }, (_, i) => new Level(db.priority_queue_policy[String(i + 1)] ?? db.default_queue_policy));
+    // Without priority levels only the default policy counts, as in Triton.
+    const policy = (i: number) => (db.priority_levels > 0 ? db.priority_queue_policy[String(i + 1)] : undefined) ?? db.default_queue_policy;
+    this.levels = Array.from({ length: levels }, (_, i) => new Level(policy(i)));
     // As Triton: only inputs with a variable dim can differ between requests; ragged ones may.
     const equal = config.input.filter((i) => !i.allow_ragged_batch && i.dims.includes(-1)).map((i) => i.name);
     this.equalShape = equal.length > 0 ? new Set(equal) : undefined;
