@@ -4,7 +4,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { FIXTURES } from '../../helpers/paths.js';
 import { startTestServer, tempRepository } from '../../helpers/server.js';
-import { postJson } from '../../helpers/http.js';
+import { postJson, request } from '../../helpers/http.js';
 
 // instance_group count N gives N sessions that run at the same time (in worker threads for a slow model).
 
@@ -17,39 +17,32 @@ async function slowWith(count: number): Promise<{ dir: string; remove(): Promise
 }
 
 /**
- * Sends two requests at once and returns how far apart their answers came, relative to one request's time:
- * about 0 when two instances run them side by side, about 1 when one instance runs them in turn. Comparing
- * finish times keeps the measure fair on a busy machine, where both runs slow down alike.
+ * Sends two requests at once and returns how many executions each instance ran. The scheduler hands out the
+ * most recently freed instance first, so a second instance only runs a request that arrived while the first
+ * was busy: executions on two instances mean the two requests ran side by side. Counts, not timings, so a
+ * busy machine cannot change the answer.
  */
-async function finishGap(url: string): Promise<number> {
+async function executionsPerInstance(url: string): Promise<number[]> {
   const body = { inputs: [{ name: 'INPUT0', shape: [1, 16], datatype: 'FP32', data: new Array(16).fill(0.5) }] };
-  const send = () => postJson(`${url}/v2/models/slow_fp32/infer`, body).then((r) => {
-    assert.equal(r.status, 200);
-    return performance.now();
-  });
-  await send(); // warm
-  const gaps: number[] = [];
-  for (let i = 0; i < 3; i++) {
-    const t0 = performance.now();
-    const single = (await send()) - t0;
-    const [a, b] = await Promise.all([send(), send()]);
-    gaps.push(Math.abs(a - b) / single);
-  }
-  return gaps.sort((x, y) => x - y)[1]!;
+  const send = () => postJson(`${url}/v2/models/slow_fp32/infer`, body).then((r) => assert.equal(r.status, 200));
+  await send(); // one at a time: always the same instance
+  await Promise.all([send(), send()]);
+  const stats = (await request(`${url}/v2/models/slow_fp32/nereid_instance_stats`)).json().model_stats[0].instance_stats;
+  return stats.map((i: { execution_count: number }) => i.execution_count);
 }
 
 test('two instances run two requests at once; one instance runs them one after the other', async () => {
-  const gaps: Record<number, number> = {};
+  const runs: Record<number, number[]> = {};
   for (const count of [2, 1]) {
     const repo = await slowWith(count);
     const s = await startTestServer({ modelRepositories: [repo.dir] });
     try {
-      gaps[count] = await finishGap(s.url);
+      runs[count] = await executionsPerInstance(s.url);
     } finally {
       await s.close();
       await repo.remove();
     }
   }
-  assert.ok(gaps[2]! < 0.4, `count 2: answers ${gaps[2]!.toFixed(2)} single-request times apart`);
-  assert.ok(gaps[1]! > 0.6, `count 1: answers ${gaps[1]!.toFixed(2)} single-request times apart`);
+  assert.deepEqual(runs[2], [2, 1]);
+  assert.deepEqual(runs[1], [3]);
 });
