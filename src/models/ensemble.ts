@@ -1,13 +1,44 @@
 import { NereidError, isNereidError, unavailable } from '../errors.js';
 import type { ModelConfig } from '../config/types.js';
-import type { InferenceRequest, InferenceResponse } from '../inference/index.js';
+import { NO_RESPONSE, type InferenceRequest, type InferenceResponse } from '../inference/index.js';
 import type { Job, Scheduler } from '../scheduler/scheduler.js';
 import type { Tensor } from '../tensor/tensor.js';
 
 /** What an ensemble needs of a composing model: the same infer every frontend calls. */
 export interface ComposingModel {
   readonly version: number;
+  readonly decoupled: boolean;
   infer(request: InferenceRequest): Promise<InferenceResponse>;
+  inferStream(request: InferenceRequest): AsyncIterable<InferenceResponse>;
+}
+
+/**
+ * The tensors a branch of a streaming ensemble sees: its own, and its parent's (also those that arrive
+ * later). Each response of a decoupled step opens a child scope, so the steps after it run once per response.
+ */
+class Scope {
+  readonly own = new Map<string, Tensor>();
+  readonly launched = new Set<number>();
+  readonly children: Scope[] = [];
+  emitted = false;
+
+  constructor(readonly parent: Scope | undefined) {
+    parent?.children.push(this);
+  }
+
+  get(name: string): Tensor | undefined {
+    return this.own.get(name) ?? this.parent?.get(name);
+  }
+
+  /** A step launched here or in an ancestor is not launched again: its outputs reach this scope anyway. */
+  launchedHere(i: number): boolean {
+    return this.launched.has(i) || (this.parent?.launchedHere(i) ?? false);
+  }
+
+  *andDescendants(): Generator<Scope> {
+    yield this;
+    for (const c of this.children) yield* c.andDescendants();
+  }
 }
 
 /** Finds the version of a composing model a request should use (undefined: the highest READY one). */
@@ -42,7 +73,11 @@ export class EnsembleScheduler implements Scheduler {
   private stopped = false;
   private drained: (() => void) | undefined;
 
+  /** Some step is decoupled: the ensemble is too, and streams a response per result that reaches its outputs. */
+  private readonly streaming: boolean;
+
   constructor(private readonly name: string, config: ModelConfig, private readonly resolve: ModelResolver) {
+    this.streaming = config.model_transaction_policy?.decoupled ?? false;
     const optional = new Set(config.input.filter((i) => i.optional).map((i) => i.name));
     this.steps = config.ensemble_scheduling!.step.map((s) => {
       const inputs = Object.entries(s.input_map);
@@ -80,6 +115,17 @@ export class EnsembleScheduler implements Scheduler {
     this.running++;
     job.state = 'running';
     const start = process.hrtime.bigint();
+    if (this.streaming) {
+      this.runStreaming(job).then(
+        () => job.sender.send(NO_RESPONSE, true),
+        (e: unknown) => job.sender.fail(isNereidError(e) ? e : new NereidError('INTERNAL', (e as Error).message)),
+      ).finally(() => {
+        job.finish(start, { inputNs: 0, inferNs: Number(process.hrtime.bigint() - start), outputNs: 0 });
+        this.running--;
+        this.checkDrained();
+      });
+      return;
+    }
     this.run(job).then(
       (outputs) => job.sender.send(outputs, true),
       (e: unknown) => job.sender.fail(isNereidError(e) ? e : new NereidError('INTERNAL', (e as Error).message)),
@@ -168,6 +214,99 @@ export class EnsembleScheduler implements Scheduler {
       };
       for (let i = 0; i < this.steps.length; i++) launch(i);
       if (pending === 0) finish();
+    });
+  }
+
+  /**
+   * A streaming ensemble: decoupled steps are read as streams and each of their responses opens a scope in
+   * which the later steps run again. A scope that comes to hold every requested output sends one response.
+   * Resolves when every step of every scope has finished.
+   */
+  private runStreaming(job: Job): Promise<void> {
+    const models: ComposingModel[] = [];
+    for (const s of this.steps) {
+      try {
+        models.push(this.resolve(s.model, s.version));
+      } catch (e) {
+        return Promise.reject(this.stepError(s, e));
+      }
+    }
+    const root = new Scope(undefined);
+    for (const t of job.inputs) root.own.set(t.name, t);
+    return new Promise((resolve, reject) => {
+      let pending = 0;
+      let failed = false;
+      const fail = (step: StepPlan, e: unknown): void => {
+        if (failed) return;
+        failed = true;
+        reject(this.stepError(step, e));
+      };
+      const done = (): void => {
+        if (--pending === 0 && !failed) resolve();
+      };
+      const maybeEmit = (scope: Scope): void => {
+        if (scope.emitted || failed) return;
+        const out: Tensor[] = [];
+        for (const name of job.outputs) {
+          const t = scope.get(name);
+          if (!t) return;
+          out.push(t);
+        }
+        scope.emitted = true;
+        job.sender.send(out, false);
+      };
+      const add = (scope: Scope, name: string, t: Tensor): void => {
+        scope.own.set(name, renamed(t, name));
+        for (const s of scope.andDescendants()) {
+          for (const c of this.consumers.get(name) ?? []) launch(s, c);
+          maybeEmit(s);
+        }
+      };
+      const launch = (scope: Scope, i: number): void => {
+        const step = this.steps[i]!;
+        if (failed || scope.launchedHere(i) || !step.needs.every((t) => scope.get(t))) return;
+        scope.launched.add(i);
+        pending++;
+        const inputs: Tensor[] = [];
+        for (const [input, t] of step.inputs) {
+          const tensor = scope.get(t);
+          if (tensor) inputs.push(renamed(tensor, input));
+        }
+        const model = models[i]!;
+        const request: InferenceRequest = {
+          model: step.model, version: model.version, id: job.id, inputs, outputs: step.requested,
+          parameters: job.parameters, priority: job.priority, timeoutUs: job.timeoutUs, signal: job.signal,
+          sequenceId: job.sequenceId, sequenceStart: job.sequenceStart, sequenceEnd: job.sequenceEnd,
+        };
+        const place = (target: Scope, res: InferenceResponse): void => {
+          for (const t of res.outputs) {
+            const name = step.outputs.get(t.name);
+            if (name !== undefined) add(target, name, t);
+          }
+        };
+        if (!model.decoupled) {
+          model.infer(request).then((res) => {
+            if (!failed) place(scope, res);
+            done();
+          }, (e: unknown) => fail(step, e));
+          return;
+        }
+        void (async () => {
+          try {
+            for await (const res of model.inferStream(request)) {
+              if (failed) return;
+              place(new Scope(scope), res);
+            }
+            done();
+          } catch (e) {
+            fail(step, e);
+          }
+        })();
+      };
+      pending++; // held until every step of the root is launched
+      for (let i = 0; i < this.steps.length; i++) launch(root, i);
+      maybeEmit(root);
+      done();
     });
   }
 

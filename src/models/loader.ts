@@ -183,6 +183,13 @@ function loadEnsemble(model: PreparedModel, context: ModelContext, opts: LoaderO
       if (!c.output.some((x) => x.name === output)) throw invalidArg(`in ensemble '${model.name}', step ${i}: model '${step.model_name}' has no output '${output}'`);
     }
   });
-  const stats = new ModelStatistics(model.name, context.version);
-  return new ModelVersion(context, stats, new EnsembleScheduler(model.name, config, resolve), []);
+  // As Triton: an ensemble with a decoupled step is decoupled itself.
+  let ctx = context;
+  const decoupledStep = config.ensemble_scheduling!.step.some((s) => resolve(s.model_name, s.model_version >= 0 ? s.model_version : undefined).decoupled);
+  if (decoupledStep && !context.decoupled) {
+    config.model_transaction_policy = { ...(config.model_transaction_policy ?? {}), decoupled: true } as NonNullable<ModelConfig['model_transaction_policy']>;
+    ctx = new ModelContext(model.name, context.version, config, model.labels);
+  }
+  const stats = new ModelStatistics(model.name, ctx.version);
+  return new ModelVersion(ctx, stats, new EnsembleScheduler(model.name, config, resolve), []);
 }

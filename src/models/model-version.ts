@@ -31,6 +31,10 @@ export class ModelVersion {
     return this.context.version;
   }
 
+  get decoupled(): boolean {
+    return this.context.decoupled;
+  }
+
   inflight(): number {
     return this.scheduler.inflight();
   }

@@ -186,3 +186,46 @@ test('the bundled digits_pipeline ensemble answers as its three steps called one
     await ex.close();
   }
 });
+
+test('a decoupled step makes the ensemble decoupled: each of its responses flows through the later steps', async () => {
+  const repo2 = await tempRepository([{ from: join(EXAMPLES, 'repeat_int32') }, { from: join(FIXTURES, 'js', 'times_ten') }]);
+  await addEnsemble(repo2.dir, 'repeat_then_scale', `
+name: "repeat_then_scale"
+platform: "ensemble"
+max_batch_size: 0
+input [ { name: "IN" data_type: TYPE_INT32 dims: [ -1 ] }, { name: "DELAY" data_type: TYPE_UINT32 dims: [ -1 ] }, { name: "WAIT" data_type: TYPE_UINT32 dims: [ 1 ] } ]
+output [ { name: "SCALED" data_type: TYPE_INT32 dims: [ 1 ] }, { name: "INDEX" data_type: TYPE_UINT32 dims: [ 1 ] } ]
+ensemble_scheduling { step [
+  { model_name: "repeat_int32" model_version: -1
+    input_map { key: "IN" value: "IN" } input_map { key: "DELAY" value: "DELAY" } input_map { key: "WAIT" value: "WAIT" }
+    output_map { key: "OUT" value: "value" } output_map { key: "IDX" value: "INDEX" } },
+  { model_name: "times_ten" model_version: -1 input_map { key: "INPUT0" value: "value" } output_map { key: "OUTPUT0" value: "SCALED" } }
+] }
+`);
+  const s2 = await startTestServer({ modelRepositories: [repo2.dir] });
+  try {
+    const cfg = (await request(`${s2.url}/v2/models/repeat_then_scale/config`)).json();
+    assert.equal(cfg.model_transaction_policy.decoupled, true);
+    const u32 = (xs: number[]) => new Uint8Array(new Uint32Array(xs).buffer);
+    const i32 = (xs: number[]) => new Uint8Array(new Int32Array(xs).buffer);
+    const got: [number, number][] = [];
+    for await (const res of s2.server.inferStream({
+      model: 'repeat_then_scale',
+      inputs: [
+        { name: 'IN', datatype: 'INT32', shape: [3], data: i32([4, 5, 6]) },
+        { name: 'DELAY', datatype: 'UINT32', shape: [3], data: u32([10, 10, 10]) },
+        { name: 'WAIT', datatype: 'UINT32', shape: [1], data: u32([0]) },
+      ],
+    })) {
+      const by = new Map(res.outputs.map((t) => [t.name, t.data as Uint8Array]));
+      got.push([new Int32Array(by.get('SCALED')!.slice().buffer)[0]!, new Uint32Array(by.get('INDEX')!.slice().buffer)[0]!]);
+    }
+    assert.deepEqual(got.sort((a, b) => a[1] - b[1]), [[40, 0], [50, 1], [60, 2]]);
+    // HTTP /infer answers a decoupled ensemble as it answers any decoupled model.
+    const r = await postJson(`${s2.url}/v2/models/repeat_then_scale/infer`, { inputs: [] });
+    assert.equal(r.status, 501);
+  } finally {
+    await s2.close();
+    await repo2.remove();
+  }
+});
