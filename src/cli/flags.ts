@@ -55,6 +55,7 @@ interface ServerDraft {
   modelLoadThreadCount: number;
   rateLimit?: 'off' | 'execution_count';
   rateLimitResources?: { name: string; count: number; device: number | undefined }[];
+  responseCache?: Record<string, Record<string, string>>;
 }
 
 interface Draft extends Omit<ServeOptions, 'server' | 'metrics'> {
@@ -372,7 +373,12 @@ const FLAGS: readonly FlagSpec[] = [
   flag(REPOAGENT, 'repoagent-directory', '<path>', '/opt/tritonserver/repoagents', 'Directory searched for repository agents.', keepString),
 
   flag(CACHE, 'cache-config', '<cache>,<setting>=<value>', '', "A response cache setting, such as local,size=1048576. Any cache flag turns the server's response cache on. Repeatable.",
-    (d, v, id) => { d.cacheConfigGiven = true; sectioned(v, "'<cache>,<setting>=<value>'", true); keep(d, id, v); }),
+    (d, v, id) => {
+      d.cacheConfigGiven = true;
+      const { name, key, value } = sectioned(v, "'<cache>,<setting>=<value>'", true);
+      keep(d, id, v);
+      ((d.server.responseCache ??= {})[name] ??= {})[key] = value;
+    }),
   flag(CACHE, 'cache-directory', '<path>', '/opt/tritonserver/caches', 'Directory searched for cache implementations.', keepString),
 
   flag(RATE, 'rate-limit', '<execution_count|off>', 'off', 'execution_count: run a model instance only when the resources it declares are free, favouring priority and the least-used instance. off: run as soon as an instance is free. Any case.',
@@ -411,6 +417,7 @@ const FLAGS: readonly FlagSpec[] = [
       d.warnings.push("Warning: '--response-cache-byte-size' has been deprecated! Please use '--cache-config local,size=<bytes>' instead.");
       d.cacheSizeGiven = true;
       keep(d, id, String(int64(v)));
+      d.server.responseCache = { local: { size: String(int64(v)) } };
     }),
   flag(DEPRECATED, 'trace-file', '<path>', '', deprecatedTrace('triton,file=<path>'), (d, v, id) => deprecated(d, id, v)),
   flag(DEPRECATED, 'trace-level', '<level>', 'OFF', deprecatedTrace('level=<OFF|TIMESTAMPS|TENSORS>'), (d, v, id) => deprecated(d, id, choice(v, TRACE_LEVELS))),

@@ -11,6 +11,7 @@ import { DirectScheduler } from '../scheduler/direct.js';
 import { SequenceBatcher } from '../scheduler/sequence.js';
 import { DynamicBatcher } from '../scheduler/dynamic.js';
 import type { RateLimiter } from '../scheduler/rate-limiter.js';
+import type { LocalResponseCache } from '../cache/local.js';
 import { isInside, listEntries, listVersions, readText } from '../repository/local.js';
 import { ModelContext } from './context.js';
 import { ModelVersion } from './model-version.js';
@@ -28,6 +29,8 @@ export interface LoaderOptions {
   readonly loadThreads: number;
   /** --rate-limit: instances with rate_limiter resources run only while those are free. */
   readonly rateLimiter?: RateLimiter;
+  /** The server's response cache (--cache-config), for models with response_cache { enable: true }. */
+  readonly responseCache?: LocalResponseCache;
   /** How an ensemble finds its composing models (the manager's resolve). */
   readonly resolveModel?: ModelResolver;
 }
@@ -145,7 +148,7 @@ export async function loadVersion(model: PreparedModel, version: number, opts: L
     : model.config.dynamic_batching
       ? new DynamicBatcher(model.config, scheduled, onExecution)
       : new DirectScheduler(scheduled, onExecution);
-  versionRef = new ModelVersion(context, stats, scheduler, instances);
+  versionRef = new ModelVersion(context, stats, scheduler, instances, cacheFor(model.config, opts));
   return versionRef;
 }
 
@@ -191,5 +194,9 @@ function loadEnsemble(model: PreparedModel, context: ModelContext, opts: LoaderO
     ctx = new ModelContext(model.name, context.version, config, model.labels);
   }
   const stats = new ModelStatistics(model.name, ctx.version);
-  return new ModelVersion(ctx, stats, new EnsembleScheduler(model.name, config, resolve), []);
+  return new ModelVersion(ctx, stats, new EnsembleScheduler(model.name, config, resolve), [], cacheFor(config, opts));
+}
+
+function cacheFor(config: ModelConfig, opts: LoaderOptions): LocalResponseCache | undefined {
+  return config.response_cache?.enable ? opts.responseCache : undefined;
 }

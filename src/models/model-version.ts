@@ -6,6 +6,7 @@ import type { FailureReason, Job, Scheduler } from '../scheduler/scheduler.js';
 import type { Tensor } from '../tensor/tensor.js';
 import { ResponseStream } from '../inference/stream.js';
 import { classify } from './classification.js';
+import { LocalResponseCache } from '../cache/local.js';
 import type { ModelContext } from './context.js';
 import { StreamJob } from './stream-job.js';
 
@@ -21,6 +22,8 @@ export class ModelVersion {
     readonly stats: ModelStatistics,
     private readonly scheduler: Scheduler,
     private readonly instances: readonly BackendInstance[],
+    /** The server's response cache, for a model with response_cache { enable: true }. */
+    private readonly cache?: LocalResponseCache,
   ) {}
 
   get name(): string {
@@ -54,10 +57,39 @@ export class ModelVersion {
     if (ctx.decoupled) {
       return Promise.reject(new NereidError('UNSUPPORTED', `model '${ctx.name}' uses the decoupled transaction policy: read its responses with inferStream()`));
     }
+    if (this.cache) return this.inferCached(request, outputs, rows, start);
+    return this.run(request, outputs, rows, start);
+  }
+
+  private run(request: InferenceRequest, outputs: readonly string[], rows: number, start: bigint): Promise<InferenceResponse> {
+    const ctx = this.context;
     const inputs = ctx.reshapes ? request.inputs.map((t) => ctx.toBackend(t)) : request.inputs;
     return new Promise((resolve, reject) => {
       const job = new InferJob(this, request, inputs, outputs, rows, start, resolve, reject);
       this.scheduler.enqueue(job);
+    });
+  }
+
+  /**
+   * Triton's response cache: a hit answers without running the model (counted as a success and a cache hit,
+   * not as an inference or execution); a miss runs it and stores the answer.
+   */
+  private inferCached(request: InferenceRequest, outputs: readonly string[], rows: number, start: bigint): Promise<InferenceResponse> {
+    const ctx = this.context;
+    const cache = this.cache!;
+    const key = LocalResponseCache.key(ctx.name, ctx.version, request, outputs);
+    const hit = cache.get(key);
+    const looked = process.hrtime.bigint();
+    if (hit) {
+      this.stats.recordCacheHit(Number(looked - start), Number(looked - start));
+      return Promise.resolve({ model: ctx.name, version: ctx.version, id: request.id ?? '', outputs: hit });
+    }
+    const lookupNs = Number(looked - start);
+    return this.run(request, outputs, rows, start).then((res) => {
+      const t = process.hrtime.bigint();
+      cache.insert(key, res.outputs);
+      this.stats.recordCacheMiss(lookupNs + Number(process.hrtime.bigint() - t));
+      return res;
     });
   }
 

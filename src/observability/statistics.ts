@@ -109,6 +109,19 @@ export class ModelStatistics {
     add(this.response(0).success, requestNs);
   }
 
+  /** A request answered from the response cache: a success and a hit, but no inference or execution. */
+  recordCacheHit(requestNs: number, lookupNs: number): void {
+    this.lastInferenceMs = Date.now();
+    add(this.success, requestNs);
+    add(this.cacheHit, lookupNs);
+    add(this.response(0).success, requestNs);
+  }
+
+  /** The lookup and insert time of a request the cache did not have (the request itself counts as usual). */
+  recordCacheMiss(ns: number): void {
+    add(this.cacheMiss, ns);
+  }
+
   recordFailure(requestNs: number, reason: FailureReason = 'OTHER'): void {
     this.lastInferenceMs = Date.now();
     this.failures[reason]++;

@@ -8,6 +8,7 @@ import { ModelManager, type IndexEntry, type LoadRequest } from '../models/manag
 import type { ModelVersion } from '../models/model-version.js';
 import { createLogger, type Logger } from '../observability/logger.js';
 import { RateLimiter } from '../scheduler/rate-limiter.js';
+import { LocalResponseCache } from '../cache/local.js';
 import { DEFAULT_SERVER_ID, NEREID_VERSION, type ServerOptions } from './options.js';
 
 export interface ServerMetadata {
@@ -68,6 +69,7 @@ export class InferenceServer {
       logger: this.logger,
       loadThreads: options.modelLoadThreadCount ?? 4,
       rateLimiter: new RateLimiter(options.rateLimit === 'execution_count', options.rateLimitResources ?? []),
+      responseCache: responseCache(options.responseCache),
     }, this.logger);
     this.metadataValue = { name: options.id ?? DEFAULT_SERVER_ID, version: NEREID_VERSION, extensions: EXTENSIONS };
   }
@@ -286,3 +288,14 @@ export class InferenceServer {
   }
 }
 
+
+/** The response cache --cache-config asks for; Nereid has Triton's `local` cache (a byte budget, LRU). */
+function responseCache(c: ServerOptions['responseCache']): LocalResponseCache | undefined {
+  if (!c) return undefined;
+  const names = Object.keys(c);
+  const other = names.find((n) => n !== 'local');
+  if (other !== undefined) throw new NereidError('UNSUPPORTED', `response cache '${other}' is not available: Nereid has the 'local' cache only (--cache-config local,size=<bytes>)`);
+  const size = Number(c['local']?.['size']);
+  if (!Number.isSafeInteger(size) || size <= 0) throw invalidArg(`--cache-config local needs size=<bytes> (a positive integer), got '${c['local']?.['size'] ?? ''}'`);
+  return new LocalResponseCache(size);
+}

@@ -34,6 +34,11 @@ export interface ServerOptions {
   rateLimit?: 'off' | 'execution_count';
   /** --rate-limit-resource, parsed: units of a resource on one device (or every device when undefined). */
   rateLimitResources?: { name: string; count: number; device: number | undefined }[];
+  /**
+   * --cache-config (or --response-cache-byte-size), by cache name: the server's response cache, for models
+   * with response_cache { enable: true }. Nereid has the `local` cache: `{ local: { size: '<bytes>' } }`.
+   */
+  responseCache?: Record<string, Record<string, string>>;
 }
 
 export const DEFAULT_SERVER_ID = 'triton';
