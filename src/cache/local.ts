@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { InferenceRequest } from '../inference/index.js';
 import type { Tensor } from '../tensor/tensor.js';
+import type { ResponseCache } from './cache.js';
 
 /**
  * The server's response cache, Triton's `local` cache: one byte budget shared by every model with
@@ -9,12 +10,13 @@ import type { Tensor } from '../tensor/tensor.js';
  * the outputs must not get another request's full answer). Entries hold their own copies of the output bytes,
  * so a cached answer never aliases a buffer a backend may reuse.
  */
-export class LocalResponseCache {
+export class LocalResponseCache implements ResponseCache {
   private readonly entries = new Map<string, { outputs: readonly Tensor[]; bytes: number }>();
   private used = 0;
 
   constructor(readonly budget: number) {}
 
+  /** The cache key of a request: shared by every cache (see the class comment). */
   static key(model: string, version: number, request: InferenceRequest, outputs: readonly string[]): string {
     const h = createHash('sha256');
     h.update(`${model}\u0000${version}\u0000${outputs.join('\u0000')}\u0000`);

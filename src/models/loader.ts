@@ -11,7 +11,7 @@ import { DirectScheduler } from '../scheduler/direct.js';
 import { SequenceBatcher } from '../scheduler/sequence.js';
 import { DynamicBatcher } from '../scheduler/dynamic.js';
 import type { RateLimiter } from '../scheduler/rate-limiter.js';
-import type { LocalResponseCache } from '../cache/local.js';
+import type { ResponseCache } from '../cache/cache.js';
 import { isInside, listEntries, listVersions, readText } from '../repository/local.js';
 import { ModelContext } from './context.js';
 import { ModelVersion } from './model-version.js';
@@ -30,7 +30,7 @@ export interface LoaderOptions {
   /** --rate-limit: instances with rate_limiter resources run only while those are free. */
   readonly rateLimiter?: RateLimiter;
   /** The server's response cache (--cache-config), for models with response_cache { enable: true }. */
-  readonly responseCache?: LocalResponseCache;
+  readonly responseCache?: ResponseCache;
   /** How an ensemble finds its composing models (the manager's resolve). */
   readonly resolveModel?: ModelResolver;
 }
@@ -197,6 +197,6 @@ function loadEnsemble(model: PreparedModel, context: ModelContext, opts: LoaderO
   return new ModelVersion(ctx, stats, new EnsembleScheduler(model.name, config, resolve), [], cacheFor(config, opts));
 }
 
-function cacheFor(config: ModelConfig, opts: LoaderOptions): LocalResponseCache | undefined {
+function cacheFor(config: ModelConfig, opts: LoaderOptions): ResponseCache | undefined {
   return config.response_cache?.enable ? opts.responseCache : undefined;
 }

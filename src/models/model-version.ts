@@ -7,6 +7,7 @@ import type { Tensor } from '../tensor/tensor.js';
 import { ResponseStream } from '../inference/stream.js';
 import { classify } from './classification.js';
 import { LocalResponseCache } from '../cache/local.js';
+import type { ResponseCache } from '../cache/cache.js';
 import type { ModelContext } from './context.js';
 import { StreamJob } from './stream-job.js';
 
@@ -23,7 +24,7 @@ export class ModelVersion {
     private readonly scheduler: Scheduler,
     private readonly instances: readonly BackendInstance[],
     /** The server's response cache, for a model with response_cache { enable: true }. */
-    private readonly cache?: LocalResponseCache,
+    private readonly cache?: ResponseCache,
   ) {}
 
   get name(): string {
@@ -78,19 +79,24 @@ export class ModelVersion {
     const ctx = this.context;
     const cache = this.cache!;
     const key = LocalResponseCache.key(ctx.name, ctx.version, request, outputs);
-    const hit = cache.get(key);
-    const looked = process.hrtime.bigint();
-    if (hit) {
-      this.stats.recordCacheHit(Number(looked - start), Number(looked - start));
-      return Promise.resolve({ model: ctx.name, version: ctx.version, id: request.id ?? '', outputs: hit });
-    }
-    const lookupNs = Number(looked - start);
-    return this.run(request, outputs, rows, start).then((res) => {
-      const t = process.hrtime.bigint();
-      cache.insert(key, res.outputs);
-      this.stats.recordCacheMiss(lookupNs + Number(process.hrtime.bigint() - t));
-      return res;
-    });
+    const found = cache.get(key);
+    const answer = (hit: readonly Tensor[] | undefined): Promise<InferenceResponse> => {
+      const looked = process.hrtime.bigint();
+      if (hit) {
+        this.stats.recordCacheHit(Number(looked - start), Number(looked - start));
+        return Promise.resolve({ model: ctx.name, version: ctx.version, id: request.id ?? '', outputs: hit });
+      }
+      const lookupNs = Number(looked - start);
+      return this.run(request, outputs, rows, start).then((res) => {
+        const t = process.hrtime.bigint();
+        // A remote insert is not waited for: the client has its answer either way.
+        const stored = cache.insert(key, res.outputs);
+        this.stats.recordCacheMiss(lookupNs + Number(process.hrtime.bigint() - t));
+        if (stored instanceof Promise) stored.catch(() => undefined);
+        return res;
+      });
+    };
+    return found instanceof Promise ? found.then(answer) : answer(found);
   }
 
   /** Every response of a request as it comes: the one of an ordinary model, or a decoupled model's stream. */

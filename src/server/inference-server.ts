@@ -9,6 +9,8 @@ import type { ModelVersion } from '../models/model-version.js';
 import { createLogger, type Logger } from '../observability/logger.js';
 import { RateLimiter } from '../scheduler/rate-limiter.js';
 import { LocalResponseCache } from '../cache/local.js';
+import { RedisResponseCache } from '../cache/redis.js';
+import type { ResponseCache } from '../cache/cache.js';
 import { DEFAULT_SERVER_ID, NEREID_VERSION, type ServerOptions } from './options.js';
 
 export interface ServerMetadata {
@@ -59,8 +61,11 @@ export class InferenceServer {
   private inflightRequests = 0;
   private idle: (() => void) | undefined;
 
+  private readonly cache: ResponseCache | undefined;
+
   private constructor(private readonly options: ServerOptions, created: CreateOptions) {
     this.logger = created.logger ?? createLogger({ info: true, warning: true, error: true, verbose: 0, format: 'default', file: '' });
+    this.cache = responseCache(options.responseCache, this.logger);
     this.manager = new ModelManager(options.modelRepositories, {
       backends: created.backends ?? defaultBackends(),
       strictModelConfig: options.strictModelConfig ?? false,
@@ -69,7 +74,7 @@ export class InferenceServer {
       logger: this.logger,
       loadThreads: options.modelLoadThreadCount ?? 4,
       rateLimiter: new RateLimiter(options.rateLimit === 'execution_count', options.rateLimitResources ?? []),
-      responseCache: responseCache(options.responseCache),
+      responseCache: this.cache,
     }, this.logger);
     this.metadataValue = { name: options.id ?? DEFAULT_SERVER_ID, version: NEREID_VERSION, extensions: EXTENSIONS };
   }
@@ -91,6 +96,7 @@ export class InferenceServer {
     }
     if (failures.size > 0 && (options.exitOnError ?? true)) {
       await server.manager.close();
+      await server.cache?.close?.();
       const list = [...failures].map(([m, r]) => `'${m}': ${r}`).join('; ');
       throw unavailable(`failed to load all models: ${list}`);
     }
@@ -284,17 +290,20 @@ export class InferenceServer {
       this.manager.rejectQueued(unavailable('Server is shutting down: exit timeout reached before this request ran'));
     }
     await this.manager.close();
+    await this.cache?.close?.();
     this.state = 'stopped';
   }
 }
 
 
-/** The response cache --cache-config asks for; Nereid has Triton's `local` cache (a byte budget, LRU). */
-function responseCache(c: ServerOptions['responseCache']): LocalResponseCache | undefined {
+/** The response cache --cache-config asks for: Triton's `local` (a byte budget, LRU) or `redis`. */
+function responseCache(c: ServerOptions['responseCache'], logger: Logger): ResponseCache | undefined {
   if (!c) return undefined;
   const names = Object.keys(c);
+  if (names.length > 1) throw invalidArg(`one response cache at a time: --cache-config names ${names.join(' and ')}`);
+  if (c['redis']) return RedisResponseCache.create(c['redis'], logger);
   const other = names.find((n) => n !== 'local');
-  if (other !== undefined) throw new NereidError('UNSUPPORTED', `response cache '${other}' is not available: Nereid has the 'local' cache only (--cache-config local,size=<bytes>)`);
+  if (other !== undefined) throw new NereidError('UNSUPPORTED', `response cache '${other}' is not available: Nereid has the 'local' and 'redis' caches`);
   const size = Number(c['local']?.['size']);
   if (!Number.isSafeInteger(size) || size <= 0) throw invalidArg(`--cache-config local needs size=<bytes> (a positive integer), got '${c['local']?.['size'] ?? ''}'`);
   return new LocalResponseCache(size);

@@ -64,5 +64,6 @@ test('through the server: a repeated request is a hit, counted as Triton counts 
 test('--cache-config reaches the options; a cache Nereid does not have stops the start with a clear error', async () => {
   assert.deepEqual(parseServeFlags(['--model-repository=/m', '--cache-config=local,size=1048576']).server.responseCache, { local: { size: '1048576' } });
   assert.deepEqual(parseServeFlags(['--model-repository=/m', '--response-cache-byte-size=4096']).server.responseCache, { local: { size: '4096' } });
-  await assert.rejects(InferenceServer.create({ modelRepositories: [EXAMPLES], responseCache: { redis: { host: 'localhost', port: '6379' } } }), /'local' cache only/);
+  await assert.rejects(InferenceServer.create({ modelRepositories: [EXAMPLES], responseCache: { memcached: { host: 'localhost' } } }), /'memcached' is not available/);
+  await assert.rejects(InferenceServer.create({ modelRepositories: [EXAMPLES], responseCache: { local: { size: '4096' }, redis: { host: 'h', port: '1' } } }), /one response cache at a time/);
 });

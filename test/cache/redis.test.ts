@@ -1,0 +1,87 @@
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { appendFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { EXAMPLES } from '../helpers/paths.js';
+import { startTestServer, tempRepository, type TestServer } from '../helpers/server.js';
+import { postJson, request } from '../helpers/http.js';
+
+// The redis cache against a real redis-server from Debian, started here on a free loopback port: hits after
+// misses, an outage that only costs hits, and hits again once Redis is back.
+
+const missing = spawnSync('redis-server', ['--version']).error ? 'redis-server is not installed (Debian package redis-server)' : undefined;
+const skip = missing && process.env.CI !== 'true' ? missing : false;
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const srv = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+async function startRedis(port: number): Promise<ChildProcess> {
+  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+  for (let i = 0; i < 100; i++) {
+    if (spawnSync('redis-cli', ['-p', String(port), 'ping'], { encoding: 'utf8' }).stdout?.includes('PONG')) return child;
+    await sleep(50);
+  }
+  child.kill();
+  throw new Error('redis-server did not start');
+}
+
+let port: number;
+let redis: ChildProcess | undefined;
+let repo: { dir: string; remove(): Promise<void> };
+let s: TestServer;
+before(async () => {
+  if (skip) return;
+  port = await freePort();
+  redis = await startRedis(port);
+  repo = await tempRepository([{ from: join(EXAMPLES, 'digits') }]);
+  await appendFile(join(repo.dir, 'digits', 'config.pbtxt'), '\nresponse_cache { enable: true }\n');
+  s = await startTestServer({ modelRepositories: [repo.dir], responseCache: { redis: { host: '127.0.0.1', port: String(port), wait_timeout: '300' } } });
+});
+after(async () => {
+  if (skip) return;
+  await s.close();
+  await repo.remove();
+  redis?.kill();
+});
+
+const body = (v: number) => ({ inputs: [{ name: 'INPUT', shape: [1, 64], datatype: 'FP32', data: new Array(64).fill(v) }] });
+const infer = (v: number) => postJson(`${s.url}/v2/models/digits/versions/2/infer`, body(v));
+const stats = async () => (await request(`${s.url}/v2/models/digits/versions/2/stats`)).json().model_stats[0].inference_stats;
+
+test('redis cache: a repeated request is answered from Redis', { skip }, async () => {
+  const first = await infer(3);
+  assert.equal(first.status, 200);
+  // The insert is not awaited by the request: wait until Redis holds it.
+  for (let i = 0; i < 50 && (await stats()).cache_hit.count === 0; i++) {
+    const r = await infer(3);
+    assert.deepEqual(r.json().outputs, first.json().outputs);
+    await sleep(20);
+  }
+  assert.ok((await stats()).cache_hit.count >= 1);
+});
+
+test('redis cache: an outage costs hits, never requests; hits come back with Redis', { skip }, async () => {
+  redis!.kill('SIGKILL');
+  await new Promise((r) => redis!.once('exit', r));
+  const hitsBefore = (await stats()).cache_hit.count;
+  for (let i = 0; i < 5; i++) assert.equal((await infer(3)).status, 200);
+  assert.equal((await stats()).cache_hit.count, hitsBefore, 'no hits while Redis is away');
+  redis = await startRedis(port);
+  // The client reconnects on its own; the restarted Redis is empty, so the first request fills it again.
+  let hits = hitsBefore;
+  for (let i = 0; i < 100 && hits === hitsBefore; i++) {
+    assert.equal((await infer(4)).status, 200);
+    hits = (await stats()).cache_hit.count;
+    await sleep(50);
+  }
+  assert.ok(hits > hitsBefore, 'hits again after Redis came back');
+});
