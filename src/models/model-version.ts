@@ -6,8 +6,7 @@ import type { FailureReason, Job, Scheduler } from '../scheduler/scheduler.js';
 import type { Tensor } from '../tensor/tensor.js';
 import { ResponseStream } from '../inference/stream.js';
 import { classify } from './classification.js';
-import { LocalResponseCache } from '../cache/local.js';
-import type { ResponseCache } from '../cache/cache.js';
+import { responseCacheKey, type ResponseCache } from '../cache/cache.js';
 import type { ModelContext } from './context.js';
 import { StreamJob } from './stream-job.js';
 
@@ -78,7 +77,7 @@ export class ModelVersion {
   private inferCached(request: InferenceRequest, outputs: readonly string[], rows: number, start: bigint): Promise<InferenceResponse> {
     const ctx = this.context;
     const cache = this.cache!;
-    const key = LocalResponseCache.key(ctx.name, ctx.version, request, outputs);
+    const key = responseCacheKey(ctx.name, ctx.version, request, outputs);
     const found = cache.get(key);
     const answer = (hit: readonly Tensor[] | undefined): Promise<InferenceResponse> => {
       const looked = process.hrtime.bigint();

@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { appendFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { LocalResponseCache } from '../../src/cache/local.js';
+import { responseCacheKey } from '../../src/cache/cache.js';
 import { InferenceServer } from '../../src/server/inference-server.js';
 import type { Tensor } from '../../src/tensor/tensor.js';
 import { EXAMPLES } from '../helpers/paths.js';
@@ -31,7 +32,7 @@ test('local cache: LRU within its byte budget, entries that do not fit are never
 
 test('keys: same model, version, inputs and outputs match; any difference does not', () => {
   const t = (v: number): Tensor => ({ name: 'X', datatype: 'INT32', shape: [1, 1], data: new Uint8Array(new Int32Array([v]).buffer) });
-  const k = (v: number, outs = ['Y'], version = 1) => LocalResponseCache.key('m', version, { model: 'm', inputs: [t(v)] }, outs);
+  const k = (v: number, outs = ['Y'], version = 1) => responseCacheKey('m', version, { model: 'm', inputs: [t(v)] }, outs);
   assert.equal(k(1), k(1));
   assert.notEqual(k(1), k(2));
   assert.notEqual(k(1), k(1, ['Y', 'Z']));
