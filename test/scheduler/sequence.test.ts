@@ -54,6 +54,25 @@ test('two interleaved sequences each keep their own running sum (uint64 and stri
   assert.deepEqual(r.json().outputs.map((o: any) => o.name), ['OUTPUT']);
 });
 
+test('uint64 ids above 2^53 over HTTP JSON stay exact: two ids one apart are two sequences', async () => {
+  // As doubles both ids read 2^63: only an exact reading of the JSON text tells them apart.
+  const ids = ['9223372036854775809', '9223372036854775810'];
+  const step = (id: string, value: number, start: boolean, end: boolean) => request(`${s.url}/v2/models/sequence_accumulator/infer`, {
+    method: 'POST', headers: { 'Content-Type': 'application/json' },
+    body: `{"inputs":[{"name":"INPUT","shape":[1,1],"datatype":"INT32","data":[${value}]}],"parameters":{"sequence_id":${id},"sequence_start":${start},"sequence_end":${end}}}`,
+  }).then((r) => { assert.equal(r.status, 200, r.body.toString()); return r.json().outputs[0].data[0] as number; });
+  assert.equal(await step(ids[0]!, 5, true, false), 5);
+  assert.equal(await step(ids[1]!, 100, true, false), 100);
+  assert.equal(await step(ids[0]!, 1, false, true), 6);
+  assert.equal(await step(ids[1]!, 1, false, true), 101);
+  const tooBig = await request(`${s.url}/v2/models/sequence_accumulator/infer`, {
+    method: 'POST', headers: { 'Content-Type': 'application/json' },
+    body: '{"inputs":[{"name":"INPUT","shape":[1,1],"datatype":"INT32","data":[1]}],"parameters":{"sequence_id":18446744073709551616,"sequence_start":true}}',
+  });
+  assert.equal(tooBig.status, 400);
+  assert.match(tooBig.body.toString(), /unsigned 64-bit/);
+});
+
 test('a START on a live id starts over from a fresh state', async () => {
   assert.deepEqual(await runSequence(42, [5, 5]).then(() => runSequence(42, [1, 2])), [1, 3]);
   assert.equal((await send(43, 10, { start: true })).json().outputs[0].data[0], 10);

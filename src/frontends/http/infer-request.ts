@@ -122,7 +122,7 @@ interface DecodedParameters {
   priority: number | undefined;
   timeoutUs: number | undefined;
   binaryDataOutput: boolean;
-  sequenceId?: number | string;
+  sequenceId?: number | bigint | string;
   sequenceStart?: boolean;
   sequenceEnd?: boolean;
 }
@@ -147,6 +147,13 @@ function decodeParameters(p: unknown): DecodedParameters {
   return out;
 }
 
+const UINT64_LIMIT = 1n << 64n;
+
+function uint64(k: string, v: bigint): bigint {
+  if (v < 0n || v >= UINT64_LIMIT) throw invalidArg(`parameter '${k}' must be an unsigned 64-bit integer`);
+  return v;
+}
+
 function reserved(out: DecodedParameters, k: string, v: unknown): void {
   const uint = (): number => {
     if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) throw invalidArg(`parameter '${k}' must be an unsigned integer`);
@@ -162,7 +169,7 @@ function reserved(out: DecodedParameters, k: string, v: unknown): void {
     case 'binary_data_output': out.binaryDataOutput = bool(); break;
     case 'sequence_start': out.sequenceStart = bool(); break;
     case 'sequence_end': out.sequenceEnd = bool(); break;
-    case 'sequence_id': out.sequenceId = typeof v === 'string' ? v : uint(); break;
+    case 'sequence_id': out.sequenceId = typeof v === 'string' ? v : typeof v === 'bigint' ? uint64(k, v) : uint(); break;
     default: break; // 'headers' is filled by header forwarding, not by clients
   }
 }

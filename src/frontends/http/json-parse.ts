@@ -12,10 +12,34 @@ export const OFF_THREAD_BYTES = 256 * 1024;
 
 export function parseJsonInline(body: Buffer, length: number): unknown {
   try {
-    return JSON.parse(body.toString('utf8', 0, length));
+    return parseInferJson(body.toString('utf8', 0, length));
   } catch (e) {
     throw invalidArg(`failed to parse the request JSON buffer: ${(e as Error).message}`);
   }
+}
+
+/**
+ * JSON.parse, keeping a `sequence_id` above 2^53 exact. JSON numbers become doubles, but Triton reads the id as
+ * a uint64, and clients use the whole range (random or hashed ids). Only an id that did not survive the double
+ * is looked up again in the text, so ordinary requests pay nothing.
+ */
+export function parseInferJson(text: string): unknown {
+  const j = JSON.parse(text) as { parameters?: Record<string, unknown> } | null;
+  const p = j !== null && typeof j === 'object' ? j.parameters : undefined;
+  if (p !== null && typeof p === 'object' && typeof p['sequence_id'] === 'number' && !Number.isSafeInteger(p['sequence_id'])) {
+    p['sequence_id'] = exactInteger(text, 'sequence_id', p['sequence_id']) ?? p['sequence_id'];
+  }
+  return j;
+}
+
+/** The integer literal of `key` in `text` whose value as a double is `approx`: the one JSON.parse rounded. */
+function exactInteger(text: string, key: string, approx: number): bigint | undefined {
+  const re = new RegExp(`"${key}"\\s*:\\s*(-?\\d+)(?![.\\deE])`, 'g');
+  for (let m = re.exec(text); m !== null; m = re.exec(text)) {
+    const v = BigInt(m[1]!);
+    if (Number(v) === approx) return v;
+  }
+  return undefined;
 }
 
 type Pending = { resolve: (v: any) => void; reject: (e: unknown) => void };

@@ -4,6 +4,7 @@ import { isDataType } from '../../tensor/datatype.js';
 import { elementCount } from '../../tensor/tensor.js';
 import { decodeJsonData } from './json-data.js';
 import { encodeInfer } from './infer-response.js';
+import { parseInferJson } from './json-parse.js';
 import type { InferenceResponse } from '../../inference/index.js';
 
 /**
@@ -37,7 +38,7 @@ parentPort!.on('message', (job: ParseJob | EncodeJob) => {
   }
   const { id, text } = job;
   try {
-    const json = JSON.parse(decoder.decode(text)) as unknown;
+    const json = parseInferJson(decoder.decode(text));
     const transfer: ArrayBuffer[] = [];
     const inputs = (json as { inputs?: unknown }).inputs;
     if (Array.isArray(inputs)) {
