@@ -29,6 +29,8 @@ interface Lane {
   busy: boolean;
   /** A synchronous instance's batch waits for the end of the loop turn (see direct.ts); one wait at a time. */
   deferred: boolean;
+  /** Oldest strategy: the timer that sends a short batch once its oldest request has waited the queue delay. */
+  delayTimer: NodeJS.Timeout | undefined;
 }
 
 interface ControlPlan {
@@ -56,6 +58,9 @@ export class SequenceBatcher implements Scheduler {
   private readonly perLane: number;
   private readonly maxRows: number;
   private readonly oldest: boolean;
+  /** Oldest strategy: how long a short batch may wait for more sequences, and the size that need not wait. */
+  private readonly delayNs: bigint;
+  private readonly fullRows: number;
   private readonly controls: readonly ControlPlan[];
   private readonly states: readonly SequenceState[];
   private readonly stateOutputs: ReadonlySet<string>;
@@ -75,11 +80,14 @@ export class SequenceBatcher implements Scheduler {
     private readonly onExecution: ExecutionListener,
   ) {
     const sb = config.sequence_batching!;
-    this.lanes = instances.map((instance) => ({ instance, sequences: new Set(), busy: false, deferred: false }));
+    this.lanes = instances.map((instance) => ({ instance, sequences: new Set(), busy: false, deferred: false, delayTimer: undefined }));
     this.maxRows = Math.max(1, config.max_batch_size);
     this.oldest = sb.oldest !== undefined;
     const candidates = sb.oldest?.max_candidate_sequences ?? 0;
     this.perLane = this.oldest ? Math.max(1, candidates > 0 ? Math.ceil(candidates / instances.length) : this.maxRows) : this.maxRows;
+    this.delayNs = BigInt(sb.oldest?.max_queue_delay_microseconds ?? 0) * 1000n;
+    const preferred = (sb.oldest?.preferred_batch_size ?? []).filter((n) => n <= this.maxRows);
+    this.fullRows = preferred.length > 0 ? Math.max(...preferred) : this.maxRows;
     this.controls = sb.control_input.map((c) => {
       const control = c.control[0]!;
       return { name: c.name, control, datatype: controlDataType(control) };
@@ -126,6 +134,13 @@ export class SequenceBatcher implements Scheduler {
 
   drain(): Promise<void> {
     this.stopped = true;
+    // Batches waiting out a queue delay go now: nothing more is coming.
+    for (const lane of this.lanes) {
+      if (!lane.delayTimer) continue;
+      clearTimeout(lane.delayTimer);
+      lane.delayTimer = undefined;
+      this.pump(lane);
+    }
     if (this.inflight() === 0) {
       clearInterval(this.reaper);
       return Promise.resolve();
@@ -202,9 +217,30 @@ export class SequenceBatcher implements Scheduler {
     const ready = [...lane.sequences].filter((s) => !s.running && s.pending.length > 0);
     if (this.oldest) ready.sort((a, b) => (a.pending[0]!.enqueuedNs < b.pending[0]!.enqueuedNs ? -1 : 1));
     const batch = ready.slice(0, this.maxRows);
-    if (batch.length === 0) return;
+    if (batch.length === 0 || this.waitForMore(lane, batch)) return;
+    if (lane.delayTimer) clearTimeout(lane.delayTimer);
+    lane.delayTimer = undefined;
     lane.busy = true;
     void this.execute(lane, batch);
+  }
+
+  /**
+   * Oldest strategy with max_queue_delay_microseconds: a batch below the largest preferred size (or below
+   * max_batch_size without preferred sizes) waits for more sequences until its oldest request has waited the
+   * delay, as Triton's dynamic batcher over the candidate sequences does. A timer, not the next arrival, ends
+   * the wait. Never while stopping: queued requests then run at once.
+   */
+  private waitForMore(lane: Lane, batch: readonly Sequence[]): boolean {
+    if (!this.oldest || this.delayNs === 0n || batch.length >= this.fullRows || this.stopped) return false;
+    const waited = process.hrtime.bigint() - batch[0]!.pending[0]!.enqueuedNs;
+    if (waited >= this.delayNs) return false;
+    if (!lane.delayTimer) {
+      lane.delayTimer = setTimeout(() => {
+        lane.delayTimer = undefined;
+        this.startBatch(lane);
+      }, Math.ceil(Number(this.delayNs - waited) / 1e6));
+    }
+    return true;
   }
 
   private async execute(lane: Lane, batch: Sequence[]): Promise<void> {

@@ -14,7 +14,12 @@ import { postJson, request } from '../helpers/http.js';
 let repo: { dir: string; remove(): Promise<void> };
 let s: TestServer;
 before(async () => {
-  repo = await tempRepository([{ from: join(EXAMPLES, 'sequence_accumulator') }]);
+  repo = await tempRepository([{ from: join(EXAMPLES, 'sequence_accumulator') }, { from: join(EXAMPLES, 'sequence_accumulator'), name: 'accumulator_oldest' }]);
+  // The same model under the oldest strategy, waiting up to 400 ms for a second sequence to batch with.
+  const o = join(repo.dir, 'accumulator_oldest', 'config.pbtxt');
+  await writeFile(o, (await readFile(o, 'utf8'))
+    .replace('name: "sequence_accumulator"', 'name: "accumulator_oldest"')
+    .replace('sequence_batching {', 'sequence_batching {\n  oldest { max_candidate_sequences: 4 preferred_batch_size: [ 2 ] max_queue_delay_microseconds: 400000 }'));
   // A short idle time so the reaping test does not wait 5 s.
   const p = join(repo.dir, 'sequence_accumulator', 'config.pbtxt');
   await writeFile(p, (await readFile(p, 'utf8')).replace('max_sequence_idle_microseconds: 5000000', 'max_sequence_idle_microseconds: 300000'));
@@ -145,4 +150,24 @@ test('simple_sequence answers what Triton\'s sequence example clients expect', a
   } finally {
     await ex.close();
   }
+});
+
+test('oldest strategy: a short batch waits max_queue_delay_microseconds for more sequences, then goes without them', async () => {
+  const url = `${s.url}/v2/models/accumulator_oldest/infer`;
+  const step = (id: number, value: number) => postJson(url, {
+    inputs: [{ name: 'INPUT', shape: [1, 1], datatype: 'INT32', data: [value] }], parameters: { sequence_id: id, sequence_start: true, sequence_end: true },
+  }).then((r) => { assert.equal(r.status, 200, r.body.toString()); return r.json().outputs[0].data[0] as number; });
+  const first = step(901, 1);
+  await sleep(100);
+  // The second sequence arrives inside the first one's delay: both run as one batch of the preferred size.
+  assert.deepEqual(await Promise.all([first, step(902, 2)]), [1, 2]);
+  let st = (await request(`${s.url}/v2/models/accumulator_oldest/stats`)).json().model_stats[0];
+  assert.deepEqual(st.batch_stats.map((b: any) => [b.batch_size, b.compute_infer.count]), [[2, 1]]);
+  // Alone, a request waits the whole delay (a lower bound only) and then runs as a batch of one.
+  const t1 = performance.now();
+  assert.equal(await step(903, 7), 7);
+  const waited = performance.now() - t1;
+  assert.ok(waited >= 390, `answered after ${waited.toFixed(0)} ms, before the 400 ms queue delay`);
+  st = (await request(`${s.url}/v2/models/accumulator_oldest/stats`)).json().model_stats[0];
+  assert.deepEqual(st.batch_stats.map((b: any) => [b.batch_size, b.compute_infer.count]).sort(), [[1, 1], [2, 1]]);
 });
