@@ -92,7 +92,7 @@ export class StreamJob implements Job {
   fail(error: NereidError): void {
     if (this.closed) return;
     this.close();
-    this.stats.recordFailure(Number(process.hrtime.bigint() - this.enqueuedNs));
+    this.stats.recordFailure(Number(process.hrtime.bigint() - this.enqueuedNs), error.code === 'CANCELLED' ? 'CANCELED' : 'OTHER');
     this.stream.fail(error);
   }
 

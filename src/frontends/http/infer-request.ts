@@ -117,7 +117,7 @@ function decodeShape(s: unknown, name: string): number[] {
   return s as number[];
 }
 
-interface DecodedParameters {
+export interface DecodedParameters {
   custom: Parameters | undefined;
   priority: number | undefined;
   timeoutUs: number | undefined;
@@ -129,7 +129,7 @@ interface DecodedParameters {
 
 const RESERVED = new Set(['sequence_id', 'sequence_start', 'sequence_end', 'priority', 'timeout', 'binary_data_output', 'headers']);
 
-function decodeParameters(p: unknown): DecodedParameters {
+export function decodeParameters(p: unknown): DecodedParameters {
   const out: DecodedParameters = { custom: undefined, priority: undefined, timeoutUs: undefined, binaryDataOutput: false };
   if (p === undefined) return out;
   if (!isObject(p)) throw invalidArg("'parameters' must be a JSON object");

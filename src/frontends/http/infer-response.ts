@@ -40,7 +40,7 @@ export function encodeInfer(res: InferenceResponse, binaryOutputs: ReadonlyMap<s
   return { json, blobs };
 }
 
-function jsonData(t: Tensor): string {
+export function jsonData(t: Tensor): string {
   if (t.datatype === 'BYTES') {
     let s = '[';
     for (let i = 0; i < t.data.length; i++) s += (i > 0 ? ',' : '') + JSON.stringify(decoder.decode(t.data[i]));
@@ -59,7 +59,7 @@ function jsonData(t: Tensor): string {
   return `[${a.join(',')}]`;
 }
 
-function encodeParameters(p: Parameters): string {
+export function encodeParameters(p: Parameters): string {
   let s = '{';
   let first = true;
   for (const [k, v] of Object.entries(p)) {

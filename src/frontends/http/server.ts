@@ -9,6 +9,7 @@ import { decodeInfer, isObject } from './infer-request.js';
 import { JsonParser } from './json-parse.js';
 import { route, type Route } from './routes.js';
 import { HTTP_STATUS } from './status.js';
+import { handleGenerate } from './generate.js';
 import { handleLoad, handleRepoIndex, handleUnload } from './repository.js';
 import { JSON_HEADERS, sendEmpty, sendJson } from './reply.js';
 
@@ -118,7 +119,8 @@ async function handleModel(ctx: Context, r: Extract<Route, { kind: 'model' }>, r
     case 'stats': return sendJson(res, 200, JSON.stringify(s.statistics(r.model, r.version)));
     case 'nereid_instance_stats': return sendJson(res, 200, JSON.stringify(s.instanceStatistics(r.model, r.version)));
     case 'infer': return handleInfer(ctx, r.model, r.version, req, res);
-    case 'generate': case 'generate_stream': throw unsupported('the generate extension is not supported yet');
+    case 'generate': case 'generate_stream':
+      return handleGenerate(s, r.model, r.version, r.action === 'generate_stream', req, res, ctx.options.maxInputSize, connectionSignal(req.socket));
   }
 }
 

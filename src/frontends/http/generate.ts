@@ -1,0 +1,123 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { invalidArg, isNereidError, NereidError } from '../../errors.js';
+import type { InferenceRequest, InferenceResponse } from '../../inference/index.js';
+import type { InferenceServer } from '../../server/inference-server.js';
+import { isDataType, type DataType } from '../../tensor/datatype.js';
+import { elementCount, type Tensor } from '../../tensor/tensor.js';
+import { readBody } from './body.js';
+import { decodeParameters, isObject } from './infer-request.js';
+import { encodeParameters, jsonData } from './infer-response.js';
+import { decodeJsonData } from './json-data.js';
+
+/**
+ * Triton's generate extension: POST …/generate answers one flat JSON object, …/generate_stream one server-sent
+ * event per response. A request is a flat JSON object: every key (top level or inside `parameters`) named like
+ * a model input becomes that input, with the shape taken from the model; every other key is a request
+ * parameter. Outputs come back by name, a one-element tensor as a bare value. Decoupled models are allowed
+ * on both paths.
+ */
+export async function handleGenerate(server: InferenceServer, model: string, version: number | undefined, stream: boolean,
+  req: IncomingMessage, res: ServerResponse, maxInputSize: number, signal: AbortSignal): Promise<void> {
+  const encoding = req.headers['content-encoding'];
+  if (encoding !== undefined && encoding !== 'identity') throw invalidArg(`the generate extension accepts only uncompressed requests, got Content-Encoding '${String(encoding)}'`);
+  const body = await readBody(req, maxInputSize);
+  let json: unknown;
+  try {
+    json = JSON.parse(body.toString('utf8'));
+  } catch (e) {
+    throw invalidArg(`failed to parse the request JSON buffer: ${(e as Error).message}`);
+  }
+  const request = generateRequest(server, model, version, json, signal);
+  const responses = server.inferStream(request);
+  // The first response (or error) decides the status, so an error before any output is an ordinary error reply.
+  const first = await responses.next();
+  if (stream) return streamEvents(res, first, responses);
+  if (first.done) throw new NereidError('INTERNAL', `model '${model}' sent no response`);
+  const second = await responses.next().catch((e: unknown) => e);
+  if (second instanceof Error || !(second as IteratorResult<InferenceResponse>).done) {
+    void responses.return();
+    throw invalidArg(`generate expects exactly one response from model '${model}', which sent more; use generate_stream`);
+  }
+  const text = generateJson(first.value);
+  res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+async function streamEvents(res: ServerResponse, first: IteratorResult<InferenceResponse>, responses: AsyncIterableIterator<InferenceResponse>): Promise<void> {
+  res.writeHead(200, { 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-cache' });
+  // A client that leaves stops the request: the model sees it as cancelled.
+  const stop = (): void => void responses.return?.();
+  res.once('close', stop);
+  try {
+    if (!first.done) res.write(`data: ${generateJson(first.value)}\n\n`);
+    for (let r = first; !r.done;) {
+      r = await responses.next();
+      if (!r.done) res.write(`data: ${generateJson(r.value)}\n\n`);
+    }
+  } catch (e) {
+    const message = isNereidError(e) ? e.message : 'internal error';
+    res.write(`data: ${JSON.stringify({ error: message })}\n\n`);
+  } finally {
+    res.off('close', stop);
+    res.end();
+  }
+}
+
+/** The flat JSON request → an InferenceRequest, inputs shaped by the model's metadata. */
+function generateRequest(server: InferenceServer, model: string, version: number | undefined, json: unknown, signal: AbortSignal): InferenceRequest {
+  if (!isObject(json)) throw invalidArg('the generate request must be a JSON object');
+  const meta = server.modelMetadata(model, version);
+  const batched = server.modelConfig(model, version).max_batch_size > 0;
+  const inputs: Tensor[] = [];
+  const params: Record<string, unknown> = {};
+  const nested = json['parameters'];
+  if (nested !== undefined && !isObject(nested)) throw invalidArg("'parameters' must be a JSON object");
+  const entries = [...Object.entries(nested ?? {}), ...Object.entries(json).filter(([k]) => k !== 'parameters' && k !== 'id')];
+  const inputMeta = new Map(meta.inputs.map((t) => [t.name, t]));
+  for (const [k, v] of entries) {
+    const m = inputMeta.get(k);
+    if (m) inputs.push(inputTensor(k, m.datatype, m.shape, batched, v));
+    else params[k] = v;
+  }
+  const id = json['id'];
+  if (id !== undefined && typeof id !== 'string') throw invalidArg("'id' must be a string");
+  const p = decodeParameters(params);
+  return {
+    model, version, id: id ?? '', inputs, parameters: p.custom, priority: p.priority, timeoutUs: p.timeoutUs,
+    sequenceId: p.sequenceId, sequenceStart: p.sequenceStart, sequenceEnd: p.sequenceEnd, signal,
+  };
+}
+
+/**
+ * One JSON value as an input: a scalar is one element, an array its elements. The shape is the model's with a
+ * batch of 1, and its first variable dimension takes whatever count the value has.
+ */
+function inputTensor(name: string, datatype: string, modelShape: readonly number[], batched: boolean, value: unknown): Tensor {
+  if (!isDataType(datatype)) throw new NereidError('INTERNAL', `input '${name}' has datatype ${datatype}`);
+  const values = Array.isArray(value) ? value : [value];
+  const shape = batched ? [1, ...modelShape.slice(1)] : [...modelShape];
+  const known = shape.reduce((n, d) => (d >= 0 ? n * d : n), 1);
+  const free = shape.indexOf(-1);
+  if (free >= 0) {
+    shape[free] = known === 0 ? 0 : values.length / known;
+    for (let i = free + 1; i < shape.length; i++) if (shape[i] === -1) shape[i] = 1;
+  }
+  const count = elementCount(shape);
+  if (!Number.isInteger(count) || count !== values.length) {
+    throw invalidArg(`input '${name}' has ${values.length} value(s), which do not fit its shape [${modelShape.join(',')}]`);
+  }
+  const data = decodeJsonData(name, datatype as DataType, values, count);
+  return { name, datatype, shape, data } as Tensor;
+}
+
+/** A response as generate writes it: id, model, version, parameters and outputs as flat keys. */
+export function generateJson(r: InferenceResponse): string {
+  let s = r.id ? `{"id":${JSON.stringify(r.id)},` : '{';
+  s += `"model_name":${JSON.stringify(r.model)},"model_version":"${r.version}"`;
+  if (r.parameters && Object.keys(r.parameters).length > 0) s += `,${encodeParameters(r.parameters).slice(1, -1)}`;
+  for (const t of r.outputs) {
+    const data = jsonData(t);
+    s += `,${JSON.stringify(t.name)}:${elementCount(t.shape) === 1 ? data.slice(1, -1) : data}`;
+  }
+  return `${s}}`;
+}
