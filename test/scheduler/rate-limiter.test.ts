@@ -7,6 +7,8 @@ import { startTestServer, tempRepository } from '../helpers/server.js';
 import { postJson } from '../helpers/http.js';
 import { parseServeFlags } from '../../src/cli/flags.js';
 import type { ServerOptions } from '../../src/server/options.js';
+import { RateLimiter } from '../../src/scheduler/rate-limiter.js';
+import type { BackendInstance } from '../../src/backends/backend.js';
 
 // The rate limiter: two models whose one instance each needs the one unit of resource R. Each execution
 // reports when it started and ended (test/fixtures/js/interval), so overlap is seen directly, not timed. With
@@ -55,4 +57,29 @@ test('the flags reach the server options', () => {
   const o = parseServeFlags(['--model-repository=/m', '--rate-limit=EXECUTION_COUNT', '--rate-limit-resource=R:2', '--rate-limit-resource=S:1:0']);
   assert.equal(o.server.rateLimit, 'execution_count');
   assert.deepEqual(o.server.rateLimitResources, [{ name: 'R', count: 2, device: undefined }, { name: 'S', count: 1, device: 0 }]);
+});
+
+test('priority: among waiting instances, the one with the fewest executions × priority goes first', async () => {
+  const limiter = new RateLimiter(true);
+  const order: string[] = [];
+  const instance = (name: string): BackendInstance => ({
+    execute: async () => {
+      order.push(name);
+      await new Promise((r) => setImmediate(r));
+      return { inputNs: 0, inferNs: 0, outputNs: 0 };
+    },
+    close: async () => undefined,
+  });
+  const needs = (priority: number) => ({ resources: [{ name: 'R', global: false, count: 1 }], priority });
+  const high = limiter.wrap(instance('p1'), needs(1));
+  const low = limiter.wrap(instance('p2'), needs(2));
+  // Both keep asking; one unit of R means one execution at a time.
+  const runs: Promise<unknown>[] = [];
+  for (let i = 0; i < 30; i++) runs.push(high.execute([]), low.execute([]));
+  await Promise.all(runs);
+  // Priority 2 has half the chances of priority 1: of the first 30 grants, about 20 go to p1.
+  const first = order.slice(0, 30);
+  const p1 = first.filter((n) => n === 'p1').length;
+  assert.ok(p1 >= 18 && p1 <= 22, `p1 got ${p1} of the first 30 executions: ${first.join(' ')}`);
+  assert.equal(order.length, 60);
 });
