@@ -180,7 +180,24 @@ export class InferenceServer {
     this.inflightRequests++;
     const p = model.infer(request);
     p.then(this.requestDone, this.requestDone);
+    if (this.logger.isVerbose(1)) this.logRequest(request, p);
     return p;
+  }
+
+  /**
+   * Verbose request logs (--log-verbose ≥ 1), each line tagged with the request id as Triton tags its own:
+   * the request as it arrives and how it ended. Built only when the level is on.
+   */
+  private logRequest(request: InferenceRequest, done: Promise<unknown>): void {
+    const tag = `[request id: ${request.id || '<id_unknown>'}]`;
+    const target = `model '${request.model}'${request.version !== undefined ? ` version ${request.version}` : ''}`;
+    this.logger.verbose(1, `${tag} infer ${target}: ${request.inputs.length} input(s)${request.sequenceId ? `, sequence ${String(request.sequenceId)}` : ''}`);
+    const started = process.hrtime.bigint();
+    const ms = (): string => (Number(process.hrtime.bigint() - started) / 1e6).toFixed(3);
+    done.then(
+      () => this.logger.verbose(1, `${tag} ${target} ended after ${ms()} ms`),
+      (e: unknown) => this.logger.verbose(1, `${tag} ${target} failed after ${ms()} ms: ${(e as Error).message}`),
+    );
   }
 
   /**
@@ -204,6 +221,7 @@ export class InferenceServer {
     this.inflightRequests++;
     const stream = model.inferStream(request);
     void stream.settled.then(this.requestDone);
+    if (this.logger.isVerbose(1)) this.logRequest(request, stream.settled);
     return stream;
   }
 
