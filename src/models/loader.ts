@@ -17,6 +17,8 @@ import { ModelContext } from './context.js';
 import { ModelVersion } from './model-version.js';
 import { warmUp } from './warmup.js';
 import { EnsembleScheduler, type ModelResolver } from './ensemble.js';
+import { checkVersionWeights, completeRouterConfig, routerTargets, RouterScheduler, type RouteResolver } from './router.js';
+import { WeightedRoutes } from './routing.js';
 
 /** What loading needs from the server's options. */
 export interface LoaderOptions {
@@ -33,6 +35,9 @@ export interface LoaderOptions {
   readonly responseCache?: ResponseCache;
   /** How an ensemble finds its composing models (the manager's resolve). */
   readonly resolveModel?: ModelResolver;
+  /** How a router reaches its targets (version weights applied), and which of them have a ready version. */
+  readonly routeModel?: RouteResolver;
+  readonly hasReadyVersion?: (name: string) => boolean;
 }
 
 /** A model's config, completed, normalized and validated, with the backend that will run it. */
@@ -68,7 +73,9 @@ export async function prepareModel(name: string, modelDir: string, given: ModelC
   const versions = await listVersions(modelDir);
   const firstEntries = await firstVersionEntries(modelDir);
   autoCompleteBackendFields(config, firstEntries, name);
-  if (config.platform === 'ensemble') {
+  checkVersionWeights(config);
+  if (config.backend === 'router') completeRouterConfig(config, routerTargetConfigs(config, opts));
+  if (config.platform === 'ensemble' || config.backend === 'router') {
     normalizeModelConfig(config, { modelName: name, preferredInstanceCount: 1 });
     validateModelConfig(config, { modelName: name });
     return { name, modelDir, config, backend: undefined, backendConfig: {}, labels: await readLabels(config, modelDir) };
@@ -106,7 +113,7 @@ async function readLabels(config: ModelConfig, modelDir: string): Promise<Map<st
 /** Loads one version: creates its instances (warmed up) and its scheduler. */
 export async function loadVersion(model: PreparedModel, version: number, opts: LoaderOptions): Promise<ModelVersion> {
   const context = new ModelContext(model.name, version, model.config, model.labels);
-  if (!model.backend) return loadEnsemble(model, context, opts);
+  if (!model.backend) return model.config.backend === 'router' ? loadRouter(model, context, opts) : loadEnsemble(model, context, opts);
   const versionDir = join(model.modelDir, String(version));
   const instances: BackendInstance[] = [];
   const stats = new ModelStatistics(model.name, version);
@@ -195,6 +202,25 @@ function loadEnsemble(model: PreparedModel, context: ModelContext, opts: LoaderO
   }
   const stats = new ModelStatistics(model.name, ctx.version);
   return new ModelVersion(ctx, stats, new EnsembleScheduler(model.name, config, resolve), [], cacheFor(config, opts));
+}
+
+/** The loaded configs of a router's targets, which must all be available when it loads. */
+function routerTargetConfigs(config: ModelConfig, opts: LoaderOptions): { name: string; config: ModelConfig }[] {
+  return routerTargets(config).map((r) => {
+    try {
+      return { name: r.target, config: (opts.resolveModel!(r.target, undefined) as ModelVersion).context.config };
+    } catch (e) {
+      throw unavailable(`router '${config.name}' routes to '${r.target}' which is not available: ${isNereidError(e) ? e.message : String(e)}`);
+    }
+  });
+}
+
+/** A router version (backend "router"): no instances, a scheduler that hands each request to one target. */
+function loadRouter(model: PreparedModel, context: ModelContext, opts: LoaderOptions): ModelVersion {
+  if (!opts.routeModel || !opts.hasReadyVersion) throw new NereidError('INTERNAL', `router '${model.name}' cannot be loaded without a model resolver`);
+  const routes = new WeightedRoutes(routerTargets(model.config));
+  const stats = new ModelStatistics(model.name, context.version);
+  return new ModelVersion(context, stats, new RouterScheduler(model.name, routes, opts.routeModel, opts.hasReadyVersion), [], cacheFor(model.config, opts));
 }
 
 function cacheFor(config: ModelConfig, opts: LoaderOptions): ResponseCache | undefined {

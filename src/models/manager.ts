@@ -6,6 +6,8 @@ import { assertModelName, listVersions, modelTimestamps, scanRepositories, selec
 import { writeOverrides, type OverrideDir } from '../repository/overrides.js';
 import { loadVersion, prepareModel, readConfig, type LoaderOptions, type PreparedModel } from './loader.js';
 import { EnsembleScheduler } from './ensemble.js';
+import { routerTargets, stringParameter, VERSION_WEIGHTS_PARAMETER } from './router.js';
+import { parseRoutes, WeightedRoutes } from './routing.js';
 import type { ModelVersion } from './model-version.js';
 
 export type ModelState = 'UNKNOWN' | 'READY' | 'UNAVAILABLE' | 'LOADING' | 'UNLOADING';
@@ -56,7 +58,28 @@ export class ModelManager {
   private readonly opts: LoaderOptions;
 
   constructor(private readonly repositories: readonly string[], opts: LoaderOptions, private readonly logger: Logger) {
-    this.opts = { ...opts, resolveModel: (name, version) => this.resolve(name, version) };
+    this.opts = {
+      ...opts,
+      resolveModel: (name, version) => this.resolve(name, version),
+      routeModel: (name, key) => this.resolveRouted(name, undefined, key),
+      hasReadyVersion: (name) => this.readyVersions(name).length > 0,
+    };
+  }
+
+  /**
+   * The version an inference request runs on: the one it names; else, when the model's config splits traffic
+   * between versions (nereid_version_weights), a weighted pick among the ready ones (sticky with a routing
+   * key); else the highest ready version.
+   */
+  resolveRouted(name: string, version: number | undefined, routingKey: string | undefined): ModelVersion {
+    const latest = this.resolve(name, version);
+    if (version !== undefined) return latest;
+    const routes = versionRoutes(latest);
+    if (!routes) return latest;
+    const entry = this.entries.get(name)!;
+    const ready = (v: string): boolean => entry.versions.get(Number(v))?.state === 'READY';
+    const picked = routes.pick(routingKey, ready);
+    return picked === undefined ? latest : this.resolve(name, Number(picked));
   }
 
   /** The version a request should run on: the one asked for, or the highest READY one. */
@@ -196,15 +219,18 @@ export class ModelManager {
     return out;
   }
 
-  /** Whether a model folder holds an ensemble, from its config (false when the config cannot be read). */
+  /**
+   * Whether a model runs on other models (an ensemble, or a router), from its config (false when the config
+   * cannot be read): such models load after the others.
+   */
   private async isEnsemble(name: string, dir: string): Promise<boolean> {
     const config = await readConfig(dir, name, this.opts).catch(() => undefined);
-    return config?.platform === 'ensemble';
+    return config?.platform === 'ensemble' || config?.backend === 'router';
   }
 
   private async dependencies(name: string, dir: string): Promise<string[]> {
     const config = await readConfig(dir, name, this.opts).catch(() => undefined);
-    return config ? EnsembleScheduler.composingModels(config).map((s) => s.name) : [];
+    return config ? modelsRunOn(config) : [];
   }
 
   /** The repository API's load: (re)loads a model, with optional config and file overrides. */
@@ -222,10 +248,8 @@ export class ModelManager {
     }
     // Loading an ensemble loads the composing models that are not loaded yet, as Triton does.
     const config = req.config ?? (location ? await readConfig(location.dir, name, this.opts).catch(() => undefined) : undefined);
-    if (config?.platform === 'ensemble') {
-      for (const step of EnsembleScheduler.composingModels(config)) {
-        if (step.name !== name && this.readyVersions(step.name).length === 0) await this.load(step.name, {}).catch(() => undefined);
-      }
+    for (const other of config ? modelsRunOn(config) : []) {
+      if (other !== name && this.readyVersions(other).length === 0) await this.load(other, {}).catch(() => undefined);
     }
     const err = await this.withEntry(name, (e) => this.loadEntry(e, location, req));
     if (err) throw invalidArg(`failed to load '${name}', ${err}`);
@@ -403,3 +427,29 @@ async function runLimited<T>(items: readonly T[], limit: number, fn: (item: T) =
   await Promise.all(Array.from({ length: Math.max(1, Math.min(limit, items.length)) }, worker));
 }
 
+
+/** The models an ensemble's steps or a router's routes run on. */
+function modelsRunOn(config: ModelConfig): string[] {
+  if (config.platform === 'ensemble') return EnsembleScheduler.composingModels(config).map((s) => s.name);
+  if (config.backend === 'router') {
+    try {
+      return routerTargets(config).map((r) => r.target);
+    } catch {
+      return []; // the load itself reports the bad parameter
+    }
+  }
+  return [];
+}
+
+const versionRouteCache = new WeakMap<ModelVersion, WeightedRoutes | null>();
+
+/** A version's nereid_version_weights, parsed once (null when it has none or they do not parse). */
+function versionRoutes(v: ModelVersion): WeightedRoutes | null {
+  let routes = versionRouteCache.get(v);
+  if (routes === undefined) {
+    const spec = stringParameter(v.context.config, VERSION_WEIGHTS_PARAMETER);
+    routes = spec === undefined ? null : new WeightedRoutes(parseRoutes(spec, VERSION_WEIGHTS_PARAMETER));
+    versionRouteCache.set(v, routes);
+  }
+  return routes;
+}

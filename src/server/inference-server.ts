@@ -6,6 +6,7 @@ import type { InferenceRequest, InferenceResponse } from '../inference/index.js'
 import { ResponseStream } from '../inference/stream.js';
 import { ModelManager, type IndexEntry, type LoadRequest } from '../models/manager.js';
 import type { ModelVersion } from '../models/model-version.js';
+import { routingKey } from '../models/router.js';
 import { createLogger, type Logger } from '../observability/logger.js';
 import { RateLimiter } from '../scheduler/rate-limiter.js';
 import { LocalResponseCache } from '../cache/local.js';
@@ -173,7 +174,7 @@ export class InferenceServer {
     if (request.signal?.aborted) return Promise.reject(new NereidError('CANCELLED', 'request cancelled'));
     let model;
     try {
-      model = this.manager.resolve(request.model, request.version);
+      model = this.manager.resolveRouted(request.model, request.version, routingKey(request.parameters, request.sequenceId));
     } catch (e) {
       return Promise.reject(e);
     }
@@ -214,7 +215,7 @@ export class InferenceServer {
     if (request.signal?.aborted) return ResponseStream.failed(new NereidError('CANCELLED', 'request cancelled'));
     let model;
     try {
-      model = this.manager.resolve(request.model, request.version);
+      model = this.manager.resolveRouted(request.model, request.version, routingKey(request.parameters, request.sequenceId));
     } catch (e) {
       return ResponseStream.failed(e);
     }
