@@ -1,8 +1,10 @@
 import { isNereidError } from '../errors.js';
 import { startHttpFrontend, type HttpFrontend } from '../frontends/http/server.js';
+import { startMetricsFrontend, type MetricsFrontend } from '../frontends/metrics/server.js';
+import type { MetricsOptions } from '../server/options.js';
 import { createLogger } from '../observability/logger.js';
 import { InferenceServer } from '../server/inference-server.js';
-import { FlagError, parseServeFlags, USAGE } from './flags.js';
+import { FlagError, parseServeFlags, USAGE, type ServeOptions } from './flags.js';
 
 const COMMANDS = `Usage: nereid <command> [flags]
 
@@ -50,7 +52,7 @@ async function serve(argv: readonly string[]): Promise<number> {
   for (const w of opts.warnings) logger.warn(w);
   let server: InferenceServer;
   try {
-    server = await InferenceServer.create(opts.server, { logger });
+    server = await InferenceServer.create({ ...opts.server, ...metricsOptions(opts) }, { logger });
   } catch (e) {
     logger.error(isNereidError(e) ? e.message : String((e as Error)?.stack ?? e));
     logger.error('exiting: failed to initialize the server');
@@ -66,13 +68,36 @@ async function serve(argv: readonly string[]): Promise<number> {
     await logger.close();
     return 1;
   }
+  let metrics: MetricsFrontend | undefined;
+  try {
+    if (opts.metrics.allow) metrics = await startMetricsFrontend(server, opts.metrics, logger);
+  } catch (e) {
+    logger.error(`failed to start the metrics service: ${(e as Error).message}`);
+    await server.close(0);
+    await http?.close();
+    await logger.close();
+    return 1;
+  }
   const signal = await untilSignal();
   logger.info(`received ${signal}: stopping; the server is unready and waits up to ${opts.server.exitTimeoutSecs ?? 30} s for requests in flight`);
   await server.close();
   await http?.close();
+  await metrics?.close();
   logger.info('all models unloaded; exiting');
   await logger.close();
   return 0;
+}
+
+/** --allow-metrics and the flags beside it, as the server's metrics option (absent when metrics are off). */
+function metricsOptions(opts: ServeOptions): { metrics?: MetricsOptions } {
+  if (!opts.metrics.allow) return {};
+  return {
+    metrics: {
+      config: opts.extra['metrics-config'] ?? [],
+      intervalMs: opts.metrics.intervalMs,
+      cpu: (opts.extra['allow-cpu-metrics'] ?? []).at(-1) !== 'false',
+    },
+  };
 }
 
 /** Resolves on the first SIGINT or SIGTERM; a second one ends the process at once. */

@@ -140,6 +140,11 @@ export class EnsembleScheduler implements Scheduler {
     return this.running;
   }
 
+  /** An ensemble hands each request to its first steps at once: it waits in the composing models' queues. */
+  waiting(): number {
+    return 0;
+  }
+
   drain(): Promise<void> {
     this.stopped = true;
     if (this.running === 0) return Promise.resolve();

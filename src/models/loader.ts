@@ -7,6 +7,7 @@ import type { BackendRegistry } from '../backends/registry.js';
 import type { Backend, BackendInstance, ExecutionTimes, ModelFiles } from '../backends/backend.js';
 import type { Logger } from '../observability/logger.js';
 import { ModelStatistics, type InstanceStatistics } from '../observability/statistics.js';
+import type { VersionInfo } from '../observability/metrics/reporter.js';
 import { DirectScheduler } from '../scheduler/direct.js';
 import { SequenceBatcher } from '../scheduler/sequence.js';
 import { DynamicBatcher } from '../scheduler/dynamic.js';
@@ -38,6 +39,13 @@ export interface LoaderOptions {
   /** How a router reaches its targets (version weights applied), and which of them have a ready version. */
   readonly routeModel?: RouteResolver;
   readonly hasReadyVersion?: (name: string) => boolean;
+  /** The server's metrics, when on: told of each version as it loads, before it takes requests. */
+  readonly metrics?: MetricsBinder;
+}
+
+/** Binds a version's metric label sets and latency series (see observability/metrics). */
+export interface MetricsBinder {
+  bind(stats: ModelStatistics, info: VersionInfo): void;
 }
 
 /** A model's config, completed, normalized and validated, with the backend that will run it. */
@@ -112,8 +120,29 @@ async function readLabels(config: ModelConfig, modelDir: string): Promise<Map<st
 
 /** Loads one version: creates its instances (warmed up) and its scheduler. */
 export async function loadVersion(model: PreparedModel, version: number, opts: LoaderOptions): Promise<ModelVersion> {
+  const startNs = process.hrtime.bigint();
   const context = new ModelContext(model.name, version, model.config, model.labels);
-  if (!model.backend) return model.config.backend === 'router' ? loadRouter(model, context, opts) : loadEnsemble(model, context, opts);
+  const loaded = model.backend ? await loadInstances(model, context, opts)
+    : model.config.backend === 'router' ? loadRouter(model, context, opts) : loadEnsemble(model, context, opts);
+  loaded.stats.loadNs = Number(process.hrtime.bigint() - startNs);
+  opts.metrics?.bind(loaded.stats, versionInfo(loaded, opts));
+  return loaded;
+}
+
+function versionInfo(v: ModelVersion, opts: LoaderOptions): VersionInfo {
+  const config = v.context.config;
+  const buckets = new Map<string, readonly number[]>();
+  for (const c of config.model_metrics?.metric_control ?? []) {
+    if (c.metric_identifier?.family && c.histogram_options) buckets.set(c.metric_identifier.family, c.histogram_options.buckets);
+  }
+  return {
+    name: v.name, version: v.version, metricTags: config.metric_tags, decoupled: v.decoupled,
+    cached: cacheFor(config, opts) !== undefined, buckets,
+  };
+}
+
+async function loadInstances(model: PreparedModel, context: ModelContext, opts: LoaderOptions): Promise<ModelVersion> {
+  const version = context.version;
   const versionDir = join(model.modelDir, String(version));
   const instances: BackendInstance[] = [];
   const stats = new ModelStatistics(model.name, version);

@@ -42,6 +42,11 @@ export class ModelVersion {
     return this.scheduler.inflight();
   }
 
+  /** Requests accepted but not yet executing (nv_inference_pending_request_count). */
+  waiting(): number {
+    return this.scheduler.waiting();
+  }
+
   infer(request: InferenceRequest): Promise<InferenceResponse> {
     const ctx = this.context;
     const start = process.hrtime.bigint();

@@ -31,6 +31,7 @@ export class StreamJob implements Job {
   private readonly onClientAbort: (() => void) | undefined;
   private closed = false;
   private finalSeen = false;
+  private responded = false;
   private execution: { startNs: bigint; times: ExecutionTimes } | undefined;
 
   constructor(
@@ -72,6 +73,7 @@ export class StreamJob implements Job {
   send(outputs: readonly Tensor[], final: boolean, parameters?: Parameters): void {
     if (this.closed) return;
     if (outputs !== NO_RESPONSE) {
+      if (!this.responded) this.firstResponse();
       let shaped: Tensor[];
       try {
         shaped = this.shapeOutputs(outputs);
@@ -105,6 +107,13 @@ export class StreamJob implements Job {
   reject(error: NereidError): void {
     this.state = 'done';
     this.fail(error);
+  }
+
+  /** Time to the first response, for nv_inference_first_response_histogram_ms when metrics record it. */
+  private firstResponse(): void {
+    this.responded = true;
+    const observer = this.stats.observer;
+    if (observer !== null) observer.firstResponse(Number(process.hrtime.bigint() - this.enqueuedNs));
   }
 
   private recordSuccess(): void {

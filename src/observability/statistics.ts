@@ -30,6 +30,19 @@ export interface ResponseStat {
 export type FailureReason = 'REJECTED' | 'CANCELED' | 'BACKEND' | 'OTHER';
 
 /**
+ * Per-request observations that cumulative figures cannot give (latency histograms and summaries). Metrics set
+ * one on a version's statistics when it loads and only when --metrics-config asks for them, so a request pays
+ * one null check otherwise. Durations in nanoseconds.
+ */
+export interface LatencyObserver {
+  success(requestNs: number, queueNs: number, inputNs: number, inferNs: number, outputNs: number): void;
+  cacheHit(requestNs: number, lookupNs: number): void;
+  cacheMiss(ns: number): void;
+  /** A decoupled request's first response (an empty final flag is not a response). */
+  firstResponse(ns: number): void;
+}
+
+/**
  * One instance's share of a model version's executions. Triton's statistics extension has no per-instance
  * figures; Nereid reports these beside it (`nereid_instance_stats`, see README).
  */
@@ -79,6 +92,10 @@ export class ModelStatistics {
   /** Failed requests by reason, for the failure counter's `reason` label. */
   readonly failures: Record<FailureReason, number> = { REJECTED: 0, CANCELED: 0, BACKEND: 0, OTHER: 0 };
   readonly instances: InstanceStatistics[] = [];
+  /** How long the version took to load (instances created and warmed up), for nv_model_load_duration_secs. */
+  loadNs = 0;
+  /** Set at load when metrics record per-request latencies; null otherwise. */
+  observer: LatencyObserver | null = null;
   private readonly batches = new Map<number, BatchStat>();
   private readonly responses = new Map<number, ResponseStat>();
 
@@ -107,6 +124,7 @@ export class ModelStatistics {
     add(this.computeInfer, inferNs);
     add(this.computeOutput, outputNs);
     add(this.response(0).success, requestNs);
+    if (this.observer !== null) this.observer.success(requestNs, queueNs, inputNs, inferNs, outputNs);
   }
 
   /** A request answered from the response cache: a success and a hit, but no inference or execution. */
@@ -115,11 +133,13 @@ export class ModelStatistics {
     add(this.success, requestNs);
     add(this.cacheHit, lookupNs);
     add(this.response(0).success, requestNs);
+    if (this.observer !== null) this.observer.cacheHit(requestNs, lookupNs);
   }
 
   /** The lookup and insert time of a request the cache did not have (the request itself counts as usual). */
   recordCacheMiss(ns: number): void {
     add(this.cacheMiss, ns);
+    if (this.observer !== null) this.observer.cacheMiss(ns);
   }
 
   recordFailure(requestNs: number, reason: FailureReason = 'OTHER'): void {

@@ -69,6 +69,10 @@ export class DirectScheduler implements Scheduler {
     else this.idle.push(instance);
   };
 
+  waiting(): number {
+    return this.queued;
+  }
+
   inflight(): number {
     return this.running + this.queued;
   }

@@ -197,6 +197,10 @@ export class DynamicBatcher implements Scheduler {
     this.schedule();
   }
 
+  waiting(): number {
+    return this.queued;
+  }
+
   inflight(): number {
     return this.queued + this.running;
   }

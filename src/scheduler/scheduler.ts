@@ -46,6 +46,8 @@ export interface Scheduler {
   enqueue(job: Job): void;
   /** Jobs queued or executing. */
   inflight(): number;
+  /** Jobs accepted but not yet handed to an instance (Triton's pending request count). */
+  waiting(): number;
   /** Refuses new jobs and resolves when every accepted job has finished. */
   drain(): Promise<void>;
   /** Answers every job still waiting with `error`; executions already running finish (shutdown timeout). */

@@ -128,6 +128,10 @@ export class SequenceBatcher implements Scheduler {
     else if (this.oldest) this.pumpAll();
   }
 
+  waiting(): number {
+    return this.queued;
+  }
+
   inflight(): number {
     return this.queued + this.running;
   }

@@ -12,6 +12,9 @@ import { RateLimiter } from '../scheduler/rate-limiter.js';
 import { LocalResponseCache } from '../cache/local.js';
 import { RedisResponseCache } from '../cache/redis.js';
 import type { ResponseCache } from '../cache/cache.js';
+import type { ServerMetrics } from '../observability/metrics/server-metrics.js';
+import { parseMetricsConfig } from '../observability/metrics/settings.js';
+import type { Registry } from 'prom-client';
 import { DEFAULT_SERVER_ID, NEREID_VERSION, type ServerOptions } from './options.js';
 
 export interface ServerMetadata {
@@ -64,8 +67,16 @@ export class InferenceServer {
 
   private readonly cache: ResponseCache | undefined;
 
-  private constructor(private readonly options: ServerOptions, created: CreateOptions) {
+  private readonly metrics: ServerMetrics | undefined;
+
+  private constructor(private readonly options: ServerOptions, created: CreateOptions, Metrics: typeof ServerMetrics | undefined) {
     this.logger = created.logger ?? createLogger({ info: true, warning: true, error: true, verbose: 0, format: 'default', file: '' });
+    const m = options.metrics;
+    this.metrics = Metrics && m ? new Metrics(() => this.manager.loadedVersions(), {
+      settings: parseMetricsConfig(m.config ?? [], (w) => this.logger.error(w)),
+      intervalMs: m.intervalMs ?? 2000,
+      cpu: m.cpu ?? true,
+    }) : undefined;
     this.cache = responseCache(options.responseCache, this.logger);
     this.manager = new ModelManager(options.modelRepositories, {
       backends: created.backends ?? defaultBackends(),
@@ -76,6 +87,7 @@ export class InferenceServer {
       loadThreads: options.modelLoadThreadCount ?? 4,
       rateLimiter: new RateLimiter(options.rateLimit === 'execution_count', options.rateLimitResources ?? []),
       responseCache: this.cache,
+      ...(this.metrics ? { metrics: this.metrics } : {}),
     }, this.logger);
     this.metadataValue = { name: options.id ?? DEFAULT_SERVER_ID, version: NEREID_VERSION, extensions: EXTENSIONS };
   }
@@ -86,7 +98,9 @@ export class InferenceServer {
    */
   static async create(options: ServerOptions, created: CreateOptions = {}): Promise<InferenceServer> {
     if (options.modelRepositories.length === 0) throw invalidArg('at least one model repository is required');
-    const server = new InferenceServer(options, created);
+    // prom-client is loaded only when metrics are on.
+    const Metrics = options.metrics ? (await import('../observability/metrics/server-metrics.js')).ServerMetrics : undefined;
+    const server = new InferenceServer(options, created, Metrics);
     const mode = options.modelControlMode ?? 'none';
     const load = options.loadModels ?? [];
     let failures: Map<string, string>;
@@ -98,6 +112,7 @@ export class InferenceServer {
     if (failures.size > 0 && (options.exitOnError ?? true)) {
       await server.manager.close();
       await server.cache?.close?.();
+      server.metrics?.close();
       const list = [...failures].map(([m, r]) => `'${m}': ${r}`).join('; ');
       throw unavailable(`failed to load all models: ${list}`);
     }
@@ -288,6 +303,29 @@ export class InferenceServer {
   }
 
   /**
+   * The Prometheus exposition text (format 0.0.4) of Triton's metrics, as `nereid serve` serves it on
+   * --metrics-port, for an application that exposes metrics itself. Fails when the server was created
+   * without `metrics`.
+   */
+  metricsText(): Promise<string> {
+    if (!this.metrics) return Promise.reject(unsupported('metrics are off: create the server with the metrics option'));
+    return this.metrics.text();
+  }
+
+  /** The Content-Type of metricsText(). */
+  get metricsContentType(): string {
+    return this.metrics?.contentType ?? 'text/plain; version=0.0.4; charset=utf-8';
+  }
+
+  /**
+   * The prom-client Registry behind metricsText(), undefined when metrics are off: an application can merge it
+   * with its own (`Registry.merge([server.metricsRegistry, app])`) to serve both on one endpoint.
+   */
+  get metricsRegistry(): Registry | undefined {
+    return this.metrics?.registry;
+  }
+
+  /**
    * Stops the server: it turns unready and refuses new requests at once, waits up to `timeoutSecs`
    * (--exit-timeout-secs) for requests in flight, then unloads every model.
    */
@@ -310,6 +348,7 @@ export class InferenceServer {
     }
     await this.manager.close();
     await this.cache?.close?.();
+    this.metrics?.close();
     this.state = 'stopped';
   }
 }

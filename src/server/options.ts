@@ -39,6 +39,21 @@ export interface ServerOptions {
    * with response_cache { enable: true }. Nereid has the `local` cache: `{ local: { size: '<bytes>' } }`.
    */
   responseCache?: Record<string, Record<string, string>>;
+  /**
+   * Prometheus metrics with Triton's names (the CLI's --allow-metrics, on by default there; off unless given
+   * here). Read them with InferenceServer.metricsText() or metricsRegistry; `nereid serve` also serves them on
+   * --metrics-port. Nothing is loaded or recorded while this is absent.
+   */
+  metrics?: MetricsOptions;
+}
+
+export interface MetricsOptions {
+  /** --metrics-config entries, `<setting>=<value>`: counter_latencies, histogram_latencies, summary_latencies, summary_quantiles. */
+  config?: string[];
+  /** --metrics-interval-ms (default 2000): how often the CPU and memory gauges are refreshed. */
+  intervalMs?: number;
+  /** --allow-cpu-metrics (default true). */
+  cpu?: boolean;
 }
 
 export const DEFAULT_SERVER_ID = 'triton';
