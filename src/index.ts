@@ -4,7 +4,7 @@
  */
 export { InferenceServer } from './server/inference-server.js';
 export type { ServerMetadata, ModelMetadata, TensorMetadata, CreateOptions } from './server/inference-server.js';
-export type { ServerOptions, ModelControlMode } from './server/options.js';
+export type { ServerOptions, ModelControlMode, MetricsOptions } from './server/options.js';
 export type { InferenceRequest, InferenceResponse, RequestedOutput, Parameters, ParameterValue } from './inference/index.js';
 export type { ResponseStream } from './inference/stream.js';
 export type { Tensor, FixedTensor, BytesTensor } from './tensor/tensor.js';
@@ -14,3 +14,4 @@ export { serializeBytes, deserializeBytes } from './tensor/bytes.js';
 export { NereidError, isNereidError, type ErrorCode } from './errors.js';
 export type { IndexEntry, LoadRequest, ModelState } from './models/manager.js';
 export { startHttpFrontend, type HttpFrontend, type HttpOptions } from './frontends/http/server.js';
+export { startMetricsFrontend, type MetricsFrontend, type MetricsFrontendOptions } from './frontends/metrics/server.js';

@@ -249,6 +249,7 @@ function loadRouter(model: PreparedModel, context: ModelContext, opts: LoaderOpt
   if (!opts.routeModel || !opts.hasReadyVersion) throw new NereidError('INTERNAL', `router '${model.name}' cannot be loaded without a model resolver`);
   const routes = new WeightedRoutes(routerTargets(model.config));
   const stats = new ModelStatistics(model.name, context.version);
+  stats.routes = routes.counts;
   return new ModelVersion(context, stats, new RouterScheduler(model.name, routes, opts.routeModel, opts.hasReadyVersion), [], cacheFor(model.config, opts));
 }
 

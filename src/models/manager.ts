@@ -450,6 +450,7 @@ function versionRoutes(v: ModelVersion): WeightedRoutes | null {
     const spec = stringParameter(v.context.config, VERSION_WEIGHTS_PARAMETER);
     routes = spec === undefined ? null : new WeightedRoutes(parseRoutes(spec, VERSION_WEIGHTS_PARAMETER));
     versionRouteCache.set(v, routes);
+    if (routes) v.stats.routes = routes.counts;
   }
   return routes;
 }

@@ -96,6 +96,11 @@ export class ModelStatistics {
   loadNs = 0;
   /** Set at load when metrics record per-request latencies; null otherwise. */
   observer: LatencyObserver | null = null;
+  /**
+   * Requests sent to each target, for a version that routes (a router model's targets, or the versions its
+   * nereid_version_weights split requests between); undefined otherwise. Read by nereid_route_request_count.
+   */
+  routes: ReadonlyMap<string, number> | undefined = undefined;
   private readonly batches = new Map<number, BatchStat>();
   private readonly responses = new Map<number, ResponseStat>();
 

@@ -77,7 +77,7 @@ ${extra}`);
     await router('simple_ab', 'simple_a:1,simple_b:3');
     await router('repeat_ab', 'repeat_a:1,repeat_b:1');
     await router('mismatched', 'simple_a:1,other_interface:1');
-    s = await startTestServer({ modelRepositories: [repo.dir], exitOnError: false, modelControlMode: 'explicit', loadModels: ['*'] });
+    s = await startTestServer({ modelRepositories: [repo.dir], exitOnError: false, modelControlMode: 'explicit', loadModels: ['*'], metrics: { cpu: false } });
   });
   after(async () => {
     await s.close();
@@ -123,6 +123,11 @@ ${extra}`);
     assert.equal(a + b, 80);
     assert.ok(b > a, `simple_b (weight 3) got ${b}, simple_a (weight 1) got ${a}`);
     assert.equal(await count('simple_ab'), 80);
+    // Each target's share, in Nereid's routing metric.
+    const text = await s.server.metricsText();
+    assert.match(text, new RegExp(`^nereid_route_request_count\\{model="simple_ab",target="simple_a",version="1"\\} ${a}$`, 'm'));
+    assert.match(text, new RegExp(`^nereid_route_request_count\\{model="simple_ab",target="simple_b",version="1"\\} ${b}$`, 'm'));
+    assert.match(text, /^nereid_route_request_count\{model="vmodel",target="1",version="3"\} \d+$/m);
   });
 
   test('a router skips a target that is not ready; with none ready it is UNAVAILABLE', async () => {

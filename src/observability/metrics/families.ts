@@ -149,5 +149,7 @@ export function nereidFamilies(versions: Versions): ScrapeFamily[] {
     perInstance('nereid_instance_execution_count', 'Number of model executions performed by each instance', (i) => i.executionCount),
     perInstance('nereid_instance_inference_count', 'Number of inferences (batch rows) performed by each instance', (i) => i.inferenceCount),
     perInstance('nereid_instance_compute_infer_duration_us', 'Cumulative compute inference duration of each instance in microseconds', (i) => us(i.computeInfer.ns)),
+    new ScrapeFamily('nereid_route_request_count', 'Number of requests a routing model (router or weighted versions) sent to each target', 'counter', () =>
+      versions().flatMap((v) => [...(v.stats.routes ?? [])].map(([target, n]) => ({ value: n, labels: sortedLabels({ ...v.reporter.labels, target }) })))),
   ];
 }
