@@ -56,6 +56,7 @@ interface ServerDraft {
   rateLimit?: 'off' | 'execution_count';
   rateLimitResources?: { name: string; count: number; device: number | undefined }[];
   responseCache?: Record<string, Record<string, string>>;
+  allowClientShm?: boolean;
 }
 
 interface Draft extends Omit<ServeOptions, 'server' | 'metrics'> {
@@ -280,7 +281,7 @@ const FLAGS: readonly FlagSpec[] = [
   flag(SERVER, 'id', '<string>', DEFAULT_SERVER_ID, 'Name this server reports in its metadata.', (d, v) => { d.server.id = v; }),
   flag(SERVER, 'exit-timeout-secs', '<integer>', '30', 'On shutdown, seconds to wait for inferences in flight before exiting anyway. Negative values mean 0.',
     (d, v) => { d.server.exitTimeoutSecs = Math.max(0, int(v)); }),
-  flag(SERVER, 'allow-client-shm', BOOL_ARG, 'false', 'Let clients register and use system shared memory regions.', keepBool),
+  flag(SERVER, 'allow-client-shm', BOOL_ARG, 'false', 'Let clients register and use system shared memory regions.', (d, v) => { d.server.allowClientShm = bool(v); }),
 
   flag(LOGGING, 'log-verbose', '<integer>', '0', 'Verbose logging level: 0 turns verbose logging off, N >= 1 prints verbose messages up to level N. true means 1, false means 0.',
     (d, v) => { d.log.verbose = logVerbose(v); }),

@@ -1,13 +1,34 @@
+import type { DataType } from '../tensor/datatype.js';
 import type { Tensor } from '../tensor/tensor.js';
 
 /** A request or response parameter value: JSON scalars, with 64-bit integers as bigint when they do not fit. */
 export type ParameterValue = string | number | boolean | bigint;
 export type Parameters = Record<string, ParameterValue>;
 
+/**
+ * Where a tensor's bytes are in a registered system shared-memory region: Triton's shared_memory_region,
+ * shared_memory_offset (from the start of the region) and shared_memory_byte_size tensor parameters.
+ */
+export interface SharedMemoryRef {
+  readonly region: string;
+  readonly offset: number;
+  readonly byteSize: number;
+}
+
+/** An input whose bytes the server reads from shared memory (BYTES in their length-prefixed serialized form). */
+export interface SharedMemoryInput {
+  readonly name: string;
+  readonly datatype: DataType;
+  readonly shape: readonly number[];
+  readonly sharedMemory: SharedMemoryRef;
+}
+
 export interface RequestedOutput {
   readonly name: string;
   /** The classification extension: return the top-N classes as "score:index[:label]" strings. 0 = off. */
   readonly classCount?: number;
+  /** Write this output into shared memory instead of returning its data (BYTES serialized). */
+  readonly sharedMemory?: SharedMemoryRef;
 }
 
 /**
@@ -21,6 +42,8 @@ export interface InferenceRequest {
   /** The client's request id, echoed in the response; '' when none. */
   readonly id?: string;
   readonly inputs: readonly Tensor[];
+  /** Inputs in shared memory; the server turns them into tensors that view the regions before the model sees them. */
+  readonly sharedMemoryInputs?: readonly SharedMemoryInput[];
   /** Undefined asks for every output of the model. */
   readonly outputs?: readonly RequestedOutput[];
   /** Custom parameters passed through to the model (reserved keys removed by the frontend). */

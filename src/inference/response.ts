@@ -8,6 +8,11 @@ export interface InferenceResponse {
   readonly id: string;
   readonly outputs: readonly Tensor[];
   readonly parameters?: Parameters;
+  /**
+   * Outputs the server wrote into shared memory, as the request asked: their tensors keep name, datatype and
+   * shape but carry no data, and frontends answer them without data (Triton's shared-memory outputs).
+   */
+  readonly sharedMemoryOutputs?: ReadonlySet<string>;
 }
 
 /**

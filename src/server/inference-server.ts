@@ -1,4 +1,4 @@
-import { NereidError, invalidArg, unavailable, unsupported } from '../errors.js';
+import { NereidError, invalidArg, toNereidError, unavailable, unsupported } from '../errors.js';
 import type { ModelConfig } from '../config/types.js';
 import { modelConfigToJson } from '../config/index.js';
 import { defaultBackends, type BackendRegistry } from '../backends/registry.js';
@@ -15,6 +15,8 @@ import type { ResponseCache } from '../cache/cache.js';
 import type { ServerMetrics } from '../observability/metrics/server-metrics.js';
 import { parseMetricsConfig } from '../observability/metrics/settings.js';
 import type { Registry } from 'prom-client';
+import { SharedMemoryBinding, usesSharedMemory } from '../sharedmemory/binding.js';
+import { SharedMemoryRegistry } from '../sharedmemory/registry.js';
 import { DEFAULT_SERVER_ID, NEREID_VERSION, type ServerOptions } from './options.js';
 
 export interface ServerMetadata {
@@ -38,7 +40,7 @@ export interface ModelMetadata {
 }
 
 /** Extensions as Triton lists them, naming only those Nereid implements. */
-const EXTENSIONS = ['classification', 'model_repository', 'model_repository(unload_dependents)', 'schedule_policy', 'model_configuration', 'binary_tensor_data', 'parameters', 'statistics', 'logging'];
+const EXTENSIONS = ['classification', 'model_repository', 'model_repository(unload_dependents)', 'schedule_policy', 'model_configuration', 'system_shared_memory', 'cuda_shared_memory', 'binary_tensor_data', 'parameters', 'statistics', 'logging'];
 
 type ServerState = 'starting' | 'ready' | 'stopping' | 'stopped';
 
@@ -66,6 +68,11 @@ export class InferenceServer {
   private idle: (() => void) | undefined;
 
   private readonly cache: ResponseCache | undefined;
+  /**
+   * Registered shared-memory regions (Triton's system and CUDA shared-memory extensions). Registering needs
+   * allowClientShm; requests name regions in their inputs' and outputs' sharedMemory.
+   */
+  readonly sharedMemory: SharedMemoryRegistry;
 
   private readonly metrics: ServerMetrics | undefined;
 
@@ -77,6 +84,7 @@ export class InferenceServer {
       intervalMs: m.intervalMs ?? 2000,
       cpu: m.cpu ?? true,
     }) : undefined;
+    this.sharedMemory = new SharedMemoryRegistry(options.allowClientShm ?? false);
     this.cache = responseCache(options.responseCache, this.logger);
     this.manager = new ModelManager(options.modelRepositories, {
       backends: created.backends ?? defaultBackends(),
@@ -194,7 +202,7 @@ export class InferenceServer {
       return Promise.reject(e);
     }
     this.inflightRequests++;
-    const p = model.infer(request);
+    const p = usesSharedMemory(request) ? this.inferWithSharedMemory(model, request) : model.infer(request);
     p.then(this.requestDone, this.requestDone);
     if (this.logger.isVerbose(1)) this.logRequest(request, p);
     return p;
@@ -216,6 +224,19 @@ export class InferenceServer {
     );
   }
 
+  /** Inputs read from their regions, outputs written into theirs; the regions are held until the request is over. */
+  private inferWithSharedMemory(model: ModelVersion, request: InferenceRequest): Promise<InferenceResponse> {
+    const binding = new SharedMemoryBinding(this.sharedMemory);
+    let bound: InferenceRequest;
+    try {
+      bound = binding.bind(request);
+    } catch (e) {
+      binding.release();
+      return Promise.reject(e);
+    }
+    return model.infer(bound).then((r) => binding.writeOutputs(r)).finally(() => binding.release());
+  }
+
   /**
    * Every response of a request, as an async iterator: a decoupled model's zero or more responses as the model
    * sends them, or an ordinary model's one response. Errors are thrown from the iterator; leaving the loop
@@ -235,10 +256,37 @@ export class InferenceServer {
       return ResponseStream.failed(e);
     }
     this.inflightRequests++;
-    const stream = model.inferStream(request);
+    const stream = usesSharedMemory(request) ? this.streamWithSharedMemory(model, request) : model.inferStream(request);
     void stream.settled.then(this.requestDone);
     if (this.logger.isVerbose(1)) this.logRequest(request, stream.settled);
     return stream;
+  }
+
+  /** inferStream with shared memory: each response writes its outputs into the regions (a later one overwrites). */
+  private streamWithSharedMemory(model: ModelVersion, request: InferenceRequest): ResponseStream {
+    const binding = new SharedMemoryBinding(this.sharedMemory);
+    let bound: InferenceRequest;
+    try {
+      bound = binding.bind(request);
+    } catch (e) {
+      binding.release();
+      return ResponseStream.failed(e);
+    }
+    const inner = model.inferStream(bound);
+    const outer = new ResponseStream();
+    outer.onCancel = () => void inner.return();
+    void (async () => {
+      try {
+        for await (const r of inner) outer.push(binding.writeOutputs(r));
+        outer.end();
+      } catch (e) {
+        outer.fail(toNereidError(e));
+        void inner.return();
+      } finally {
+        binding.release();
+      }
+    })();
+    return outer;
   }
 
   /**
@@ -348,6 +396,7 @@ export class InferenceServer {
     }
     await this.manager.close();
     await this.cache?.close?.();
+    this.sharedMemory.close();
     this.metrics?.close();
     this.state = 'stopped';
   }

@@ -45,6 +45,11 @@ export interface ServerOptions {
    * --metrics-port. Nothing is loaded or recorded while this is absent.
    */
   metrics?: MetricsOptions;
+  /**
+   * --allow-client-shm (default false, as current Triton): clients may register shared-memory regions and name
+   * them in requests. Off, those calls and requests answer UNSUPPORTED; status still answers.
+   */
+  allowClientShm?: boolean;
 }
 
 export interface MetricsOptions {

@@ -214,14 +214,13 @@ test('metrics flags', () => {
 
 test('flags without a ServeOptions field are carried in extra, validated and normalised', () => {
   const o = parse(
-    '--allow-client-shm=ON', '--cache-config=local,size=1048576', '--cache-config', 'redis,host=h',
+    '--cache-config=local,size=1048576', '--cache-config', 'redis,host=h',
     '--rate-limit=EXECUTION_COUNT', '--rate-limit-resource=R1:5', '--rate-limit-resource=R2:3:0',
     '--trace-config=level=TIMESTAMPS', '--trace-config=triton,file=/tmp/t.json', '--grpc-use-ssl-mutual=true',
     '--grpc-infer-response-compression-level=High', '--pinned-memory-pool-byte-size=0', '--host-policy=gpu0,numa-node=0',
     '--http-restricted-api=model-repository,logging:admin-key=secret', '--cuda-memory-pool-byte-size=0:1024',
   );
   assert.deepEqual(o.extra, {
-    'allow-client-shm': ['true'],
     'cache-config': ['local,size=1048576', 'redis,host=h'],
     'rate-limit': ['execution_count'],
     'rate-limit-resource': ['R1:5', 'R2:3:0'],
@@ -234,6 +233,13 @@ test('flags without a ServeOptions field are carried in extra, validated and nor
     'http-restricted-api': ['model-repository,logging:admin-key=secret'],
     'cuda-memory-pool-byte-size': ['0:1024'],
   });
+});
+
+test('--allow-client-shm sets allowClientShm, false by default as in current Triton', () => {
+  assert.equal(parse().server.allowClientShm, undefined);
+  assert.equal(parse('--allow-client-shm=ON').server.allowClientShm, true);
+  assert.equal(parse('--allow-client-shm', 'false').server.allowClientShm, false);
+  fails([...REPO, '--allow-client-shm=maybe'], /"--allow-client-shm"/);
 });
 
 test('bad values of composite flags name the flag, the value and the format', () => {

@@ -1,5 +1,5 @@
-import { invalidArg, unsupported } from '../../errors.js';
-import type { InferenceRequest, Parameters, RequestedOutput } from '../../inference/index.js';
+import { invalidArg } from '../../errors.js';
+import type { InferenceRequest, Parameters, RequestedOutput, SharedMemoryInput, SharedMemoryRef } from '../../inference/index.js';
 import { byteSize, isDataType, type DataType } from '../../tensor/datatype.js';
 import { deserializeBytes } from '../../tensor/bytes.js';
 import { elementCount, type Tensor } from '../../tensor/tensor.js';
@@ -33,10 +33,12 @@ export function decodeInfer(json: unknown, body: Buffer, jsonLength: number, tar
   const inputsJson = json['inputs'];
   if (!Array.isArray(inputsJson)) throw invalidArg("Unable to parse 'inputs': the request must have an 'inputs' array");
   let cursor = jsonLength;
-  const inputs: Tensor[] = new Array(inputsJson.length);
+  const inputs: Tensor[] = [];
+  let shmInputs: SharedMemoryInput[] | undefined;
   for (let i = 0; i < inputsJson.length; i++) {
     const r = decodeInput(inputsJson[i], body, cursor);
-    inputs[i] = r.tensor;
+    if (r.tensor) inputs.push(r.tensor);
+    else (shmInputs ??= []).push(r.shm!);
     cursor = r.cursor;
   }
   if (cursor !== body.byteLength) throw invalidArg('unexpected additional input data in the request body');
@@ -47,6 +49,7 @@ export function decodeInfer(json: unknown, body: Buffer, jsonLength: number, tar
     version: target.version,
     id: id ?? '',
     inputs,
+    sharedMemoryInputs: shmInputs,
     outputs,
     parameters: params.custom,
     priority: params.priority,
@@ -59,7 +62,7 @@ export function decodeInfer(json: unknown, body: Buffer, jsonLength: number, tar
   return { request, binaryOutputs: binary, binaryDefault: params.binaryDataOutput };
 }
 
-function decodeInput(j: unknown, body: Buffer, cursor: number): { tensor: Tensor; cursor: number } {
+function decodeInput(j: unknown, body: Buffer, cursor: number): { tensor?: Tensor; shm?: SharedMemoryInput; cursor: number } {
   if (!isObject(j)) throw invalidArg("Unable to parse 'inputs': each input must be a JSON object");
   const name = j['name'];
   if (typeof name !== 'string') throw invalidArg("Unable to parse 'name' of an input: it must be a string");
@@ -75,7 +78,7 @@ function decodeInput(j: unknown, body: Buffer, cursor: number): { tensor: Tensor
   if (sources !== 1) {
     throw invalidArg(`input '${name}' must have exactly one of 'data', 'binary_data_size' or 'shared_memory_region'`);
   }
-  if (shm !== undefined) throw unsupported('Client shared memory is disabled: shared memory inputs are not supported');
+  if (shm !== undefined) return { shm: { name, datatype, shape, sharedMemory: sharedMemoryRef(p!, `input '${name}'`) }, cursor };
   const count = elementCount(shape);
   if (hasData) {
     const data = count === 0 ? (datatype === 'BYTES' ? [] : new Uint8Array(0)) : jsonData(j['data'], name, datatype, count);
@@ -186,7 +189,12 @@ function decodeOutputs(o: unknown): { outputs: RequestedOutput[] | undefined; bi
     let classCount = 0;
     if (p !== undefined) {
       if (!isObject(p)) throw invalidArg(`'parameters' of output '${name}' must be an object`);
-      if (p['shared_memory_region'] !== undefined) throw unsupported('Client shared memory is disabled: shared memory outputs are not supported');
+      if (p['shared_memory_region'] !== undefined) {
+        if (p['classification'] !== undefined) throw invalidArg("Output can't set both 'shared_memory_region' and 'classification'");
+        if (p['binary_data'] === true) throw invalidArg("Output can't set both 'shared_memory_region' and 'binary_data'");
+        outputs.push({ name, sharedMemory: sharedMemoryRef(p, `output '${name}'`) });
+        continue;
+      }
       const b = p['binary_data'];
       if (b !== undefined) {
         if (typeof b !== 'boolean') throw invalidArg(`'binary_data' of output '${name}' must be a boolean`);
@@ -201,6 +209,23 @@ function decodeOutputs(o: unknown): { outputs: RequestedOutput[] | undefined; bi
     outputs.push(classCount > 0 ? { name, classCount } : { name });
   }
   return { outputs, binary };
+}
+
+/**
+ * shared_memory_region, shared_memory_offset (default 0) and shared_memory_byte_size (default 0, as Triton's:
+ * a wrong size then fails the size check). Numbers past 2^53 stay approximate; the region's bounds check
+ * refuses them all the same.
+ */
+function sharedMemoryRef(p: Record<string, unknown>, what: string): SharedMemoryRef {
+  const region = p['shared_memory_region'];
+  if (typeof region !== 'string') throw invalidArg(`'shared_memory_region' of ${what} must be a string`);
+  const uint = (key: string): number => {
+    const v = p[key];
+    if (v === undefined) return 0;
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < 0) throw invalidArg(`'${key}' of ${what} must be an unsigned integer`);
+    return v;
+  };
+  return { region, offset: uint('shared_memory_offset'), byteSize: uint('shared_memory_byte_size') };
 }
 
 export function isObject(v: unknown): v is Record<string, unknown> {

@@ -26,6 +26,11 @@ export function encodeInfer(res: InferenceResponse, binaryOutputs: ReadonlyMap<s
     const t = res.outputs[i]!;
     if (i > 0) json += ',';
     json += `{"name":${JSON.stringify(t.name)},"datatype":"${t.datatype}","shape":[${t.shape.join(',')}]`;
+    // Written into shared memory: name, datatype and shape only, as Triton answers.
+    if (res.sharedMemoryOutputs?.has(t.name)) {
+      json += '}';
+      continue;
+    }
     // Half floats have no JSON form in Triton's protocol; they always travel as binary.
     const binary = binaryOutputs.get(t.name) ?? (binaryDefault || t.datatype === 'FP16' || t.datatype === 'BF16');
     if (binary) {

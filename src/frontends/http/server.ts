@@ -93,7 +93,7 @@ async function handle(ctx: Context, req: IncomingMessage, res: ServerResponse): 
         ? handleLoad(s, r.model, await readBody(req, ctx.options.maxInputSize), res)
         : handleUnload(s, r.model, await readBody(req, ctx.options.maxInputSize), res);
     case 'trace': throw unavailable('trace is not supported: Nereid has no tracing yet');
-    case 'shm': return handleSharedMemory(r, res);
+    case 'shm': return handleSharedMemory(ctx, r, req, res);
     case 'model': return handleModel(ctx, r, req, res);
   }
 }
@@ -212,12 +212,55 @@ function asBuffer(b: string | Uint8Array): Buffer {
   return typeof b === 'string' ? Buffer.from(b) : Buffer.from(b.buffer, b.byteOffset, b.byteLength);
 }
 
-function handleSharedMemory(r: Extract<Route, { kind: 'shm' }>, res: ServerResponse): void {
-  if (r.action === 'status') {
-    if (r.region !== undefined) throw new NereidError('NOT_FOUND', `Unable to find shared memory region: '${r.region}'`);
-    return sendJson(res, 200, '[]');
+async function handleSharedMemory(ctx: Context, r: Extract<Route, { kind: 'shm' }>, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const shm = ctx.server.sharedMemory;
+  switch (r.action) {
+    case 'status':
+      return sendJson(res, 200, JSON.stringify(r.cuda ? shm.cudaStatus(r.region) : shm.systemStatus(r.region)));
+    case 'unregister':
+      if (r.cuda) shm.unregisterCuda();
+      else shm.unregisterSystem(r.region);
+      return sendEmpty(res, 200);
+    case 'register': {
+      // The route requires a region for register; the regex makes it optional for the other actions.
+      const name = r.region ?? '';
+      shm.checkAllowed();
+      const body = parseRegisterBody(await readBody(req, ctx.options.maxInputSize));
+      if (r.cuda) shm.registerCuda(name);
+      else shm.registerSystem(name, requiredString(body, 'key'), optionalUint(body, 'offset'), requiredUint(body, 'byte_size'));
+      return sendEmpty(res, 200);
+    }
   }
-  throw unsupported('Client shared memory is disabled. Shared memory is not supported by this server yet.');
+}
+
+function parseRegisterBody(body: Buffer): Record<string, unknown> {
+  let j: unknown;
+  try {
+    j = JSON.parse(body.toString('utf8'));
+  } catch (e) {
+    throw invalidArg(`failed to parse the request JSON buffer: ${(e as Error).message}`);
+  }
+  if (!isObject(j)) throw invalidArg('the shared memory register request must be a JSON object');
+  return j;
+}
+
+function requiredString(j: Record<string, unknown>, key: string): string {
+  const v = j[key];
+  if (v === undefined) throw invalidArg(`Shared memory register request has no '${key}' field`);
+  if (typeof v !== 'string') throw invalidArg(`'${key}' of the shared memory register request must be a string`);
+  return v;
+}
+
+function requiredUint(j: Record<string, unknown>, key: string): number {
+  if (j[key] === undefined) throw invalidArg(`Shared memory register request has no '${key}' field`);
+  return optionalUint(j, key);
+}
+
+function optionalUint(j: Record<string, unknown>, key: string): number {
+  const v = j[key];
+  if (v === undefined) return 0;
+  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) throw invalidArg(`'${key}' of the shared memory register request must be an unsigned integer`);
+  return v;
 }
 
 async function handleLogging(ctx: Context, req: IncomingMessage, res: ServerResponse, method: string): Promise<void> {

@@ -1,0 +1,61 @@
+import { invalidArg } from '../errors.js';
+import type { RegionMemory } from './memory.js';
+
+const UINT64_MAX = (1n << 64n) - 1n;
+
+/**
+ * One registered system shared-memory region: `byteSize` bytes of the object `key` starting at `offset`.
+ * Tensor offsets are relative to the region's start. Requests hold it while they run (`users`); an
+ * unregistered region with users is released by the last of them.
+ */
+export class Region {
+  users = 0;
+  unregistered = false;
+  private released = false;
+
+  constructor(
+    readonly name: string,
+    readonly key: string,
+    readonly offset: number,
+    readonly byteSize: number,
+    private readonly memory: RegionMemory,
+  ) {}
+
+  /** True when reads are views of the client's memory, false when they are copies. */
+  get mapped(): boolean {
+    return this.memory.mapped;
+  }
+
+  /**
+   * Checks that [offset, offset + byteSize) lies inside the region, with Triton's messages. Values may be
+   * beyond 2^53 (JSON numbers, gRPC int64): the overflow test is done exactly, in bigint.
+   */
+  check(offset: number, byteSize: number): void {
+    if (offset >= this.byteSize) throw invalidArg(`Invalid offset for shared memory region: '${this.name}'`);
+    if (!Number.isSafeInteger(offset + byteSize)) {
+      const o = BigInt(offset);
+      const b = BigInt(byteSize);
+      if (b > UINT64_MAX - o) {
+        throw invalidArg(`Integer overflow detected: byte_size (${b}) + offset (${o}) exceeds maximum value (${UINT64_MAX}) for region '${this.name}'`);
+      }
+    }
+    if (offset + byteSize > this.byteSize) throw invalidArg(`Invalid offset + byte size for shared memory region: '${this.name}'`);
+  }
+
+  /** Bytes [offset, offset + byteSize) of the region; check() first. */
+  read(offset: number, byteSize: number): Uint8Array {
+    return this.memory.read(offset, byteSize);
+  }
+
+  /** Writes data at `offset` of the region; check() the range first. */
+  write(offset: number, data: Uint8Array): void {
+    this.memory.write(offset, data);
+  }
+
+  /** Unmaps (or closes) the region's memory, once. */
+  release(): void {
+    if (this.released) return;
+    this.released = true;
+    this.memory.close();
+  }
+}
