@@ -124,7 +124,8 @@ test('successes, inference and execution counts and cumulative durations match t
 test('failures by reason: a bad shape is OTHER, a model error BACKEND, a full queue REJECTED, a client that leaves CANCELED', async () => {
   assert.equal((await postJson(`${s.url}/v2/models/simple/infer`, simpleBody([1, 15]))).status, 400);
   assert.equal((await postJson(`${s.url}/v2/models/faulty/infer`, intBody(-1))).status, 500);
-  const running = postJson(`${s.url}/v2/models/async_model/infer`, intBody(400));
+  // Long enough that a loaded machine still queues the next two behind it.
+  const running = postJson(`${s.url}/v2/models/async_model/infer`, intBody(2500));
   await waitFor(async () => (await s.scrape()).value('nereid_inference_inflight_request_count', { model: 'async_model' }) === 1);
   const leaving = new AbortController();
   const queued = fetch(`${s.url}/v2/models/async_model/infer`, { method: 'POST', body: JSON.stringify(intBody(1)), signal: leaving.signal }).catch((e: Error) => e);
@@ -232,7 +233,7 @@ test('in process: metrics are off unless asked for, and then nothing is bound', 
   }
 });
 
-test('nereid serve: metrics on --metrics-port by default; --allow-metrics=false opens nothing', async () => {
+test('nereid serve: --allow-metrics serves on --metrics-port; --allow-metrics=false opens nothing', async () => {
   const on = await spawnServer(['--model-repository', EXAMPLES, '--model-control-mode=explicit', '--load-model=simple', '--allow-metrics=true', '--metrics-port=0']);
   try {
     const port = await waitFor(async () => /Started Metrics Service at 127\.0\.0\.1:(\d+)/.exec(on.output())?.[1]);
