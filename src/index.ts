@@ -14,4 +14,6 @@ export { serializeBytes, deserializeBytes } from './tensor/bytes.js';
 export { NereidError, isNereidError, type ErrorCode } from './errors.js';
 export type { IndexEntry, LoadRequest, ModelState } from './models/manager.js';
 export { startHttpFrontend, type HttpFrontend, type HttpOptions } from './frontends/http/server.js';
+export { startGrpcFrontend, type GrpcFrontend } from './frontends/grpc/server.js';
+export type { GrpcOptions } from './frontends/grpc/options.js';
 export { startMetricsFrontend, type MetricsFrontend, type MetricsFrontendOptions } from './frontends/metrics/server.js';

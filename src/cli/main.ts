@@ -1,10 +1,12 @@
 import { isNereidError } from '../errors.js';
 import { startHttpFrontend, type HttpFrontend } from '../frontends/http/server.js';
+import { startGrpcFrontend, type GrpcFrontend } from '../frontends/grpc/server.js';
 import { startMetricsFrontend, type MetricsFrontend } from '../frontends/metrics/server.js';
 import type { MetricsOptions } from '../server/options.js';
 import { createLogger } from '../observability/logger.js';
 import { InferenceServer } from '../server/inference-server.js';
 import { FlagError, parseServeFlags, USAGE, type ServeOptions } from './flags.js';
+import { grpcOptions } from './grpc-options.js';
 
 const COMMANDS = `Usage: nereid <command> [flags]
 
@@ -68,6 +70,16 @@ async function serve(argv: readonly string[]): Promise<number> {
     await logger.close();
     return 1;
   }
+  let grpc: GrpcFrontend | undefined;
+  try {
+    if (opts.grpc.allow) grpc = await startGrpcFrontend(server, grpcOptions(opts), logger);
+  } catch (e) {
+    logger.error(`failed to start the GRPC service: ${(e as Error).message}`);
+    await server.close(0);
+    await http?.close();
+    await logger.close();
+    return 1;
+  }
   let metrics: MetricsFrontend | undefined;
   try {
     if (opts.metrics.allow) metrics = await startMetricsFrontend(server, opts.metrics, logger);
@@ -75,13 +87,14 @@ async function serve(argv: readonly string[]): Promise<number> {
     logger.error(`failed to start the metrics service: ${(e as Error).message}`);
     await server.close(0);
     await http?.close();
+    await grpc?.close();
     await logger.close();
     return 1;
   }
   const signal = await untilSignal();
   logger.info(`received ${signal}: stopping; the server is unready and waits up to ${opts.server.exitTimeoutSecs ?? 30} s for requests in flight`);
   await server.close();
-  await http?.close();
+  await Promise.all([http?.close(), grpc?.close()]);
   await metrics?.close();
   logger.info('all models unloaded; exiting');
   await logger.close();

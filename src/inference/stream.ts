@@ -49,6 +49,15 @@ export class ResponseStream implements AsyncIterableIterator<InferenceResponse> 
     return this.ended;
   }
 
+  /**
+   * True once the stream has ended without error and every response has been read: the response just read
+   * was the last one. A consumer that must label the last response (gRPC's triton_final_response) reads it
+   * here instead of waiting for the next response or the end.
+   */
+  get drained(): boolean {
+    return this.ended && this.error === undefined && this.head === this.buffered.length;
+  }
+
   push(response: InferenceResponse): void {
     if (this.ended) return;
     const w = this.waiters.shift();

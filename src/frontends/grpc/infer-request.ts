@@ -1,0 +1,184 @@
+import { invalidArg } from '../../errors.js';
+import type { InferenceRequest, Parameters, RequestedOutput } from '../../inference/index.js';
+import type { InferenceServer } from '../../server/inference-server.js';
+import type { Tensor } from '../../tensor/tensor.js';
+import { int64ToNumber, int64Value, uint64Value } from './int64.js';
+import type { InferParameterMsg, ModelInferRequestMsg, ParameterMap, RequestedOutputMsg } from './messages.js';
+import { attachSharedMemory, sharedMemoryOutput, sharedMemoryRef, type SharedMemoryInput } from './shared-memory.js';
+import { checkDataType, contentsTensor, decodeShape, RawCursor, rawTensor } from './tensor-codec.js';
+
+/**
+ * A ModelInferRequest → an InferenceRequest, checked as Triton's gRPC frontend checks it: the version string,
+ * each input's data source (shared memory, typed contents or the next raw_input_contents entry), and the
+ * reserved parameters with the oneof types Triton accepts for each.
+ */
+
+export interface DecodedGrpcInfer {
+  readonly request: InferenceRequest;
+  /** triton_enable_empty_final_response: a decoupled model's bare final flag becomes an empty response on a stream. */
+  readonly emptyFinalResponse: boolean;
+}
+
+export function decodeInferRequest(
+  server: InferenceServer,
+  msg: ModelInferRequestMsg,
+  signal: AbortSignal | undefined,
+  forwarded: Parameters | undefined,
+): DecodedGrpcInfer {
+  const model = msg.model_name;
+  const version = parseVersion(msg.model_version);
+  const raw = new RawCursor(msg.raw_input_contents);
+  const inputs: Tensor[] = [];
+  let shmInputs: SharedMemoryInput[] | undefined;
+  for (const t of msg.inputs) {
+    const datatype = checkDataType(t.datatype, t.name);
+    const shape = decodeShape(t.shape, t.name);
+    const shm = sharedMemoryRef(t.parameters, t.name);
+    if (shm !== undefined) {
+      if (t.contents !== null) throw invalidArg(`input '${t.name}' for model '${model}' names a shared memory region, so it must not have 'contents'`);
+      (shmInputs ??= []).push({ name: t.name, datatype, shape, sharedMemory: shm });
+    } else if (t.contents !== null) {
+      if (msg.raw_input_contents.length > 0) {
+        throw invalidArg(`contents field must not be specified when using raw_input_contents for '${t.name}' for model '${model}'`);
+      }
+      inputs.push(contentsTensor(t, datatype, shape));
+    } else {
+      inputs.push(rawTensor(t.name, datatype, shape, raw.take(t.name, model)));
+    }
+  }
+  raw.checkAllUsed(model);
+  const outs = decodeOutputs(msg.outputs);
+  const p = decodeParameters(msg.parameters, forwarded);
+  let request: InferenceRequest = {
+    model,
+    version,
+    id: msg.id,
+    inputs,
+    outputs: outs.outputs,
+    parameters: p.custom,
+    priority: p.priority,
+    timeoutUs: p.timeoutUs,
+    sequenceId: p.sequenceId,
+    sequenceStart: p.sequenceStart,
+    sequenceEnd: p.sequenceEnd,
+    signal,
+  };
+  if (shmInputs !== undefined || outs.sharedMemory) request = attachSharedMemory(server, request, shmInputs);
+  return { request, emptyFinalResponse: p.emptyFinalResponse };
+}
+
+/** '' is the version the server's policy picks; anything else must be a non-negative integer. */
+export function parseVersion(v: string): number | undefined {
+  if (v === '') return undefined;
+  const n = Number(v);
+  if (!/^[0-9]+$/.test(v) || !Number.isSafeInteger(n)) {
+    throw invalidArg(`failed to get model version from specified version string '${v}' (details: the version must be an integer of 0 or more)`);
+  }
+  return n;
+}
+
+function decodeOutputs(list: readonly RequestedOutputMsg[]): { outputs: RequestedOutput[] | undefined; sharedMemory: boolean } {
+  if (list.length === 0) return { outputs: undefined, sharedMemory: false };
+  const outputs: RequestedOutput[] = new Array(list.length);
+  let sharedMemory = false;
+  for (let i = 0; i < list.length; i++) {
+    const o = list[i]!;
+    const classCount = classification(o.parameters['classification'], o.name);
+    const shm = sharedMemoryRef(o.parameters, o.name);
+    if (shm !== undefined) {
+      if (classCount > 0) throw invalidArg(`output '${o.name}' cannot be both classification and shared memory`);
+      outputs[i] = sharedMemoryOutput(o.name, shm);
+      sharedMemory = true;
+    } else {
+      outputs[i] = classCount > 0 ? { name: o.name, classCount } : { name: o.name };
+    }
+  }
+  return { outputs, sharedMemory };
+}
+
+function classification(p: InferParameterMsg | undefined, output: string): number {
+  if (p === undefined) return 0;
+  const n = p.parameter_choice === 'int64_param' ? int64ToNumber(p.int64_param) : undefined;
+  if (n === undefined || n <= 0) throw invalidArg(`invalid value for 'classification' of output '${output}': expected an int64_param greater than 0`);
+  return n;
+}
+
+interface DecodedParameters {
+  custom: Parameters | undefined;
+  priority: number | undefined;
+  timeoutUs: number | undefined;
+  sequenceId: number | bigint | string | undefined;
+  sequenceStart: boolean | undefined;
+  sequenceEnd: boolean | undefined;
+  emptyFinalResponse: boolean;
+}
+
+function decodeParameters(params: ParameterMap, forwarded: Parameters | undefined): DecodedParameters {
+  const out: DecodedParameters = {
+    custom: forwarded, priority: undefined, timeoutUs: undefined, sequenceId: undefined,
+    sequenceStart: undefined, sequenceEnd: undefined, emptyFinalResponse: false,
+  };
+  for (const key in params) {
+    const p = params[key]!;
+    switch (key) {
+      case 'sequence_id': out.sequenceId = sequenceId(p); break;
+      case 'sequence_start': out.sequenceStart = bool(p, key); break;
+      case 'sequence_end': out.sequenceEnd = bool(p, key); break;
+      case 'priority': out.priority = priority(p); break;
+      case 'timeout': out.timeoutUs = timeout(p); break;
+      case 'triton_enable_empty_final_response': out.emptyFinalResponse = bool(p, key); break;
+      // Triton's gRPC frontend always answers in raw_output_contents, so the HTTP-only binary flag means nothing.
+      case 'binary_data_output': break;
+      // Filled from request headers by --grpc-header-forward-pattern, never by the client.
+      case 'headers': break;
+      default:
+        if (key.startsWith('triton_')) throw invalidArg(`parameter keys starting with 'triton_' are reserved for Triton usage and should not be specified: '${key}'`);
+        // Forwarded headers are shared by the stream's requests: copy before adding the request's own.
+        if (out.custom === forwarded) out.custom = { ...forwarded };
+        out.custom![key] = custom(p, key);
+    }
+  }
+  return out;
+}
+
+function sequenceId(p: InferParameterMsg): number | bigint | string {
+  if (p.parameter_choice === 'int64_param') return uint64Value(p.int64_param);
+  if (p.parameter_choice === 'string_param') return p.string_param;
+  throw invalidArg("invalid value type for 'sequence_id' parameter, expected int64_param or string_param.");
+}
+
+function bool(p: InferParameterMsg, key: string): boolean {
+  if (p.parameter_choice !== 'bool_param') throw invalidArg(`invalid value type for '${key}' parameter, expected bool_param.`);
+  return p.bool_param;
+}
+
+function priority(p: InferParameterMsg): number {
+  let v: number | bigint | undefined;
+  if (p.parameter_choice === 'int64_param') {
+    v = int64Value(p.int64_param);
+    if (v < 0) throw invalidArg("invalid value for 'priority' parameter: it must not be negative.");
+  } else if (p.parameter_choice === 'uint64_param') {
+    v = uint64Value(p.uint64_param);
+  } else {
+    throw invalidArg("invalid value type for 'priority' parameter, expected int64_param or uint64_param.");
+  }
+  // A level beyond 2^53 is beyond any model's priority_levels: the lowest level, as any number past it would be.
+  return typeof v === 'bigint' ? Number.MAX_SAFE_INTEGER : v;
+}
+
+function timeout(p: InferParameterMsg): number {
+  if (p.parameter_choice !== 'int64_param') throw invalidArg("invalid value type for 'timeout' parameter, expected int64_param.");
+  const v = int64ToNumber(p.int64_param);
+  if (v === undefined || v < 0) throw invalidArg("invalid value for 'timeout' parameter: it must be a non-negative number of microseconds.");
+  return v;
+}
+
+function custom(p: InferParameterMsg, key: string): string | number | boolean | bigint {
+  switch (p.parameter_choice) {
+    case 'bool_param': return p.bool_param;
+    case 'string_param': return p.string_param;
+    case 'double_param': return p.double_param;
+    case 'int64_param': return int64Value(p.int64_param);
+    default: throw invalidArg(`invalid value type for parameter '${key}': custom parameters may be bool_param, int64_param, string_param or double_param.`);
+  }
+}

@@ -1,0 +1,46 @@
+import type { Metadata, sendUnaryData, ServerUnaryCall } from '@grpc/grpc-js';
+import { isNereidError, NereidError } from '../../errors.js';
+import type { Parameters } from '../../inference/index.js';
+import type { Logger } from '../../observability/logger.js';
+import type { InferenceServer } from '../../server/inference-server.js';
+import { decodeInferRequest } from './infer-request.js';
+import { encodeInferResponse } from './infer-response.js';
+import type { ModelInferRequestMsg, ModelInferResponseOut } from './messages.js';
+import { toServiceError } from './status.js';
+
+interface InferContext {
+  readonly server: InferenceServer;
+  readonly logger: Logger;
+  readonly forwarded: (m: Metadata) => Parameters | undefined;
+}
+
+/**
+ * ModelInfer: one request, one response. A client that cancels, or whose deadline passes, aborts the request,
+ * so work still queued for it is dropped rather than run for nobody.
+ */
+export function handleModelInfer(ctx: InferContext): (call: ServerUnaryCall<ModelInferRequestMsg, ModelInferResponseOut>, callback: sendUnaryData<ModelInferResponseOut>) => void {
+  const { server, logger } = ctx;
+  return (call, callback) => {
+    const abort = new AbortController();
+    call.once('cancelled', () => abort.abort());
+    let request;
+    try {
+      request = decodeInferRequest(server, call.request, abort.signal, ctx.forwarded(call.metadata)).request;
+    } catch (e) {
+      callback(toServiceError(e, logger));
+      return;
+    }
+    server.infer(request).then(
+      (res) => callback(null, encodeInferResponse(res)),
+      (e: unknown) => callback(toServiceError(decoupledRefusal(server, request.model, request.version, e), logger)),
+    );
+  };
+}
+
+/** A decoupled model refuses infer(); over gRPC that is Triton's message pointing at the streaming RPC. */
+function decoupledRefusal(server: InferenceServer, model: string, version: number | undefined, e: unknown): unknown {
+  if (isNereidError(e) && e.code === 'UNSUPPORTED' && server.isModelDecoupled(model, version)) {
+    return new NereidError('UNSUPPORTED', "ModelInfer RPC doesn't support models with decoupled transaction policy");
+  }
+  return e;
+}

@@ -1,0 +1,27 @@
+import { status as Status, type StatusObject } from '@grpc/grpc-js';
+import { isNereidError, type ErrorCode } from '../../errors.js';
+import type { Logger } from '../../observability/logger.js';
+
+/** The one table from error codes to gRPC status codes (Triton's GrpcStatusUtil::CodeToStatus, plus Nereid's own codes). */
+export const GRPC_STATUS: Record<ErrorCode, Status> = {
+  INVALID_ARG: Status.INVALID_ARGUMENT,
+  NOT_FOUND: Status.NOT_FOUND,
+  UNAVAILABLE: Status.UNAVAILABLE,
+  RESOURCE_EXHAUSTED: Status.RESOURCE_EXHAUSTED,
+  INTERNAL: Status.INTERNAL,
+  UNSUPPORTED: Status.UNIMPLEMENTED,
+  ALREADY_EXISTS: Status.ALREADY_EXISTS,
+  UNAUTHENTICATED: Status.UNAUTHENTICATED,
+  CANCELLED: Status.CANCELLED,
+  UNKNOWN: Status.UNKNOWN,
+};
+
+/**
+ * Any thrown value as the status a call ends with: a NereidError by its code, with its message as the status
+ * details; anything else is a bug, logged in full and answered INTERNAL with a generic message.
+ */
+export function toServiceError(e: unknown, logger: Logger): Partial<StatusObject> {
+  if (isNereidError(e)) return { code: GRPC_STATUS[e.code], details: e.message };
+  logger.error(`unexpected error in the gRPC frontend: ${(e as Error)?.stack ?? String(e)}`);
+  return { code: Status.INTERNAL, details: 'internal error' };
+}

@@ -1,0 +1,135 @@
+import type { ServerDuplexStream } from '@grpc/grpc-js';
+import type { InferenceRequest, Parameters } from '../../inference/index.js';
+import type { Logger } from '../../observability/logger.js';
+import type { InferenceServer } from '../../server/inference-server.js';
+import { decodeInferRequest } from './infer-request.js';
+import { encodeInferResponse } from './infer-response.js';
+import type { InferParameterOut, ModelInferRequestMsg, ModelStreamInferResponseOut } from './messages.js';
+import { toServiceError } from './status.js';
+
+/**
+ * ModelStreamInfer with Triton's stream semantics. Each client message is a request, started as it arrives;
+ * responses go out as they come, ordinary models with one response per request, decoupled models with zero or
+ * more. Every response carries `triton_final_response`, true on the last one of its request; a decoupled
+ * model's bare final flag becomes an empty response only when the request asked with
+ * `triton_enable_empty_final_response`. A failed request is answered on the stream with `error_message` and
+ * the stream stays open; with the `triton_grpc_error: true` header the first failure ends the stream with its
+ * gRPC status instead. The stream closes with OK once the client has half-closed and every request is over;
+ * a client that cancels (or whose deadline passes) cancels every request of the stream still running.
+ */
+
+export type StreamCall = ServerDuplexStream<ModelInferRequestMsg, ModelStreamInferResponseOut>;
+
+export interface StreamContext {
+  readonly server: InferenceServer;
+  readonly logger: Logger;
+  /** The call's headers that --grpc-header-forward-pattern passes to models, or undefined. */
+  forwarded(call: StreamCall): Parameters | undefined;
+}
+
+const FINAL: Record<string, InferParameterOut> = Object.freeze({ triton_final_response: { bool_param: true } });
+const NOT_FINAL: Record<string, InferParameterOut> = Object.freeze({ triton_final_response: { bool_param: false } });
+
+export function handleStreamInfer(ctx: StreamContext, call: StreamCall): void {
+  new InferStream(ctx, call).start();
+}
+
+class InferStream {
+  private readonly abort = new AbortController();
+  private readonly grpcErrorMode: boolean;
+  private readonly forwarded: Parameters | undefined;
+  private inflight = 0;
+  private halfClosed = false;
+  private closed = false;
+
+  constructor(private readonly ctx: StreamContext, private readonly call: StreamCall) {
+    this.grpcErrorMode = call.metadata.get('triton_grpc_error')[0] === 'true';
+    this.forwarded = ctx.forwarded(call);
+  }
+
+  start(): void {
+    const call = this.call;
+    call.on('cancelled', () => {
+      this.closed = true;
+      this.abort.abort();
+    });
+    call.on('data', (msg: ModelInferRequestMsg) => {
+      this.inflight++;
+      void this.run(msg).finally(() => {
+        this.inflight--;
+        this.maybeEnd();
+      });
+    });
+    call.on('end', () => {
+      this.halfClosed = true;
+      this.maybeEnd();
+    });
+  }
+
+  private maybeEnd(): void {
+    if (this.halfClosed && this.inflight === 0 && !this.closed) {
+      this.closed = true;
+      this.call.end();
+    }
+  }
+
+  private write(r: ModelStreamInferResponseOut): void {
+    if (!this.closed) this.call.write(r);
+  }
+
+  private async run(msg: ModelInferRequestMsg): Promise<void> {
+    const server = this.ctx.server;
+    let request: InferenceRequest;
+    let emptyFinal: boolean;
+    try {
+      ({ request, emptyFinalResponse: emptyFinal } = decodeInferRequest(server, msg, this.abort.signal, this.forwarded));
+    } catch (e) {
+      this.fail(e, msg, false);
+      return;
+    }
+    if (!server.isModelDecoupled(request.model, request.version)) {
+      try {
+        const res = await server.infer(request);
+        this.write({ error_message: '', infer_response: encodeInferResponse(res, FINAL) });
+      } catch (e) {
+        this.fail(e, msg, true);
+      }
+      return;
+    }
+    const stream = server.inferStream(request);
+    // A stream already over when handed back failed before the model saw the request.
+    const refused = stream.closed;
+    let finalSent = false;
+    try {
+      for await (const res of stream) {
+        finalSent = stream.drained;
+        this.write({ error_message: '', infer_response: encodeInferResponse(res, finalSent ? FINAL : NOT_FINAL) });
+      }
+    } catch (e) {
+      this.fail(e, msg, !refused);
+      return;
+    }
+    if (!finalSent && emptyFinal) {
+      this.write({ error_message: '', infer_response: { id: msg.id, model_name: msg.model_name, model_version: msg.model_version, parameters: FINAL, outputs: [], raw_output_contents: [] } });
+    }
+  }
+
+  /**
+   * A request failed. Before inference started the error answer carries only the request id; once the model
+   * had the request it also names the model and is the request's final response, as Triton's.
+   */
+  private fail(e: unknown, msg: ModelInferRequestMsg, started: boolean): void {
+    if (this.closed) return;
+    if (this.grpcErrorMode) {
+      this.closed = true;
+      this.abort.abort();
+      this.call.emit('error', toServiceError(e, this.ctx.logger));
+      return;
+    }
+    const message = toServiceError(e, this.ctx.logger).details ?? '';
+    const infer_response = started
+      ? { id: msg.id, model_name: msg.model_name, model_version: msg.model_version, parameters: FINAL, outputs: [], raw_output_contents: [] }
+      : { id: msg.id, model_name: '', model_version: '', outputs: [], raw_output_contents: [] };
+    this.write({ error_message: message, infer_response });
+  }
+}
