@@ -77,5 +77,10 @@ export interface BackendInstance {
    * instance is broken.
    */
   execute(requests: readonly BackendRequest[]): Promise<ExecutionTimes>;
+  /**
+   * False while the instance cannot serve although it loaded (an engine behind it is down): the model version
+   * then reports not ready. Absent means ready.
+   */
+  ready?(): boolean;
   close(): Promise<void>;
 }

@@ -37,5 +37,6 @@ export function defaultBackends(): BackendRegistry {
   const r = new BackendRegistry();
   r.register('onnxruntime', async () => (await import('./onnxruntime/backend.js')).onnxRuntimeBackend);
   r.register('javascript', async () => (await import('./javascript/backend.js')).javascriptBackend);
+  r.register('openai', async () => (await import('./openai/backend.js')).openaiBackend);
   return r;
 }

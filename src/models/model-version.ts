@@ -38,6 +38,12 @@ export class ModelVersion {
     return this.context.decoupled;
   }
 
+  /** Loaded, and every instance able to serve (see BackendInstance.ready). */
+  get ready(): boolean {
+    for (const i of this.instances) if (i.ready && !i.ready()) return false;
+    return true;
+  }
+
   inflight(): number {
     return this.scheduler.inflight();
   }

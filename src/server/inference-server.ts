@@ -162,8 +162,7 @@ export class InferenceServer {
 
   isModelReady(name: string, version?: number): boolean {
     try {
-      this.manager.resolve(name, version);
-      return true;
+      return this.manager.resolve(name, version).ready;
     } catch {
       if (!this.manager.isKnown(name)) throw invalidArg(`Request for unknown model: '${name}' is not found`);
       return false;

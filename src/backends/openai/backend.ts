@@ -1,0 +1,97 @@
+import { invalidArg } from '../../errors.js';
+import type { ModelConfig } from '../../config/types.js';
+import type { Backend, BackendInstance, InstanceSpec, ModelFiles } from '../backend.js';
+import { Engine, type EngineSettings } from './engine.js';
+import { GatewayInstance } from './instance.js';
+
+/**
+ * Backend "openai": the server as a gateway to an engine that runs on its own — vLLM, SGLang, TGI, llama.cpp's
+ * server, any OpenAI-compatible /v1 endpoint. The model folder holds only a config (and an empty version
+ * folder); its parameters say where the engine is:
+ *
+ * ```
+ * backend: "openai"
+ * parameters { key: "base_url" value { string_value: "http://127.0.0.1:8080" } }
+ * parameters { key: "model_id" value { string_value: "meta-llama/Llama-3.1-8B-Instruct" } }
+ * parameters { key: "api_key_env" value { string_value: "VLLM_API_KEY" } }   # optional: a variable's name
+ * parameters { key: "timeout_ms" value { string_value: "600000" } }          # optional
+ * parameters { key: "max_retries" value { string_value: "2" } }              # optional: connection failures only
+ * ```
+ *
+ * Requests use Triton's LLM tensors: `text_input` in, `text_output` out, sampling as request parameters
+ * (max_tokens, temperature, top_p, top_k, seed, stop, …); a `messages` parameter (chat messages as JSON) makes it
+ * a chat completion. A decoupled model streams the engine's tokens as they come.
+ */
+export const openaiBackend: Backend = {
+  name: 'openai',
+
+  async autoComplete(_files: ModelFiles, config: ModelConfig): Promise<void> {
+    const flags = { is_shape_tensor: false, is_non_linear_format_io: false };
+    if (config.input.length === 0) {
+      config.input = [{ name: 'text_input', data_type: 'TYPE_STRING', format: 'FORMAT_NONE', dims: [1], allow_ragged_batch: false, optional: false, ...flags }];
+    }
+    if (config.output.length === 0) config.output = [{ name: 'text_output', data_type: 'TYPE_STRING', dims: [1], label_filename: '', ...flags }];
+    // A gateway instance only waits on the network: many of them, so many requests are in flight at once.
+    if (config.instance_group.length === 0) {
+      config.instance_group = [{ name: '', kind: 'KIND_CPU', count: 64, gpus: [], secondary_devices: [], profile: [], passive: false, host_policy: '' }];
+    }
+  },
+
+  async createInstance(spec: InstanceSpec): Promise<BackendInstance> {
+    return GatewayInstance.create(spec, engineFor(spec));
+  },
+};
+
+/** One engine (one connection pool) per model version, shared by its instances. */
+const engines = new Map<string, { engine: Engine; users: number }>();
+
+function engineFor(spec: InstanceSpec): { engine: Engine; release(): Promise<void> } {
+  const key = `${spec.modelDir}\u0000${spec.version}`;
+  let e = engines.get(key);
+  if (!e) {
+    e = { engine: new Engine(settingsOf(spec.config, spec.name)), users: 0 };
+    engines.set(key, e);
+  }
+  e.users++;
+  const entry = e;
+  return {
+    engine: entry.engine,
+    release: async () => {
+      if (--entry.users > 0) return;
+      engines.delete(key);
+      await entry.engine.close();
+    },
+  };
+}
+
+/** The engine settings from the config's parameters; the API key from the environment variable they name. */
+export function settingsOf(config: ModelConfig, model: string): EngineSettings {
+  const p = (k: string): string | undefined => config.parameters?.[k]?.string_value;
+  const baseUrl = p('base_url');
+  if (!baseUrl) throw invalidArg(`model '${model}' (backend openai) needs the parameter base_url, the engine's address`);
+  let url: URL;
+  try {
+    url = new URL(baseUrl);
+  } catch {
+    throw invalidArg(`model '${model}': base_url '${baseUrl}' is not a URL`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw invalidArg(`model '${model}': base_url must be http or https, got '${url.protocol}'`);
+  const int = (k: string, d: number, min: number): number => {
+    const v = p(k);
+    if (v === undefined) return d;
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < min) throw invalidArg(`model '${model}': parameter ${k} must be an integer of at least ${min}, got '${v}'`);
+    return n;
+  };
+  const keyEnv = p('api_key_env');
+  if (keyEnv !== undefined && !/^[A-Za-z_][A-Za-z0-9_]*$/.test(keyEnv)) throw invalidArg(`model '${model}': api_key_env must name an environment variable, got '${keyEnv}'`);
+  if (p('api_key') !== undefined) throw invalidArg(`model '${model}': an API key does not belong in config.pbtxt; put it in an environment variable and name it with api_key_env`);
+  return {
+    baseUrl,
+    modelId: p('model_id') ?? model,
+    apiKey: keyEnv ? process.env[keyEnv] : undefined,
+    timeoutMs: int('timeout_ms', 600_000, 1),
+    retries: int('max_retries', 2, 0),
+    connections: int('max_connections', 64, 1),
+  };
+}

@@ -1,0 +1,167 @@
+import { Pool, errors as undiciErrors, type Dispatcher } from 'undici';
+import { NereidError, invalidArg, unavailable } from '../../errors.js';
+import { readEvents } from './sse.js';
+
+/** Where an engine is and how to talk to it: from the model's config parameters. */
+export interface EngineSettings {
+  /** The engine's root, e.g. http://127.0.0.1:8000 (a trailing /v1 is accepted and dropped). */
+  readonly baseUrl: string;
+  /** The model id the engine serves, sent as `model` in every request. */
+  readonly modelId: string;
+  /** The API key, read from the environment variable the config names; never from the config itself. */
+  readonly apiKey: string | undefined;
+  /** Longest wait for the engine's answer headers, then between body chunks. */
+  readonly timeoutMs: number;
+  /** Retries of a request that could not reach the engine at all (never of one the engine received). */
+  readonly retries: number;
+  /** Connections kept open to the engine. */
+  readonly connections: number;
+}
+
+/** One completion chunk (or the whole answer) as Nereid passes it on. */
+export interface Completion {
+  readonly text: string;
+  readonly finishReason: string | undefined;
+  readonly usage: { promptTokens: number; completionTokens: number } | undefined;
+}
+
+/** The JSON body of /v1/completions or /v1/chat/completions, without `model` and `stream`. */
+export type EngineBody = Record<string, unknown>;
+
+const CONNECT_ERRORS = new Set(['ECONNREFUSED', 'ECONNRESET', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'ENOTFOUND', 'UND_ERR_SOCKET', 'UND_ERR_CONNECT_TIMEOUT']);
+
+/**
+ * An OpenAI-compatible engine (vLLM, SGLang, TGI, llama.cpp's server, any /v1 endpoint) over one pool of
+ * kept-alive connections (undici). Requests the engine never received are retried; anything else the engine
+ * says is mapped to a NereidError naming the engine, so a client can tell a bad request from a broken engine.
+ */
+export class Engine {
+  private readonly pool: Pool;
+  private readonly root: URL;
+  private readonly headers: Record<string, string>;
+
+  constructor(readonly settings: EngineSettings) {
+    this.root = new URL(settings.baseUrl.replace(/\/+$/, '').replace(/\/v1$/, ''));
+    this.pool = new Pool(this.root.origin, { connections: settings.connections, headersTimeout: settings.timeoutMs, bodyTimeout: settings.timeoutMs });
+    this.headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
+    if (settings.apiKey) this.headers['authorization'] = `Bearer ${settings.apiKey}`;
+  }
+
+  get description(): string {
+    return `engine ${this.root.origin}${this.root.pathname === '/' ? '' : this.root.pathname} (model '${this.settings.modelId}')`;
+  }
+
+  /** True when the engine answers its health check (GET /health, else GET /v1/models) with a 2xx. */
+  async healthy(signal?: AbortSignal): Promise<boolean> {
+    for (const path of ['/health', '/v1/models']) {
+      try {
+        const r = await this.pool.request({ method: 'GET', path: this.path(path), headers: this.headers, signal, headersTimeout: 5000, bodyTimeout: 5000 });
+        await r.body.dump();
+        if (r.statusCode >= 200 && r.statusCode < 300) return true;
+        if (r.statusCode !== 404) return false;
+      } catch {
+        return false;
+      }
+    }
+    return false;
+  }
+
+  /** One whole answer (stream false). */
+  async complete(kind: 'completions' | 'chat', body: EngineBody, signal?: AbortSignal): Promise<Completion> {
+    const r = await this.send(kind, { ...body, stream: false }, signal);
+    const text = await r.body.text();
+    const json = parseJson(text, this.description);
+    return completionOf(json, kind, this.description);
+  }
+
+  /** The answer as it is generated (stream true): one Completion per server-sent event, until [DONE]. */
+  async *stream(kind: 'completions' | 'chat', body: EngineBody, signal?: AbortSignal): AsyncGenerator<Completion> {
+    const r = await this.send(kind, { ...body, stream: true, stream_options: { include_usage: true } }, signal);
+    for await (const data of readEvents(r.body)) {
+      if (data === '[DONE]') return;
+      const json = parseJson(data, this.description);
+      if (json && typeof json === 'object' && 'error' in json) throw engineError(500, json, this.description);
+      yield completionOf(json, kind, this.description);
+    }
+  }
+
+  close(): Promise<void> {
+    return this.pool.close();
+  }
+
+  private path(p: string): string {
+    const base = this.root.pathname.replace(/\/+$/, '');
+    return `${base}${p}`;
+  }
+
+  /** POSTs to the engine, retrying only when the request never reached it; a non-2xx answer becomes an error. */
+  private async send(kind: 'completions' | 'chat', body: EngineBody, signal?: AbortSignal): Promise<Dispatcher.ResponseData> {
+    const path = this.path(kind === 'chat' ? '/v1/chat/completions' : '/v1/completions');
+    const payload = JSON.stringify({ ...body, model: this.settings.modelId });
+    for (let attempt = 0; ; attempt++) {
+      let r: Dispatcher.ResponseData;
+      try {
+        r = await this.pool.request({ method: 'POST', path, headers: this.headers, body: payload, signal });
+      } catch (e) {
+        if (signal?.aborted) throw new NereidError('CANCELLED', 'request cancelled');
+        const code = (e as { code?: string }).code ?? '';
+        if (CONNECT_ERRORS.has(code) && attempt < this.settings.retries) {
+          await new Promise((res) => setTimeout(res, 100 * 2 ** attempt));
+          continue;
+        }
+        if (e instanceof undiciErrors.HeadersTimeoutError || e instanceof undiciErrors.BodyTimeoutError) {
+          throw unavailable(`${this.description} did not answer within ${this.settings.timeoutMs} ms`);
+        }
+        throw unavailable(`${this.description} is unreachable: ${(e as Error).message}${code ? ` (${code})` : ''}`);
+      }
+      if (r.statusCode >= 200 && r.statusCode < 300) return r;
+      const text = await r.body.text().catch(() => '');
+      let json: unknown = text;
+      try {
+        json = JSON.parse(text);
+      } catch {
+        // not JSON: the text itself is the message
+      }
+      throw engineError(r.statusCode, json, this.description);
+    }
+  }
+}
+
+function parseJson(text: string, engine: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new NereidError('INTERNAL', `${engine} answered something that is not JSON: ${JSON.stringify(text.slice(0, 200))}`);
+  }
+}
+
+/** An engine's error answer: its 4xx are the client's mistakes (400), its 5xx the engine's failures. */
+function engineError(status: number, body: unknown, engine: string): NereidError {
+  const message = errorMessage(body);
+  if (status === 404) return invalidArg(`${engine}: not found: ${message}`);
+  if (status === 429 || status === 503) return unavailable(`${engine} is overloaded or not ready (${status}): ${message}`);
+  if (status >= 400 && status < 500) return invalidArg(`${engine} refused the request (${status}): ${message}`);
+  return new NereidError('INTERNAL', `${engine} failed (${status}): ${message}`);
+}
+
+function errorMessage(body: unknown): string {
+  if (typeof body === 'string') return body.slice(0, 500) || 'no message';
+  const e = (body as { error?: unknown; message?: unknown } | null)?.error ?? (body as { message?: unknown } | null)?.message;
+  if (typeof e === 'string') return e;
+  if (e && typeof e === 'object' && typeof (e as { message?: unknown }).message === 'string') return (e as { message: string }).message;
+  return JSON.stringify(body).slice(0, 500);
+}
+
+/** The text, finish reason and usage of a completion or chat completion (whole or chunk). */
+function completionOf(json: unknown, kind: 'completions' | 'chat', engine: string): Completion {
+  const j = json as { choices?: unknown; usage?: { prompt_tokens?: unknown; completion_tokens?: unknown } } | null;
+  if (!j || typeof j !== 'object') throw new NereidError('INTERNAL', `${engine} answered JSON that is not a completion: ${JSON.stringify(json).slice(0, 200)}`);
+  const choices = Array.isArray(j.choices) ? j.choices : [];
+  const c = choices[0] as { text?: unknown; delta?: { content?: unknown }; message?: { content?: unknown }; finish_reason?: unknown } | undefined;
+  if (!c && !j.usage) throw new NereidError('INTERNAL', `${engine} answered JSON that is not a completion: ${JSON.stringify(json).slice(0, 200)}`);
+  const raw = kind === 'chat' ? (c?.delta?.content ?? c?.message?.content) : c?.text;
+  if (raw !== undefined && raw !== null && typeof raw !== 'string') throw new NereidError('INTERNAL', `${engine} answered a completion whose text is not a string`);
+  const usage = j.usage && typeof j.usage.prompt_tokens === 'number' && typeof j.usage.completion_tokens === 'number'
+    ? { promptTokens: j.usage.prompt_tokens, completionTokens: j.usage.completion_tokens } : undefined;
+  return { text: (raw as string | undefined) ?? '', finishReason: typeof c?.finish_reason === 'string' ? c.finish_reason : undefined, usage };
+}
