@@ -1,6 +1,6 @@
 import type { ModelConfig } from '../config/types.js';
 import type { Logger } from '../observability/logger.js';
-import type { Parameters, ResponseSender } from '../inference/index.js';
+import type { InferenceRequest, InferenceResponse, Parameters, ResponseSender } from '../inference/index.js';
 import type { Tensor } from '../tensor/tensor.js';
 
 /**
@@ -37,6 +37,39 @@ export interface InstanceSpec extends ModelFiles {
   readonly instanceName: string;
   readonly kind: string;
   readonly logger: Logger;
+  /** What the model may ask of the server (BLS); absent when the server offers nothing. */
+  readonly calls?: ModelCalls;
+}
+
+/**
+ * Calls back up from a running model to the server: a Python model's BLS requests and model management. The
+ * server hands this down when a model loads, so backends never import it.
+ */
+export interface ModelCalls {
+  infer(request: InferenceRequest): Promise<InferenceResponse>;
+  /** Every response of a request as it comes (a decoupled model's stream, or an ordinary model's one response). */
+  inferStream(request: InferenceRequest): AsyncIterableIterator<InferenceResponse> & { return(): Promise<IteratorResult<InferenceResponse>> };
+  loadModel(name: string, request: { config?: ModelConfig; files?: ReadonlyMap<string, Uint8Array> }): Promise<void>;
+  unloadModel(name: string, options: { unloadDependents?: boolean }): Promise<void>;
+  isModelReady(name: string, version?: number): boolean;
+  /** Custom metrics (pb_utils.MetricFamily); absent when the server keeps none. */
+  readonly metrics?: CustomMetrics;
+}
+
+/** A model's own metric families, exported beside the server's. Kinds as pb_utils numbers them. */
+export interface CustomMetrics {
+  family(name: string, description: string, kind: 'counter' | 'gauge' | 'histogram'): CustomMetricFamily;
+}
+
+export interface CustomMetricFamily {
+  metric(labels: Readonly<Record<string, string>>, buckets?: readonly number[]): CustomMetric;
+}
+
+export interface CustomMetric {
+  increment(value: number): void;
+  set(value: number): void;
+  observe(value: number): void;
+  value(): number;
 }
 
 /** One request of an execution. Inputs are in backend shape; `outputs` are the names the request wants. */

@@ -4,7 +4,7 @@ import { NereidError, invalidArg, isNereidError, unavailable } from '../errors.j
 import type { ModelConfig } from '../config/types.js';
 import { autoCompleteBackendFields, normalizeModelConfig, parseModelConfig, validateModelConfig } from '../config/index.js';
 import type { BackendRegistry } from '../backends/registry.js';
-import type { Backend, BackendInstance, ExecutionTimes, ModelFiles } from '../backends/backend.js';
+import type { Backend, BackendInstance, ExecutionTimes, ModelCalls, ModelFiles } from '../backends/backend.js';
 import type { Logger } from '../observability/logger.js';
 import { ModelStatistics, type InstanceStatistics } from '../observability/statistics.js';
 import type { VersionInfo } from '../observability/metrics/reporter.js';
@@ -36,6 +36,8 @@ export interface LoaderOptions {
   readonly responseCache?: ResponseCache;
   /** How an ensemble finds its composing models (the manager's resolve). */
   readonly resolveModel?: ModelResolver;
+  /** What a running model may ask of the server (BLS), handed to every instance. */
+  readonly calls?: ModelCalls;
   /** How a router reaches its targets (version weights applied), and which of them have a ready version. */
   readonly routeModel?: RouteResolver;
   readonly hasReadyVersion?: (name: string) => boolean;
@@ -156,6 +158,7 @@ async function loadInstances(model: PreparedModel, context: ModelContext, opts: 
         const instance = await model.backend!.createInstance({
           name: model.name, modelDir: model.modelDir, versionDir, backendConfig: model.backendConfig,
           version, config: model.config, instanceName, kind: group.kind, logger: opts.logger,
+          ...(opts.calls ? { calls: opts.calls } : {}),
         });
         instances.push(instance);
         await warmUp(instance, model.config, model.modelDir, instanceName);

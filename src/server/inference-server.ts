@@ -1,6 +1,7 @@
 import { NereidError, invalidArg, toNereidError, unavailable, unsupported } from '../errors.js';
 import type { ModelConfig } from '../config/types.js';
 import { modelConfigToJson } from '../config/index.js';
+import type { ModelCalls } from '../backends/backend.js';
 import { defaultBackends, type BackendRegistry } from '../backends/registry.js';
 import type { InferenceRequest, InferenceResponse } from '../inference/index.js';
 import { ResponseStream } from '../inference/stream.js';
@@ -95,9 +96,36 @@ export class InferenceServer {
       loadThreads: options.modelLoadThreadCount ?? 4,
       rateLimiter: new RateLimiter(options.rateLimit === 'execution_count', options.rateLimitResources ?? []),
       responseCache: this.cache,
+      calls: this.modelCalls(),
       ...(this.metrics ? { metrics: this.metrics } : {}),
     }, this.logger);
     this.metadataValue = { name: options.id ?? DEFAULT_SERVER_ID, version: NEREID_VERSION, extensions: EXTENSIONS };
+  }
+
+  /**
+   * What a running model may ask of the server (a Python model's BLS calls and model management). Unlike the
+   * public infer(), a call still runs while the server is stopping, so requests in flight can finish.
+   */
+  private modelCalls(): ModelCalls {
+    return {
+      infer: (request) => {
+        try {
+          return this.manager.resolveRouted(request.model, request.version, routingKey(request.parameters, request.sequenceId)).infer(request);
+        } catch (e) {
+          return Promise.reject(e);
+        }
+      },
+      inferStream: (request) => {
+        try {
+          return this.manager.resolveRouted(request.model, request.version, routingKey(request.parameters, request.sequenceId)).inferStream(request);
+        } catch (e) {
+          return ResponseStream.failed(e);
+        }
+      },
+      loadModel: (name, request) => this.loadModel(name, request),
+      unloadModel: (name, options) => this.unloadModel(name, options),
+      isModelReady: (name, version) => this.isModelReady(name, version),
+    };
   }
 
   /**

@@ -1,0 +1,523 @@
+"""The process behind one instance of a Python model (or, in auto-complete mode, a short-lived one that runs the
+model's ``auto_complete_config``). Nereid starts it with two extra pipes: it reads control messages on fd 3 and
+writes its own on fd 4, so whatever the model prints on stdout and stderr goes to the server's log and never
+into the protocol.
+
+A message is a frame: uint32 LE length of what follows, uint32 LE length of a JSON header, the header, then an
+optional binary tail (used only by BLS calls and model loads with files). Tensors of executions travel in POSIX
+shared memory instead (see ``shm.py``): inputs in regions the server writes and this process maps, so
+``as_numpy()`` is a view of them; outputs in regions this process owns and the server maps, each block freed
+when the server says it has read it.
+
+Threads: the main thread runs the model (initialize, execute, finalize); a reader thread takes every message
+from fd 3, so BLS answers, cancellations and releases arrive while execute() runs; an asyncio loop in a third
+thread runs ``async def execute`` coroutines, as Triton's stub does.
+"""
+
+import asyncio
+import importlib
+import inspect
+import json
+import os
+import queue
+import struct
+import sys
+import threading
+import time
+import traceback
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import numpy as np  # noqa: E402
+
+import triton_python_backend_utils as pb_utils  # noqa: E402
+from nereid_shm import InputRegions, OutputRegions, tensor_bytes  # noqa: E402
+
+FINAL = pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL
+IN_FD = 3
+OUT_FD = 4
+
+
+# ---- framing ---------------------------------------------------------------------------------------------
+
+
+class Pipe:
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._buf = bytearray()
+
+    def send(self, header, tail=None):
+        body = json.dumps(header, separators=(",", ":")).encode()
+        tail_len = len(tail) if tail is not None else 0
+        head = struct.pack("<II", 4 + len(body) + tail_len, len(body))
+        data = head + body if tail is None else b"".join((head, body, tail))
+        with self._lock:
+            view = memoryview(data)
+            while len(view) > 0:
+                n = os.write(OUT_FD, view)
+                view = view[n:]
+
+    def _fill(self, n):
+        while len(self._buf) < n:
+            chunk = os.read(IN_FD, max(1 << 16, n - len(self._buf)))
+            if not chunk:
+                raise EOFError
+            self._buf += chunk
+
+    def receive(self):
+        """(header, tail) of the next message; raises EOFError once the server has gone."""
+        self._fill(8)
+        total, json_len = struct.unpack_from("<II", self._buf, 0)
+        self._fill(4 + total)
+        header = json.loads(bytes(self._buf[8:8 + json_len]))
+        tail = None
+        if total > 4 + json_len:
+            tail = bytearray(self._buf[8 + json_len:4 + total])
+        del self._buf[:4 + total]
+        return header, tail
+
+
+pipe = Pipe()
+send = pipe.send
+
+
+# ---- errors as the client reads them ---------------------------------------------------------------------
+
+
+def describe(e):
+    """``Type: message`` then the model's frames, innermost first, as Triton's stub reports a Python error."""
+    text = f"{type(e).__name__}: {e}"
+    frames = traceback.extract_tb(e.__traceback__)
+    if frames:
+        text += "\n\nAt:\n" + "\n".join(f"  {f.filename}({f.lineno}): {f.name}" for f in reversed(frames)) + "\n"
+    return text
+
+
+def failed(name, why):
+    return f"Failed to process the request(s) for model '{name}', message: {why}"
+
+
+# ---- the runtime pb_utils reaches the server through -------------------------------------------------------
+
+
+class Call:
+    """One request to the server that waits for answers (BLS, model management, metrics)."""
+
+    def __init__(self, runtime, call_id):
+        self.runtime = runtime
+        self.id = call_id
+        self.answers = queue.SimpleQueue()
+        self.done = False
+
+    def next(self):
+        if self.done:
+            return None
+        item = self.answers.get()
+        if item is None:
+            self.done = True
+        return item
+
+    def cancel(self):
+        send({"t": "bls-cancel", "call": self.id})
+
+
+class Runtime:
+    def __init__(self, init):
+        self.model_dir = init["modelDir"]
+        self.model_name = init["modelName"]
+        self._calls = {}
+        self._next = 1
+        self._lock = threading.Lock()
+
+    def log(self, level, message):
+        send({"t": "log", "level": level, "message": message})
+
+    def _open(self):
+        with self._lock:
+            call = Call(self, self._next)
+            self._next += 1
+        self._calls[call.id] = call
+        return call
+
+    def deliver(self, header, tail):
+        call = self._calls.get(header["call"])
+        if call is None:
+            return
+        if header["t"] == "reply":
+            self._calls.pop(call.id, None)
+            call.answers.put(header)
+            return
+        if "outputs" in header or "error" in header:
+            call.answers.put(bls_response(header, tail))
+        if header.get("final", True):
+            self._calls.pop(call.id, None)
+            call.answers.put(None)
+
+    def request(self, kind, payload, blobs=None):
+        call = self._open()
+        tail = b"".join(bytes(b) for b in blobs) if blobs else None
+        if blobs:
+            payload = dict(payload, sizes=[len(b) for b in blobs])
+        send(dict(payload, t=kind, call=call.id), tail)
+        answer = call.answers.get()
+        if "error" in answer:
+            raise pb_utils.TritonModelException(answer["error"])
+        return answer.get("value")
+
+    def notify(self, kind, payload):
+        send(dict(payload, t=kind))
+
+    def bls(self, request, decoupled):
+        call = self._open()
+        descs, parts, at = [], [], 0
+        for t in request.inputs():
+            data, count = tensor_bytes(t)
+            descs.append({"n": t.name(), "d": t._datatype, "s": t.shape(), "o": at, "b": len(data), "c": count})
+            parts.append(data)
+            at += len(data)
+        header = {
+            "t": "bls", "call": call.id, "model": request._model_name, "version": request._model_version,
+            "id": request.request_id(), "corr": request.correlation_id(), "flags": request.flags(),
+            "timeout": request.timeout(), "params": request.parameters(), "outputs": request.requested_output_names(),
+            "stream": bool(decoupled), "inputs": descs,
+        }
+        send(header, b"".join(parts) if parts else None)
+        if decoupled:
+            return pb_utils.ResponseIterator(call)
+        response = call.next()
+        return response if response is not None else pb_utils.InferenceResponse(
+            error=pb_utils.TritonError("the model sent no response"))
+
+
+def bls_response(header, tail):
+    if "error" in header:
+        return pb_utils.InferenceResponse(error=pb_utils.TritonError(header["error"]["message"], header["error"]["code"]))
+    outputs = []
+    for d in header.get("outputs", []):
+        if d["d"] == "BYTES":
+            array = pb_utils.deserialize_bytes_tensor(memoryview(tail)[d["o"]:d["o"] + d["b"]]).reshape(d["s"])
+        else:
+            dtype = pb_utils._WIRE_DTYPES[d["d"]]
+            array = np.frombuffer(tail, dtype=dtype, count=d["b"] // dtype.itemsize, offset=d["o"]).reshape(d["s"]) \
+                if d["b"] > 0 else np.empty(d["s"], dtype=dtype)
+        outputs.append(pb_utils.Tensor(d["n"], array, d["d"]))
+    return pb_utils.InferenceResponse(outputs, parameters=header.get("params"))
+
+
+# ---- one request's way back --------------------------------------------------------------------------------
+
+
+class Channel:
+    def __init__(self, stub, rid, requested):
+        self.stub = stub
+        self.rid = rid
+        self.requested = requested
+        self.closed = False
+        self.cancelled = False
+        self.held = None  # not decoupled: a response sent without FINAL waits here for the flag
+
+    def send(self, response, flags):
+        if self.closed:
+            raise pb_utils.TritonModelException("Unable to send response. Response sender has been closed.")
+        final = (flags & FINAL) != 0
+        if not self.stub.decoupled:
+            if self.held is not None and response is not None:
+                raise pb_utils.TritonModelException("a model that is not decoupled sends exactly one response per request")
+            if not final:
+                if response is None:
+                    raise pb_utils.TritonModelException(
+                        "send() without a response needs the TRITONSERVER_RESPONSE_COMPLETE_FINAL flag")
+                self.held = response
+                return
+            response = response if response is not None else self.held
+            self.held = None
+            self.close()
+            if response is None:
+                self.stub.send_error(self.rid, pb_utils.TritonError.INTERNAL,
+                                     f"model '{self.stub.name}' ended a request without a response")
+            else:
+                self.stub.send_response(self, response, True)
+            return
+        if response is None and not final:
+            raise pb_utils.TritonModelException("send() without a response needs the TRITONSERVER_RESPONSE_COMPLETE_FINAL flag")
+        if final:
+            self.close()
+        if response is None:
+            send({"t": "resp", "rid": self.rid, "final": True})
+        else:
+            self.stub.send_response(self, response, final)
+
+    def is_cancelled(self):
+        return self.cancelled
+
+    def flush(self):
+        if self.held is not None and not self.closed:
+            self.send(None, FINAL)
+
+    def close(self):
+        self.closed = True
+        self.stub.channels.pop(self.rid, None)
+
+
+# ---- the stub --------------------------------------------------------------------------------------------
+
+
+class Stub:
+    def __init__(self, init):
+        self.init = init
+        self.name = init["modelName"]
+        self.decoupled = bool(init.get("decoupled"))
+        self.channels = {}
+        self.work = queue.SimpleQueue()
+        shm = init["shm"]
+        self.inputs = InputRegions()
+        self.outputs = OutputRegions(shm["prefix"], shm["defaultBytes"], shm["growthBytes"], self.inputs)
+        self.runtime = Runtime(init)
+        pb_utils._install(self.runtime)
+        self.loop = None
+
+    # -- messages in --
+
+    def read_forever(self):
+        try:
+            while True:
+                header, tail = pipe.receive()
+                t = header["t"]
+                if "release" in header:
+                    self.outputs.free(header["release"])
+                if t == "exec" or t == "finalize":
+                    self.work.put(header)
+                elif t == "cancel":
+                    ch = self.channels.get(header["rid"])
+                    if ch is not None:
+                        ch.cancelled = True
+                elif t == "release":
+                    self.outputs.free(header["blocks"])
+                elif t == "drop":
+                    self.inputs.drop(header["r"])
+                elif t in ("bls-resp", "reply"):
+                    self.runtime.deliver(header, tail)
+        except EOFError:
+            pass
+        except Exception:  # a broken frame: nothing sensible can follow
+            traceback.print_exc()
+        # The server is gone (or closed our pipe): nothing will read our answers.
+        self.outputs.close()
+        os._exit(0)
+
+    # -- responses out --
+
+    def send_error(self, rid, code, message):
+        send({"t": "resp", "rid": rid, "final": True, "error": {"code": code, "message": message}})
+
+    def send_response(self, ch, response, final):
+        error = response.error() if isinstance(response, pb_utils.InferenceResponse) else None
+        if not isinstance(response, pb_utils.InferenceResponse):
+            ch.close()
+            self.send_error(ch.rid, pb_utils.TritonError.INTERNAL,
+                            failed(self.name, "execute() must return an InferenceResponse for each request"))
+            return
+        if error is not None:
+            # An error ends the request: the server answers it with this error and forgets it.
+            ch.close()
+            self.send_error(ch.rid, error.code(), error.message())
+            return
+        tensors = []
+        for t in response.output_tensors():
+            if not isinstance(t, pb_utils.Tensor):
+                raise pb_utils.TritonModelException("an InferenceResponse holds something that is not a Tensor")
+            # Outputs the request did not ask for are left out, as Triton prunes them.
+            if t.name() in ch.requested:
+                tensors.append(t)
+        descs, block = self.outputs.write(tensors)
+        header = {"t": "resp", "rid": ch.rid, "final": final, "outputs": descs}
+        if block is not None:
+            header["k"] = block
+        drop = self.outputs.take_retired()
+        if drop:
+            header["drop"] = drop
+        params = response.parameters()
+        if params and params != "{}":
+            header["params"] = params
+        send(header)
+
+    # -- executions --
+
+    def requests_of(self, m):
+        made = []
+        for w in m["requests"]:
+            inputs = [pb_utils.Tensor(d["n"], self.inputs.array(d), d["d"]) for d in w["inputs"]]
+            request = pb_utils.InferenceRequest(
+                request_id=w["id"], correlation_id=w["corr"], inputs=inputs, requested_output_names=w["outputs"],
+                model_name=self.name, flags=w["flags"], timeout=w["timeout"], parameters=w["params"])
+            ch = Channel(self, w["rid"], set(w["outputs"]))
+            self.channels[w["rid"]] = ch
+            if w.get("cancelled"):
+                ch.cancelled = True
+            request._channel = ch
+            made.append((request, ch))
+        return made
+
+    def execute(self, model, m):
+        start = time.perf_counter_ns()
+        made = self.requests_of(m)
+        requests = [r for r, _ in made]
+        error = None
+        try:
+            result = model.execute(requests)
+            if inspect.iscoroutine(result):
+                future = asyncio.run_coroutine_threadsafe(result, self.async_loop())
+                if self.decoupled:
+                    # As Triton: the next batch may start while this one awaits.
+                    send({"t": "done", "batch": m["batch"], "inferNs": time.perf_counter_ns() - start, "running": True})
+                    future.add_done_callback(lambda f: self.async_ended(m["batch"], made, f))
+                    return
+                result = future.result()
+            error = self.check_result(result, made)
+        except Exception as e:
+            error = failed(self.name, describe(e))
+        infer_ns = time.perf_counter_ns() - start
+        send(self.done_message({"t": "done", "batch": m["batch"], "inferNs": infer_ns}, made, error))
+
+    def check_result(self, result, made):
+        if self.decoupled:
+            if result is not None:
+                return failed(self.name, "Python model '" + self.name + "' is using the decoupled mode and the "
+                              "execute function must return None.")
+            return None
+        if not isinstance(result, list):
+            return failed(self.name, "Expected a list in the execute return")
+        if len(result) != len(made):
+            return failed(self.name, "Number of InferenceResponse objects do not match the number of requests. "
+                          f"InferenceRequest(s) size is {len(made)}, and InferenceResponse(s) size is {len(result)}")
+        for r, (_, ch) in zip(result, made):
+            if r is None:
+                continue  # answered through the sender, or reported as unanswered
+            if ch.closed:
+                self.runtime.log(pb_utils.Logger.ERROR, f"model '{self.name}': execute() returned a response for a "
+                                 "request already answered through its sender; it is dropped")
+                continue
+            try:
+                ch.send(r, FINAL)
+            except Exception as e:
+                if not ch.closed:
+                    ch.close()
+                self.send_error(ch.rid, pb_utils.TritonError.INTERNAL, failed(self.name, describe(e)))
+        return None
+
+    def done_message(self, header, made, error):
+        # Requests left without an answer: on an error all of them; otherwise, for models that are not
+        # decoupled, those execute() neither answered nor sent. Decoupled requests stay open for their senders.
+        unanswered = []
+        for _, ch in made:
+            if error is None and not self.decoupled:
+                try:
+                    ch.flush()
+                except Exception as e:
+                    error = failed(self.name, describe(e))
+            if ch.closed or (self.decoupled and error is None):
+                continue
+            ch.close()
+            unanswered.append(ch.rid)
+        if error is not None:
+            header["error"] = error
+        if unanswered:
+            header["unanswered"] = unanswered
+        return header
+
+    def async_ended(self, batch, made, future):
+        error = None
+        try:
+            result = future.result()
+            if result is not None:
+                error = failed(self.name, "Python model '" + self.name + "' is using the decoupled mode and the "
+                               "execute function must return None.")
+        except Exception as e:
+            error = failed(self.name, describe(e))
+        send(self.done_message({"t": "ended", "batch": batch}, made, error))
+
+    def async_loop(self):
+        if self.loop is None:
+            self.loop = asyncio.new_event_loop()
+            threading.Thread(target=self.loop.run_forever, name="nereid-asyncio", daemon=True).start()
+        return self.loop
+
+    # -- lifecycle --
+
+    def load_class(self):
+        """Imports ``<version>.<stem>`` with the version and model folders on sys.path, as Triton's stub does."""
+        model_file = self.init["modelFile"]
+        version_dir = os.path.dirname(model_file)
+        model_dir = os.path.dirname(version_dir)
+        sys.path.insert(0, version_dir)
+        sys.path.insert(0, model_dir)
+        stem = os.path.splitext(os.path.basename(model_file))[0]
+        module_name = f"{os.path.basename(version_dir)}.{stem}"
+        runner = self.init.get("runner")
+        module = importlib.import_module(runner) if runner else importlib.import_module(module_name)
+        cls = getattr(module, "TritonPythonModel", None)
+        if cls is None:
+            raise pb_utils.TritonModelException(f"{os.path.basename(model_file)} defines no class TritonPythonModel")
+        return cls
+
+    def run_instance(self):
+        try:
+            cls = self.load_class()
+            model = cls()
+            if hasattr(model, "initialize"):
+                r = model.initialize(dict(self.init["args"]))
+                if inspect.iscoroutine(r):
+                    asyncio.run_coroutine_threadsafe(r, self.async_loop()).result()
+        except Exception as e:
+            send({"t": "init-error", "message": describe(e)})
+            return
+        send({"t": "ready"})
+        while True:
+            m = self.work.get()
+            if m["t"] == "exec":
+                self.execute(model, m)
+                continue
+            error = None
+            try:
+                if hasattr(model, "finalize"):
+                    r = model.finalize()
+                    if inspect.iscoroutine(r):
+                        asyncio.run_coroutine_threadsafe(r, self.async_loop()).result()
+            except Exception as e:
+                error = describe(e)
+            send({"t": "finalized", "error": error} if error else {"t": "finalized"})
+            return
+
+    def run_auto_complete(self):
+        try:
+            cls = self.load_class()
+            fn = getattr(cls, "auto_complete_config", None)
+            if fn is None:
+                send({"t": "autocomplete"})
+                return
+            result = fn(pb_utils.ModelConfig(self.init["config"]))
+            if not isinstance(result, pb_utils.ModelConfig):
+                raise pb_utils.TritonModelException("auto_complete_config must return a pb_utils.ModelConfig")
+            send({"t": "autocomplete", "config": json.dumps(result.as_dict())})
+        except Exception as e:
+            send({"t": "autocomplete", "error": describe(e)})
+
+
+def main():
+    header, _ = pipe.receive()
+    stub = Stub(header)
+    threading.Thread(target=stub.read_forever, name="nereid-reader", daemon=True).start()
+    try:
+        if header["mode"] == "autocomplete":
+            stub.run_auto_complete()
+        else:
+            stub.run_instance()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        stub.outputs.close()
+        os._exit(0)
+
+
+if __name__ == "__main__":
+    main()

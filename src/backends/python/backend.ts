@@ -1,0 +1,154 @@
+import { readFile, stat } from 'node:fs/promises';
+import { isAbsolute, relative, resolve } from 'node:path';
+import { NereidError, invalidArg } from '../../errors.js';
+import { modelConfigFromJson, modelConfigToJson } from '../../config/index.js';
+import type { ModelConfig } from '../../config/types.js';
+import type { Logger } from '../../observability/logger.js';
+import type { Backend, BackendInstance, InstanceSpec, ModelFiles } from '../backend.js';
+import { chooseInterpreter } from './interpreter.js';
+import { PythonInstance } from './instance.js';
+import { StubProcess } from './stub.js';
+
+/** Triton's defaults for the stub's shared memory (python_be.cc). */
+const SHM_DEFAULT_BYTES = 1024 * 1024;
+const SHM_GROWTH_BYTES = 1024 * 1024;
+/** Nereid's own region prefix, so its objects never collide with a Triton's on the same machine. */
+const SHM_PREFIX = 'nereid_python_';
+/** The Nereid config parameter that bounds one execute(), in milliseconds (off by default, as Triton has none). */
+export const EXECUTE_TIMEOUT_PARAMETER = 'NEREID_EXECUTE_TIMEOUT_MS';
+/** How long auto_complete_config may take. */
+const AUTOCOMPLETE_TIMEOUT_MS = 60_000;
+
+let instances = 0;
+
+/** What a model runs: the model file, or a built-in runner module standing in for one (TorchScript). */
+export interface ModelSource {
+  readonly defaultFile: string;
+  /** A module of python/ imported instead of the model file, given the file's path in its args. */
+  readonly runner?: string;
+}
+
+/**
+ * Backend "python": Triton's Python models (`model.py` with class TritonPythonModel), unchanged. Each instance
+ * is a stub process (python/nereid_stub.py) with Nereid's own triton_python_backend_utils; tensors cross in
+ * shared memory. `source` lets another backend (pytorch) run on the same machinery.
+ */
+export function pythonBackend(name: string, source: ModelSource): Backend {
+  return {
+    name,
+
+    async autoComplete(files: ModelFiles, config: ModelConfig): Promise<void> {
+      if (source.runner) return;
+      const file = await findModelFile(files.versionDir, config.default_model_filename || source.defaultFile, files.name).catch(() => undefined);
+      if (!file) return; // createInstance reports the missing file
+      // Starting Python costs tens of milliseconds; a model whose source never names the hook has none.
+      if (!(await readFile(file, 'utf8')).includes('auto_complete_config')) return;
+      const json = await runAutoComplete(files, config, file);
+      if (json === undefined) return;
+      let completed: ModelConfig;
+      try {
+        completed = modelConfigFromJson(JSON.parse(json));
+      } catch (e) {
+        throw invalidArg(`auto_complete_config of model '${files.name}' returned an invalid config: ${(e as Error).message}`);
+      }
+      Object.assign(config, completed);
+    },
+
+    async createInstance(spec: InstanceSpec): Promise<BackendInstance> {
+      const file = await findModelFile(spec.versionDir, spec.config.default_model_filename || source.defaultFile, spec.name);
+      const bc = spec.backendConfig;
+      const args = {
+        model_config: JSON.stringify(modelConfigToJson(spec.config)),
+        model_instance_kind: spec.kind.replace(/^KIND_/, ''),
+        model_instance_name: spec.instanceName,
+        model_instance_device_id: '0',
+        model_repository: spec.modelDir,
+        model_version: String(spec.version),
+        model_name: spec.name,
+      };
+      return PythonInstance.create({
+        interpreter: await chooseInterpreter(spec.config, spec.modelDir, bc),
+        init: {
+          t: 'init', mode: 'instance', modelFile: file, modelDir: spec.modelDir, modelName: spec.name,
+          decoupled: spec.config.model_transaction_policy?.decoupled ?? false, args,
+          ...(source.runner ? { runner: source.runner } : {}),
+        },
+        instanceName: spec.instanceName,
+        logger: spec.logger,
+        calls: spec.calls,
+        shmPrefix: `${bc['shm-region-prefix-name'] || SHM_PREFIX}${process.pid}_${++instances}_`,
+        shmDefaultBytes: byteSetting(bc, 'shm-default-byte-size', SHM_DEFAULT_BYTES, SHM_DEFAULT_BYTES),
+        shmGrowthBytes: byteSetting(bc, 'shm-growth-byte-size', SHM_GROWTH_BYTES, 1),
+        executeTimeoutMs: executeTimeout(spec.config),
+      });
+    },
+  };
+}
+
+export const pythonModelBackend = pythonBackend('python', { defaultFile: 'model.py' });
+
+function byteSetting(bc: Readonly<Record<string, string>>, key: string, dflt: number, min: number): number {
+  const v = bc[key];
+  if (v === undefined) return dflt;
+  const n = Number(v);
+  if (!Number.isSafeInteger(n) || n < min) throw invalidArg(`--backend-config=python,${key}=${v}: must be an integer of at least ${min}`);
+  return n;
+}
+
+function executeTimeout(config: ModelConfig): number | undefined {
+  const v = config.parameters[EXECUTE_TIMEOUT_PARAMETER]?.string_value;
+  if (v === undefined || v === '') return undefined;
+  const n = Number(v);
+  if (!(n > 0) || !Number.isFinite(n)) throw invalidArg(`parameter ${EXECUTE_TIMEOUT_PARAMETER} of model '${config.name}' must be a positive number of milliseconds, got '${v}'`);
+  return n;
+}
+
+/** The model file in the version folder; never outside it. */
+async function findModelFile(versionDir: string, file: string, name: string): Promise<string> {
+  const p = resolve(versionDir, file);
+  const rel = relative(versionDir, p);
+  if (rel.startsWith('..') || isAbsolute(rel)) throw invalidArg(`default_model_filename '${file}' of model '${name}' is outside its version folder`);
+  if (!(await stat(p).catch(() => undefined))?.isFile()) throw invalidArg(`unable to find '${file}' in ${versionDir} for model '${name}'`);
+  return p;
+}
+
+/** Runs TritonPythonModel.auto_complete_config in a short-lived stub; undefined when the model has none. */
+async function runAutoComplete(files: ModelFiles, config: ModelConfig, file: string): Promise<string | undefined> {
+  const interpreter = await chooseInterpreter(config, files.modelDir, files.backendConfig);
+  const logger = silentLogger();
+  const stub = new StubProcess(interpreter, {
+    t: 'init', mode: 'autocomplete', modelFile: file, modelDir: files.modelDir, modelName: files.name, decoupled: false, args: {},
+    config: JSON.stringify(modelConfigToJson(config)),
+    shm: { prefix: `${SHM_PREFIX}${process.pid}_ac${++instances}_`, defaultBytes: SHM_DEFAULT_BYTES, growthBytes: SHM_GROWTH_BYTES },
+  }, `${files.name} auto-complete`, logger);
+  return new Promise((resolvePromise, reject) => {
+    let settled = false;
+    const timer = setTimeout(() => {
+      settled = true;
+      stub.kill();
+      reject(new NereidError('INTERNAL', `auto_complete_config of model '${files.name}' did not return within ${AUTOCOMPLETE_TIMEOUT_MS / 1000} s`));
+    }, AUTOCOMPLETE_TIMEOUT_MS);
+    stub.onMessage = (m) => {
+      if (m.t !== 'autocomplete' || settled) return;
+      settled = true;
+      clearTimeout(timer);
+      if (m.error !== undefined) reject(invalidArg(`auto_complete_config of model '${files.name}' failed: ${m.error}`));
+      else resolvePromise(m.config);
+    };
+    stub.onExit((reason) => {
+      clearTimeout(timer);
+      if (!settled) reject(new NereidError('INTERNAL', `auto-complete of model '${files.name}' stopped: ${reason}`));
+    });
+  });
+}
+
+/** Auto-complete's prints have no instance to be logged under; Logger calls there are dropped. */
+function silentLogger(): Logger {
+  const noop = (): void => undefined;
+  const l: Logger = {
+    error: noop, warn: noop, warning: noop, info: noop, verbose: noop, isVerbose: () => false, child: () => l,
+    settings: () => ({ log_file: '', log_info: false, log_warning: false, log_error: false, log_verbose_level: 0, log_format: 'default' }),
+    update: noop, close: () => Promise.resolve(),
+  };
+  return l;
+}

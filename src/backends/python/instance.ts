@@ -1,0 +1,416 @@
+import { NereidError, unavailable, type ErrorCode } from '../../errors.js';
+import { NO_RESPONSE, type Parameters } from '../../inference/index.js';
+import type { Logger } from '../../observability/logger.js';
+import type { DataType } from '../../tensor/datatype.js';
+import { wireByteLength, type Tensor } from '../../tensor/tensor.js';
+import type { BackendInstance, BackendRequest, ExecutionTimes, ModelCalls } from '../backend.js';
+import { StubCalls, splitElements } from './calls.js';
+import type { Interpreter } from './interpreter.js';
+import { InputArena, StubRegions, align, unlinkAll, type ArenaBlock } from './shm.js';
+import { StubProcess } from './stub.js';
+import { ERROR_CODE_NAMES, type Block, type FromStub, type StubInit, type TensorDesc, type WireRequest } from './wire.js';
+
+/** How long finalize() may take at unload before the stub is stopped anyway (Triton's stub timeout). */
+const FINALIZE_TIMEOUT_MS = 30_000;
+/** After finalize, how long the stub may take to exit by itself. */
+const EXIT_WAIT_MS = 5_000;
+
+export interface PythonInstanceOptions {
+  readonly interpreter: Interpreter;
+  /** The stub's init message, less the shared-memory settings each start fills in. */
+  readonly init: Omit<StubInit, 'shm'>;
+  readonly instanceName: string;
+  readonly logger: Logger;
+  readonly calls: ModelCalls | undefined;
+  /** Region names start with this (Nereid's prefix, the server's pid, an instance number). */
+  readonly shmPrefix: string;
+  readonly shmDefaultBytes: number;
+  readonly shmGrowthBytes: number;
+  /** The model's execute timeout (a Nereid config parameter); undefined: none, as in Triton. */
+  readonly executeTimeoutMs: number | undefined;
+}
+
+/** One start of the stub process, with what belongs to it alone. */
+interface Life {
+  readonly stub: StubProcess;
+  /** Names of the stub's own regions start with this. */
+  readonly prefix: string;
+  readonly regions: StubRegions;
+  timedOut: boolean;
+}
+
+/** An execution the stub holds: its input block is freed once the stub and every response are done with it. */
+interface Batch {
+  readonly block: ArenaBlock | undefined;
+  open: number;
+  executing: boolean;
+  resolve: ((inferNs: number) => void) | undefined;
+  timer: NodeJS.Timeout | undefined;
+}
+
+interface OpenRequest {
+  readonly request: BackendRequest;
+  readonly batch: Batch;
+  readonly onAbort: (() => void) | undefined;
+}
+
+/**
+ * One instance of a Python model: one stub process running one TritonPythonModel object. Executions go to the
+ * stub one at a time; responses come back as the model sends them. A stub that dies (a crash, or a hung
+ * execute past the model's timeout, which is then killed) fails the requests it held and is started again,
+ * initialize() included; the model object's state starts over.
+ */
+export class PythonInstance implements BackendInstance {
+  private life: Life | undefined;
+  private starting: Promise<Life> | undefined;
+  private readonly open = new Map<number, OpenRequest>();
+  private readonly batches = new Map<number, Batch>();
+  private readonly arena: InputArena;
+  private readonly calls: StubCalls;
+  private lives = 0;
+  private nextRid = 1;
+  private nextBatch = 1;
+  private closed = false;
+  private onFinalized: ((error?: string) => void) | undefined;
+  private pendingRelease: Block[] = [];
+  private releaseScheduled = false;
+
+  private constructor(private readonly opts: PythonInstanceOptions) {
+    this.arena = new InputArena(opts.shmPrefix, opts.shmDefaultBytes, opts.shmGrowthBytes, (name) => this.life?.stub.send({ t: 'drop', r: name }));
+    this.calls = new StubCalls(opts.calls, opts.init.modelName);
+  }
+
+  /** Starts the stub and runs initialize(); rejects with initialize's error and traceback. */
+  static async create(opts: PythonInstanceOptions): Promise<PythonInstance> {
+    const instance = new PythonInstance(opts);
+    try {
+      await instance.start();
+    } catch (e) {
+      instance.arena.close();
+      unlinkAll(opts.shmPrefix);
+      throw e;
+    }
+    return instance;
+  }
+
+  private start(): Promise<Life> {
+    const o = this.opts;
+    const prefix = `${o.shmPrefix}g${++this.lives}_`;
+    const init: StubInit = { ...o.init, shm: { prefix, defaultBytes: o.shmDefaultBytes, growthBytes: o.shmGrowthBytes } };
+    const stub = new StubProcess(o.interpreter, init, o.instanceName, o.logger);
+    const life: Life = { stub, prefix, regions: new StubRegions(), timedOut: false };
+    const p = new Promise<Life>((resolve, reject) => {
+      let ready = false;
+      stub.onMessage = (m, tail) => {
+        if (ready) return this.onMessage(life, m, tail);
+        if (m.t === 'ready') {
+          ready = true;
+          this.life = life;
+          resolve(life);
+        } else if (m.t === 'init-error') {
+          reject(new NereidError('INTERNAL', `initialize() of model instance '${o.instanceName}' failed: ${m.message}`));
+          stub.kill();
+        } else {
+          this.onMessage(life, m, tail);
+        }
+      };
+      stub.onExit((reason) => {
+        life.regions.close();
+        unlinkAll(prefix);
+        if (!ready) {
+          reject(new NereidError('INTERNAL', `the Python stub of model instance '${o.instanceName}' stopped while loading the model: ${reason}`));
+          return;
+        }
+        this.onExit(life, reason);
+      });
+    });
+    this.starting = p;
+    const clear = (): void => {
+      if (this.starting === p) this.starting = undefined;
+    };
+    p.then(clear, clear);
+    return p;
+  }
+
+  async execute(requests: readonly BackendRequest[]): Promise<ExecutionTimes> {
+    const t0 = process.hrtime.bigint();
+    let life = this.life;
+    if (!life) {
+      try {
+        if (this.closed) throw unavailable('the instance is unloading');
+        life = await (this.starting ?? this.start());
+      } catch (e) {
+        const why = e instanceof Error ? e.message : String(e);
+        for (const r of requests) r.sender.fail(unavailable(`model instance '${this.opts.instanceName}' is not available: ${why}`));
+        return { inputNs: Number(process.hrtime.bigint() - t0), inferNs: 0, outputNs: 0 };
+      }
+    }
+    let total = 0;
+    for (const r of requests) for (const t of r.inputs) total += align(wireByteLength(t));
+    // Tensors with no bytes still name a block, so every input descriptor has a region.
+    const block = requests.some((r) => r.inputs.length > 0) ? this.arena.alloc(Math.max(total, align(1))) : undefined;
+    const batch: Batch = { block, open: requests.length, executing: true, resolve: undefined, timer: undefined };
+    const id = this.nextBatch++;
+    let at = block?.offset ?? 0;
+    const wire = requests.map((r): WireRequest => {
+      const rid = this.nextRid++;
+      const inputs = r.inputs.map((t) => {
+        const d = writeInput(block!, at, t);
+        at += align(d.b);
+        return d;
+      });
+      let onAbort: (() => void) | undefined;
+      let cancelled = false;
+      if (r.signal) {
+        if (r.signal.aborted) cancelled = true;
+        else {
+          onAbort = (): void => this.life?.stub.send({ t: 'cancel', rid });
+          r.signal.addEventListener('abort', onAbort, { once: true });
+        }
+      }
+      this.open.set(rid, { request: r, batch, onAbort });
+      return {
+        rid, id: r.id ?? '', corr: r.sequenceId ?? 0, flags: (r.sequenceStart ? 1 : 0) | (r.sequenceEnd ? 2 : 0), timeout: r.timeoutUs ?? 0,
+        params: r.parameters ? JSON.stringify(r.parameters, bigintAsNumber) : '{}', outputs: r.outputs, inputs,
+        ...(cancelled ? { cancelled } : {}),
+      };
+    });
+    const inputNs = Number(process.hrtime.bigint() - t0);
+    const done = new Promise<number>((resolve) => (batch.resolve = resolve));
+    this.batches.set(id, batch);
+    const release = this.takeReleases();
+    life.stub.send({ t: 'exec', batch: id, requests: wire, ...(release ? { release } : {}) });
+    const timeoutMs = this.opts.executeTimeoutMs;
+    if (timeoutMs !== undefined) batch.timer = setTimeout(() => this.hung(life, timeoutMs), timeoutMs);
+    const inferNs = await done;
+    const totalNs = Number(process.hrtime.bigint() - t0);
+    return { inputNs, inferNs, outputNs: Math.max(0, totalNs - inputNs - inferNs) };
+  }
+
+  private hung(life: Life, timeoutMs: number): void {
+    if (life !== this.life || life.timedOut) return;
+    life.timedOut = true;
+    this.opts.logger.error(`execute() of model instance '${this.opts.instanceName}' did not finish within ${timeoutMs} ms; stopping its Python stub`);
+    life.stub.kill();
+  }
+
+  private onMessage(life: Life, m: FromStub, tail: Buffer | undefined): void {
+    switch (m.t) {
+      case 'resp':
+        return this.onResponse(life, m);
+      case 'done': {
+        const batch = this.batches.get(m.batch);
+        if (!batch) return;
+        this.failUnanswered(m.unanswered, m.error);
+        if (batch.timer) clearTimeout(batch.timer);
+        batch.timer = undefined;
+        batch.executing = m.running === true;
+        const resolve = batch.resolve;
+        batch.resolve = undefined;
+        this.settle(m.batch, batch);
+        resolve?.(m.inferNs);
+        return;
+      }
+      case 'ended': {
+        const batch = this.batches.get(m.batch);
+        if (!batch) return;
+        this.failUnanswered(m.unanswered, m.error);
+        batch.executing = false;
+        this.settle(m.batch, batch);
+        return;
+      }
+      case 'log':
+        return this.log(m.level, m.message);
+      case 'finalized':
+        this.onFinalized?.(m.error);
+        return;
+      case 'bls':
+      case 'bls-cancel':
+      case 'model':
+      case 'metric':
+        return this.calls.handle(m, tail, (h, t) => life.stub.send(h, t));
+      default:
+        return;
+    }
+  }
+
+  private onResponse(life: Life, m: Extract<FromStub, { t: 'resp' }>): void {
+    if (m.drop) for (const name of m.drop) life.regions.drop(name);
+    const o = this.open.get(m.rid);
+    let outputs: readonly Tensor[] = NO_RESPONSE;
+    let failure: NereidError | undefined;
+    if (o && m.outputs && !m.error) {
+      try {
+        outputs = this.readOutputs(life, m.outputs);
+      } catch (e) {
+        failure = new NereidError('INTERNAL', `unable to read the outputs of model '${this.opts.init.modelName}': ${(e as Error).message}`);
+      }
+    }
+    if (m.k) this.release(m.k);
+    if (!o) return;
+    if (m.final || m.error || failure) this.forget(m.rid, o);
+    if (m.error) return o.request.sender.fail(new NereidError(errorCode(m.error.code), m.error.message));
+    if (failure) return o.request.sender.fail(failure);
+    const params = m.params ? (JSON.parse(m.params) as Parameters) : undefined;
+    o.request.sender.send(outputs, m.final, params);
+  }
+
+  /** Copies a response's tensors out of shared memory, so the stub may reuse the block at once. */
+  private readOutputs(life: Life, descs: readonly TensorDesc[]): Tensor[] {
+    return descs.map((d): Tensor => {
+      const region = d.r!;
+      const bytes = region.startsWith(life.prefix) ? life.regions.copy(region, d.o, d.b) : this.arena.copy(region, d.o, d.b);
+      if (!bytes) throw new Error(`output '${d.n}' names an unknown region`);
+      if (d.d === 'BYTES') return { name: d.n, datatype: 'BYTES', shape: d.s, data: splitElements(bytes, d.c ?? 0) };
+      return { name: d.n, datatype: d.d as Exclude<DataType, 'BYTES'>, shape: d.s, data: bytes };
+    });
+  }
+
+  private failUnanswered(rids: readonly number[] | undefined, error: string | undefined): void {
+    for (const rid of rids ?? []) {
+      const o = this.open.get(rid);
+      if (!o) continue;
+      this.forget(rid, o);
+      o.request.sender.fail(new NereidError('INTERNAL', error ?? `model '${this.opts.init.modelName}' sent no response for a request`));
+    }
+  }
+
+  private forget(rid: number, o: OpenRequest): void {
+    this.open.delete(rid);
+    if (o.onAbort) o.request.signal!.removeEventListener('abort', o.onAbort);
+    o.batch.open--;
+    if (!o.batch.executing && o.batch.open === 0) this.freeBatch(o.batch);
+  }
+
+  /** Frees the batch's input block once nothing can read it any more. */
+  private settle(id: number, batch: Batch): void {
+    if (batch.executing) return;
+    this.batches.delete(id);
+    if (batch.open === 0) this.freeBatch(batch);
+  }
+
+  private freeBatch(batch: Batch): void {
+    if (batch.block) this.arena.free(batch.block);
+  }
+
+  /** Output blocks read: told to the stub with the next message, or on the next turn of the loop. */
+  private release(k: Block): void {
+    this.pendingRelease.push(k);
+    if (this.releaseScheduled) return;
+    this.releaseScheduled = true;
+    setImmediate(() => {
+      this.releaseScheduled = false;
+      const blocks = this.takeReleases();
+      if (blocks) this.life?.stub.send({ t: 'release', blocks });
+    });
+  }
+
+  private takeReleases(): Block[] | undefined {
+    if (this.pendingRelease.length === 0) return undefined;
+    const out = this.pendingRelease;
+    this.pendingRelease = [];
+    return out;
+  }
+
+  /** Fails every request the stub held, frees their blocks and the executions waiting on it. */
+  private failAll(error: NereidError): void {
+    for (const [rid, o] of [...this.open]) {
+      this.forget(rid, o);
+      o.request.sender.fail(error);
+    }
+    for (const batch of this.batches.values()) {
+      if (batch.timer) clearTimeout(batch.timer);
+      batch.executing = false;
+      this.freeBatch(batch);
+      batch.resolve?.(0);
+    }
+    this.batches.clear();
+    this.pendingRelease = [];
+    this.calls.close();
+  }
+
+  private onExit(life: Life, reason: string): void {
+    this.onFinalized?.(`the stub stopped: ${reason}`);
+    if (life !== this.life) return;
+    this.life = undefined;
+    const name = this.opts.instanceName;
+    const why = life.timedOut
+      ? `execute() did not finish within ${this.opts.executeTimeoutMs} ms; its Python stub was stopped`
+      : `its Python stub stopped (${reason})`;
+    if (!this.closed) this.opts.logger.error(`Python model instance '${name}' stopped (${life.timedOut ? 'execute timeout' : reason}); starting it again`);
+    this.failAll(new NereidError('INTERNAL', `Failed to process the request(s) for model instance '${name}', message: ${why}`));
+    if (this.closed) return;
+    this.start().catch((e: unknown) => {
+      this.opts.logger.error(`Python model instance '${name}' could not be started again: ${e instanceof Error ? e.message : String(e)}`);
+    });
+  }
+
+  private log(level: number, message: string): void {
+    const text = `${this.opts.instanceName}: ${message}`;
+    const logger = this.opts.logger;
+    if (level === 1) logger.warn(text);
+    else if (level === 2) logger.error(text);
+    else if (level === 3) logger.verbose(1, text);
+    else logger.info(text);
+  }
+
+  /** Runs finalize() in the stub (at most FINALIZE_TIMEOUT_MS), lets it exit, then removes its regions. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    const life = this.life ?? (await this.starting?.catch(() => undefined));
+    if (life && life.stub.alive) {
+      await new Promise<void>((resolve) => {
+        const timer = setTimeout(() => {
+          this.opts.logger.error(`finalize() of model instance '${this.opts.instanceName}' did not return within ${FINALIZE_TIMEOUT_MS / 1000} s; stopping it`);
+          resolve();
+        }, FINALIZE_TIMEOUT_MS);
+        this.onFinalized = (error) => {
+          clearTimeout(timer);
+          if (error) this.opts.logger.error(`finalize() of model instance '${this.opts.instanceName}' failed: ${error}`);
+          resolve();
+        };
+        life.stub.send({ t: 'finalize' });
+      });
+      this.onFinalized = undefined;
+      life.stub.endInput();
+      const exited = life.stub.exitedPromise();
+      const timer = setTimeout(() => life.stub.kill(), EXIT_WAIT_MS);
+      await exited;
+      clearTimeout(timer);
+    }
+    this.life = undefined;
+    this.failAll(unavailable(`model instance '${this.opts.instanceName}' was unloaded before the request finished`));
+    this.arena.close();
+    unlinkAll(this.opts.shmPrefix);
+  }
+}
+
+/** Writes one input tensor into the batch's block; BYTES in the serialized form (4-byte LE length, bytes). */
+function writeInput(block: ArenaBlock, at: number, t: Tensor): TensorDesc {
+  const mapping = block.region.mapping;
+  if (t.datatype !== 'BYTES') {
+    mapping.write(at, t.data);
+    return { n: t.name, d: t.datatype, s: t.shape, r: mapping.name, o: at, b: t.data.byteLength };
+  }
+  const length = wireByteLength(t);
+  const direct = mapping.view(at, length);
+  const target = direct ?? new Uint8Array(length);
+  const view = new DataView(target.buffer, target.byteOffset, target.byteLength);
+  let p = 0;
+  for (const e of t.data) {
+    view.setUint32(p, e.byteLength, true);
+    target.set(e, p + 4);
+    p += 4 + e.byteLength;
+  }
+  if (!direct) mapping.write(at, target);
+  return { n: t.name, d: 'BYTES', s: t.shape, r: mapping.name, o: at, b: length, c: t.data.length };
+}
+
+function bigintAsNumber(_k: string, v: unknown): unknown {
+  return typeof v === 'bigint' ? Number(v) : v;
+}
+
+function errorCode(code: number): ErrorCode {
+  return ERROR_CODE_NAMES[code] ?? 'INTERNAL';
+}

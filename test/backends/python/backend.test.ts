@@ -1,0 +1,230 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { startTestServer, tempRepository, type TestServer } from '../../helpers/server.js';
+import { postJson } from '../../helpers/http.js';
+import { isNereidError } from '../../../src/index.js';
+import { PYTHON_EXAMPLES, PYTHON_FIXTURES, fp32, fp32s, int32, int32s, output, pythonSkip, strings, text } from './helpers.js';
+
+// The Python backend through the real server with Debian's python3 and numpy: Triton's model.py files
+// (initialize / execute / finalize with triton_python_backend_utils), one stub process per instance, tensors
+// in shared memory, errors per request and per batch, a crashed or hung stub replaced, a failing initialize.
+
+const skip = pythonSkip();
+
+async function withServer(repos: string[], models: string[], fn: (s: TestServer) => Promise<void>): Promise<void> {
+  const s = await startTestServer({ modelRepositories: repos, modelControlMode: 'explicit', loadModels: models });
+  try {
+    await fn(s);
+  } finally {
+    await s.close();
+  }
+}
+
+const shmObjects = (): string[] => readdirSync('/dev/shm').filter((n) => n.startsWith(`nereid_python_${process.pid}_`));
+
+test("Triton's add_sub model.py answers over HTTP and in process; its regions go at unload", { skip }, async () => {
+  await withServer([PYTHON_EXAMPLES], ['add_sub'], async (s) => {
+    const r = await postJson(`${s.url}/v2/models/add_sub/infer`, {
+      inputs: [
+        { name: 'INPUT0', shape: [4], datatype: 'FP32', data: [1, 2, 3, 4] },
+        { name: 'INPUT1', shape: [4], datatype: 'FP32', data: [0.5, 0.5, 2, 2] },
+      ],
+    });
+    assert.equal(r.status, 200, r.body.toString());
+    const outs = new Map(r.json().outputs.map((o: any) => [o.name, o]));
+    assert.deepEqual(outs.get('OUTPUT0'), { name: 'OUTPUT0', datatype: 'FP32', shape: [4], data: [1.5, 2.5, 5, 6] });
+    assert.deepEqual((outs.get('OUTPUT1') as any).data, [0.5, 1.5, 1, 2]);
+
+    // Many requests in a row reuse the same blocks; only the requested output comes back.
+    for (let i = 0; i < 50; i++) {
+      const res = await s.server.infer({ model: 'add_sub', inputs: [fp32('INPUT0', [i, i, i, i]), fp32('INPUT1', [1, 2, 3, 4])], outputs: [{ name: 'OUTPUT1' }] });
+      assert.deepEqual(res.outputs.map((o) => o.name), ['OUTPUT1']);
+      assert.deepEqual(fp32s(res.outputs[0]!), [i - 1, i - 2, i - 3, i - 4]);
+    }
+    assert.ok(shmObjects().length > 0, 'the instance keeps shared-memory regions while loaded');
+    await s.server.unloadModel('add_sub');
+    assert.deepEqual(shmObjects(), []);
+  });
+});
+
+test('BYTES tensors both ways, request id and parameters reach the model, a response through the sender', { skip }, async () => {
+  await withServer([PYTHON_FIXTURES], ['strings'], async (s) => {
+    for (const viaSender of [false, true]) {
+      const r = await s.server.infer({
+        model: 'strings', id: 'req-7', inputs: [text('TEXT', ['abc', '', 'grüße'])],
+        parameters: { via_sender: viaSender, n: 3 },
+      });
+      assert.deepEqual(strings(output(r.outputs, 'UPPER')), ['ABC', '', 'GRÜSSE']);
+      const lengths = output(r.outputs, 'LENGTHS');
+      assert.equal(lengths.datatype, 'INT64');
+      assert.deepEqual([...new BigInt64Array((lengths.data as Uint8Array).slice().buffer)], [3n, 0n, 7n]);
+      assert.deepEqual(strings(output(r.outputs, 'INFO')), ['req-7', JSON.stringify({ n: 3, via_sender: viaSender }).replace(/,/g, ', ').replace(/:/g, ': ')]);
+    }
+  });
+});
+
+test('a large tensor grows the regions; an identity model answers from the input region itself', { skip }, async () => {
+  await withServer([PYTHON_FIXTURES], ['identity_fp32'], async (s) => {
+    for (const n of [10, 3 * 1024 * 1024, 100]) {
+      const values = Array.from({ length: n }, (_, i) => i % 1000);
+      const r = await s.server.infer({ model: 'identity_fp32', inputs: [fp32('INPUT0', values)] });
+      const out = output(r.outputs, 'OUTPUT0');
+      assert.deepEqual(out.shape, [n]);
+      const got = new Float32Array((out.data as Uint8Array).slice().buffer);
+      assert.equal(got.length, n);
+      assert.equal(got[n - 1], (n - 1) % 1000);
+    }
+  });
+});
+
+test('errors: one request\'s error response, an exception failing its batch with the Python message', { skip }, async () => {
+  await withServer([PYTHON_FIXTURES], ['faulty'], async (s) => {
+    const ok = await s.server.infer({ model: 'faulty', inputs: [int32('IN', [21])] });
+    assert.deepEqual(int32s(output(ok.outputs, 'OUT')), [42]);
+
+    await assert.rejects(s.server.infer({ model: 'faulty', inputs: [int32('IN', [-1])] }), (e: unknown) => {
+      assert.ok(isNereidError(e));
+      assert.equal(e.code, 'INVALID_ARG');
+      assert.equal(e.message, 'negative input');
+      return true;
+    });
+    await assert.rejects(s.server.infer({ model: 'faulty', inputs: [int32('IN', [-2])] }), (e: unknown) => {
+      assert.ok(isNereidError(e));
+      assert.match(e.message, /^Failed to process the request\(s\) for model 'faulty', message: ValueError: bad value -2/);
+      assert.match(e.message, /model\.py\(\d+\): check/);
+      return true;
+    });
+    // Over HTTP the same error answers with the message.
+    const r = await postJson(`${s.url}/v2/models/faulty/infer`, { inputs: [{ name: 'IN', shape: [1], datatype: 'INT32', data: [-2] }] });
+    assert.equal(r.status, 500);
+    assert.match(r.json().error, /ValueError: bad value -2/);
+    const again = await s.server.infer({ model: 'faulty', inputs: [int32('IN', [1])] });
+    assert.deepEqual(int32s(output(again.outputs, 'OUT')), [2]);
+  });
+});
+
+test('a stub that dies fails its requests at once and is started again', { skip }, async () => {
+  await withServer([PYTHON_FIXTURES], ['faulty'], async (s) => {
+    const before = int32s(output((await s.server.infer({ model: 'faulty', inputs: [int32('IN', [1])] })).outputs, 'PID'))[0];
+    const t0 = Date.now();
+    await assert.rejects(s.server.infer({ model: 'faulty', inputs: [int32('IN', [-3])] }), /its Python stub stopped \(exit code 3\)/);
+    assert.ok(Date.now() - t0 < 1000, 'the crash is noticed at once, not by a timeout');
+    const after = await s.server.infer({ model: 'faulty', inputs: [int32('IN', [5])] });
+    assert.deepEqual(int32s(output(after.outputs, 'OUT')), [10]);
+    assert.notEqual(int32s(output(after.outputs, 'PID'))[0], before);
+    assert.ok(s.server.isModelReady('faulty'));
+  });
+});
+
+test('a hung execute past the model\'s NEREID_EXECUTE_TIMEOUT_MS fails, the stub is killed and restarted', { skip }, async () => {
+  await withServer([PYTHON_FIXTURES], ['faulty'], async (s) => {
+    const t0 = Date.now();
+    await assert.rejects(s.server.infer({ model: 'faulty', inputs: [int32('IN', [-4])] }), /did not finish within 1500 ms/);
+    const waited = Date.now() - t0;
+    assert.ok(waited >= 1400 && waited < 5000, `failed after ${waited} ms`);
+    const after = await s.server.infer({ model: 'faulty', inputs: [int32('IN', [4])] });
+    assert.deepEqual(int32s(output(after.outputs, 'OUT')), [8]);
+  });
+});
+
+test('a model.py failing in initialize is UNAVAILABLE with the traceback; other models load', { skip }, async () => {
+  const s = await startTestServer({ modelRepositories: [PYTHON_FIXTURES], modelControlMode: 'explicit' });
+  try {
+    await assert.rejects(s.server.loadModel('init_fail'), /initialize\(\) of model instance 'init_fail_0' failed: TritonModelException: no weights at \/nonexistent\/weights\.bin/);
+    const index = await s.server.repositoryIndex();
+    const entry = index.find((e) => e.name === 'init_fail')!;
+    assert.equal(entry.state, 'UNAVAILABLE');
+    assert.match(entry.reason!, /model\.py\(\d+\): load_weights/);
+    assert.match(entry.reason!, /model\.py\(\d+\): initialize/);
+    assert.deepEqual(shmObjects(), [], 'a failed load leaves no shared memory behind');
+    await s.server.loadModel('faulty');
+    assert.ok(s.server.isModelReady('faulty'));
+  } finally {
+    await s.close();
+  }
+  // With --exit-on-error (the default) a failing initialize stops the start.
+  await assert.rejects(
+    startTestServer({ modelRepositories: [PYTHON_FIXTURES], modelControlMode: 'explicit', loadModels: ['init_fail'] }),
+    /failed to load all models: 'init_fail': .*no weights/s,
+  );
+});
+
+test('decoupled square_int32 streams through inferStream and HTTP generate_stream', { skip }, async () => {
+  await withServer([PYTHON_EXAMPLES], ['square_int32'], async (s) => {
+    const got: number[] = [];
+    for await (const r of s.server.inferStream({ model: 'square_int32', inputs: [int32('IN', [4])] })) got.push(...int32s(output(r.outputs, 'OUT')));
+    assert.deepEqual(got, [4, 4, 4, 4]);
+    const none: unknown[] = [];
+    for await (const r of s.server.inferStream({ model: 'square_int32', inputs: [int32('IN', [0])] })) none.push(r);
+    assert.deepEqual(none, []);
+    const r = await postJson(`${s.url}/v2/models/square_int32/generate_stream`, { IN: [3] });
+    assert.equal(r.status, 200);
+    const events = r.body.toString().split('\n\n').filter((e) => e.startsWith('data: ')).map((e) => JSON.parse(e.slice(6)));
+    assert.deepEqual(events.map((e) => e.OUT), [3, 3, 3]);
+  });
+});
+
+test('async def execute in a decoupled model: streams overlap, a cancelled stream stops early', { skip }, async () => {
+  await withServer([PYTHON_FIXTURES], ['async_decoupled'], async (s) => {
+    const run = async (count: number, delay: number): Promise<number[]> => {
+      const out: number[] = [];
+      for await (const r of s.server.inferStream({ model: 'async_decoupled', inputs: [int32('COUNT', [count]), int32('DELAY_MS', [delay])] })) {
+        out.push(...int32s(output(r.outputs, 'INDEX')));
+      }
+      return out;
+    };
+    const t0 = Date.now();
+    const [a, b] = await Promise.all([run(5, 60), run(5, 60)]);
+    assert.deepEqual(a, [0, 1, 2, 3, 4]);
+    assert.deepEqual(b, [0, 1, 2, 3, 4]);
+    // One instance: the second execution starts while the first coroutine awaits, so both take ~300 ms, not 600.
+    assert.ok(Date.now() - t0 < 550, `took ${Date.now() - t0} ms`);
+
+    const stream = s.server.inferStream({ model: 'async_decoupled', inputs: [int32('COUNT', [1000]), int32('DELAY_MS', [5])] });
+    let n = 0;
+    for await (const _ of stream) if (++n === 3) break;
+    assert.deepEqual(await run(2, 0), [0, 1]);
+  });
+});
+
+test('auto_complete_config fills a config-less model: inputs, outputs, max_batch_size, dynamic batching', { skip }, async () => {
+  await withServer([PYTHON_FIXTURES], ['auto_complete'], async (s) => {
+    const config = s.server.modelConfigJson('auto_complete') as any;
+    assert.equal(config.backend, 'python');
+    assert.equal(config.max_batch_size, 8);
+    assert.deepEqual(config.input.map((i: any) => [i.name, i.data_type, i.dims]), [['INPUT0', 'TYPE_FP32', [4]], ['INPUT1', 'TYPE_FP32', [4]]]);
+    assert.deepEqual(config.output.map((o: any) => o.name), ['OUTPUT0', 'OUTPUT1']);
+    assert.ok(config.dynamic_batching);
+    const r = await s.server.infer({ model: 'auto_complete', inputs: [fp32('INPUT0', [1, 2, 3, 4, 5, 6, 7, 8], [2, 4]), fp32('INPUT1', [1, 1, 1, 1, 2, 2, 2, 2], [2, 4])] });
+    assert.deepEqual(fp32s(output(r.outputs, 'OUTPUT0')), [2, 3, 4, 5, 7, 8, 9, 10]);
+  });
+});
+
+test('BLS: a sync call to add_sub, async calls awaited together, a streaming call, load/unload/is_model_ready', { skip }, async () => {
+  const repo = await tempRepository([
+    { from: join(PYTHON_EXAMPLES, 'add_sub') }, { from: join(PYTHON_EXAMPLES, 'square_int32') },
+    { from: join(PYTHON_FIXTURES, 'bls_sync') }, { from: join(PYTHON_FIXTURES, 'bls_async') }, { from: join(PYTHON_FIXTURES, 'identity_fp32') },
+  ]);
+  try {
+    await withServer([repo.dir], ['add_sub', 'square_int32', 'bls_sync', 'bls_async', 'identity_fp32'], async (s) => {
+      const sync = await s.server.infer({ model: 'bls_sync', inputs: [text('MODEL_NAME', ['add_sub']), fp32('INPUT0', [1, 2, 3, 4]), fp32('INPUT1', [4, 3, 2, 1])] });
+      assert.deepEqual(fp32s(output(sync.outputs, 'OUTPUT0')), [5, 5, 5, 5]);
+      assert.deepEqual(fp32s(output(sync.outputs, 'OUTPUT1')), [-3, -1, 1, 3]);
+      await assert.rejects(
+        s.server.infer({ model: 'bls_sync', inputs: [text('MODEL_NAME', ['no_such_model']), fp32('INPUT0', [1, 2, 3, 4]), fp32('INPUT1', [4, 3, 2, 1])] }),
+        /TritonModelException: .*no_such_model/,
+      );
+
+      const r = await s.server.infer({ model: 'bls_async', inputs: [fp32('INPUT0', [1, 2, 3, 4]), fp32('INPUT1', [1, 1, 1, 1]), int32('N', [3]), text('MANAGE', ['identity_fp32'])] });
+      assert.deepEqual(fp32s(output(r.outputs, 'SUM')), [2, 3, 4, 5]);
+      assert.deepEqual(fp32s(output(r.outputs, 'DIFF')), [0, -1, -2, -3]);
+      assert.deepEqual(int32s(output(r.outputs, 'STREAM')), [3, 3, 3]);
+      assert.deepEqual([...(output(r.outputs, 'READY').data as Uint8Array)], [1, 0, 1]);
+      assert.ok(s.server.isModelReady('identity_fp32'));
+    });
+  } finally {
+    await repo.remove();
+  }
+});
