@@ -37,6 +37,7 @@ export function defaultBackends(): BackendRegistry {
   const r = new BackendRegistry();
   r.register('onnxruntime', async () => (await import('./onnxruntime/backend.js')).onnxRuntimeBackend);
   r.register('javascript', async () => (await import('./javascript/backend.js')).javascriptBackend);
+  r.register('python', async () => (await import('./python/backend.js')).pythonModelBackend);
   r.register('openai', async () => (await import('./openai/backend.js')).openaiBackend);
   return r;
 }
