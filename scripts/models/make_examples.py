@@ -19,6 +19,9 @@ byte-identical files and leaves unchanged files untouched):
   simple_string_dyna_sequence
                          JavaScript: INT32 [1] -> accumulator per string CORRID, + id at END
                          (Triton's dyna_sequence backend)
+  tiny_llm               llama.cpp (GGUF): text_input STRING -> text_output STRING, decoupled; a
+                         two-layer llama with random weights and a real 32k vocabulary, made by
+                         make_tiny_llm.py from the llama.cpp source node-llama-cpp ships
   digits_pipeline        ensemble: UINT8 [64] image bytes -> digits_preprocess -> digits
                          -> digits_postprocess -> INT32 [1] digit, FP32 [1] probability
   digits                 FP32 [64] 8x8 digit image -> FP32 [10] class probabilities,
@@ -369,6 +372,25 @@ def write_dyna_sequences(w):
     copy_js(w, "dyna_sequence.js", "simple_string_dyna_sequence/1/model.js")
 
 
+def write_tiny_llm(w):
+    """A text model in the shape of Triton's LLM models (text_input / text_output, decoupled), served by the
+    llamacpp backend; the GGUF comes from make_tiny_llm.py."""
+    import make_tiny_llm
+    w.write_bytes("tiny_llm/1/model.gguf", make_tiny_llm.tiny_llm_bytes())
+    params = [("threads", "1"), ("parallel", "4"), ("context_size", "1024")]
+    w.write_text("tiny_llm/config.pbtxt", config_text(
+        "tiny_llm",
+        [{"name": "text_input", "data_type": "TYPE_STRING", "dims": [1]}],
+        [{"name": "text_output", "data_type": "TYPE_STRING", "dims": [-1]}],
+        max_batch_size=0, backend="llamacpp",
+        header=HEADER + "\nA tiny llama-architecture GGUF with random weights (scripts/models/make_tiny_llm.py): it\n"
+        "generates gibberish, quickly, through the real llama.cpp path. Sampling settings come from request\n"
+        "parameters (max_tokens, temperature, top_p, top_k, seed, stop, stream); chat requests pass `messages`.",
+        extra_top="model_transaction_policy {\n  decoupled: True\n}\n",
+        extra_bottom="parameters [\n%s\n]\ninstance_group [\n  {\n    count: 1\n    kind: KIND_CPU\n  }\n]\n" % ",\n".join(
+            '  {\n    key: "%s"\n    value: { string_value: "%s" }\n  }' % kv for kv in params)))
+
+
 def main():
     # --out DIR writes elsewhere: the test suite regenerates into a temporary
     # folder and compares with the committed files to catch drift.
@@ -387,6 +409,7 @@ def main():
     write_sequence_accumulator(w)
     write_repeat_int32(w)
     write_dyna_sequences(w)
+    write_tiny_llm(w)
     removed = w.remove_stale()
     for r in removed:
         print("removed stale file", r)

@@ -27,6 +27,8 @@ export interface ServeOptions {
   http: { allow: boolean; port: number; address: string; maxInputSize: number };
   grpc: { allow: boolean; port: number; address: string };
   metrics: { allow: boolean; port: number; address: string; intervalMs: number };
+  /** Nereid's OpenAI-compatible frontend: on only when --openai-port is given. */
+  openai: { allow: boolean; port: number; address: string };
   log: LogSettings;
   help: boolean;
   /**
@@ -59,9 +61,10 @@ interface ServerDraft {
   allowClientShm?: boolean;
 }
 
-interface Draft extends Omit<ServeOptions, 'server' | 'metrics'> {
+interface Draft extends Omit<ServeOptions, 'server' | 'metrics' | 'openai'> {
   server: ServerDraft;
   metrics: { allow: boolean; port: number; address: string | null; intervalMs: number };
+  openai: { allow: boolean; port: number; address: string | null };
   strictModelConfigGiven: boolean;
   disableAutoComplete: boolean;
   cacheSizeGiven: boolean;
@@ -80,6 +83,7 @@ function newDraft(): Draft {
     http: { allow: true, port: 8000, address: '0.0.0.0', maxInputSize: 67108864 },
     grpc: { allow: true, port: 8001, address: '0.0.0.0' },
     metrics: { allow: true, port: 8002, address: null, intervalMs: 2000 },
+    openai: { allow: false, port: 9000, address: null },
     log: { info: true, warning: true, error: true, verbose: 0, format: 'default', file: '' },
     help: false,
     extra: {},
@@ -267,6 +271,7 @@ const REPO = 'Model Repository';
 const HTTP = 'HTTP';
 const GRPC = 'GRPC';
 const METRICS = 'Metrics';
+const OPENAI = 'OpenAI (Nereid)';
 const TRACING = 'Tracing';
 const BACKEND = 'Backend';
 const REPOAGENT = 'Repository Agent';
@@ -363,6 +368,10 @@ const FLAGS: readonly FlagSpec[] = [
     (d, v) => { d.metrics.intervalMs = int(v, 1); }),
   flag(METRICS, 'metrics-config', '<setting>=<value>', '', 'A metrics setting: counter_latencies, histogram_latencies, summary_latencies, summary_quantiles. Repeatable.',
     (d, v, id) => keep(d, id, metricsConfig(v))),
+
+  flag(OPENAI, 'openai-port', '<integer>', 'off', "Serve the OpenAI-compatible API (/v1/models, /v1/completions, /v1/chat/completions) over the text models on this port (Triton's OpenAI frontend uses 9000; 0 picks a free port). Off unless given.",
+    (d, v) => { d.openai.allow = true; d.openai.port = port(v); }),
+  flag(OPENAI, 'openai-address', '<address>', 'the value of --http-address', 'Address the OpenAI-compatible server binds to.', (d, v) => { d.openai.address = v; }),
 
   flag(TRACING, 'trace-config', '[<mode>,]<setting>=<value>', '', 'A trace setting. Global settings: level (OFF, TIMESTAMPS, TENSORS), rate, count, mode (triton or opentelemetry). With a mode: triton,file / triton,log-frequency; opentelemetry,url / resource / bsp_*. Repeatable.',
     (d, v, id) => keep(d, id, traceConfig(v))),
@@ -534,6 +543,7 @@ export function parseServeFlags(argv: string[]): ServeOptions {
 function normalize(d: Draft): Draft {
   if (d.server.modelControlMode !== 'poll') d.server.repositoryPollSecs = 0;
   d.metrics.address ??= d.http.address;
+  d.openai.address ??= d.http.address;
   if (!d.metrics.allow) {
     d.extra['allow-gpu-metrics'] = ['false'];
     d.extra['allow-cpu-metrics'] = ['false'];
@@ -573,6 +583,7 @@ function checkPortCollision(d: Draft): void {
   if (d.http.allow) services.push(['HTTP', d.http.address, d.http.port]);
   if (d.grpc.allow) services.push(['GRPC', d.grpc.address, d.grpc.port]);
   if (d.metrics.allow) services.push(['metrics', d.metrics.address ?? d.http.address, d.metrics.port]);
+  if (d.openai.allow) services.push(['OpenAI', d.openai.address ?? d.http.address, d.openai.port]);
   for (let i = 0; i < services.length; i++) {
     for (let j = i + 1; j < services.length; j++) {
       const [a, addr, p] = services[i]!;
@@ -590,6 +601,7 @@ function build(d: Draft): ServeOptions {
     http: d.http,
     grpc: d.grpc,
     metrics: { ...d.metrics, address: d.metrics.address ?? d.http.address },
+    openai: { ...d.openai, address: d.openai.address ?? d.http.address },
     log: d.log,
     help: d.help,
     extra: d.extra,

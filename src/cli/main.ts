@@ -2,6 +2,7 @@ import { isNereidError } from '../errors.js';
 import { startHttpFrontend, type HttpFrontend } from '../frontends/http/server.js';
 import { startGrpcFrontend, type GrpcFrontend } from '../frontends/grpc/server.js';
 import { startMetricsFrontend, type MetricsFrontend } from '../frontends/metrics/server.js';
+import { startOpenAiFrontend, type OpenAiFrontend } from '../frontends/openai/server.js';
 import type { MetricsOptions } from '../server/options.js';
 import { createLogger } from '../observability/logger.js';
 import { InferenceServer } from '../server/inference-server.js';
@@ -91,11 +92,24 @@ async function serve(argv: readonly string[]): Promise<number> {
     await logger.close();
     return 1;
   }
+  let openai: OpenAiFrontend | undefined;
+  try {
+    if (opts.openai.allow) openai = await startOpenAiFrontend(server, { ...opts.openai, maxInputSize: opts.http.maxInputSize }, logger);
+  } catch (e) {
+    logger.error(`failed to start the OpenAI-compatible service: ${(e as Error).message}`);
+    await server.close(0);
+    await http?.close();
+    await grpc?.close();
+    await metrics?.close();
+    await logger.close();
+    return 1;
+  }
   const signal = await untilSignal();
   logger.info(`received ${signal}: stopping; the server is unready and waits up to ${opts.server.exitTimeoutSecs ?? 30} s for requests in flight`);
   await server.close();
   await Promise.all([http?.close(), grpc?.close()]);
   await metrics?.close();
+  await openai?.close();
   logger.info('all models unloaded; exiting');
   await logger.close();
   return 0;

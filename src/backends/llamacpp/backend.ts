@@ -1,0 +1,73 @@
+import { stat } from 'node:fs/promises';
+import { isAbsolute, relative, resolve } from 'node:path';
+import { invalidArg } from '../../errors.js';
+import type { ModelConfig } from '../../config/types.js';
+import type { Backend, BackendInstance, InstanceSpec } from '../backend.js';
+import { llama } from './engine.js';
+import { LlamaInstance } from './instance.js';
+
+/**
+ * Backend "llamacpp": GGUF language models run in this process by llama.cpp, through node-llama-cpp. The
+ * version folder holds `model.gguf` (or the config's default_model_filename). A model is a text model in
+ * the shape of Triton's LLM backends: input `text_input` (TYPE_STRING), output `text_output` (TYPE_STRING),
+ * decoupled so that tokens stream; sampling comes from request parameters (see sampling.ts), and a chat
+ * request passes its messages as the `messages` parameter (see chat.ts).
+ *
+ * Config parameters (string values):
+ * - `threads`: CPU threads per evaluation, default 1. llama.cpp's own default takes every core, which on a
+ *   small machine shared with the server's event loop and other models runs many times slower.
+ * - `parallel`: requests generated at once (context sequences sharing each evaluation batch), default 4.
+ * - `context_size`: tokens each request may hold, prompt and generated text together, default 2048 or the
+ *   size the model was trained with if smaller.
+ * - `batch_size`: tokens evaluated in one llama.cpp batch, default 512.
+ */
+export const llamaCppBackend: Backend = {
+  name: 'llamacpp',
+
+  async createInstance(spec: InstanceSpec): Promise<BackendInstance> {
+    const file = await findModelFile(spec.versionDir, spec.config.default_model_filename, spec.name);
+    const settings = readSettings(spec.config, spec.name);
+    const engine = await llama(spec.logger);
+    const model = await engine.loadModel({ modelPath: file, gpuLayers: 0 });
+    try {
+      const context = await model.createContext({
+        sequences: settings.parallel,
+        contextSize: Math.min(settings.contextSize, model.trainContextSize),
+        batchSize: settings.batchSize,
+        threads: settings.threads,
+      });
+      return new LlamaInstance(model, context, spec.name, spec.logger);
+    } catch (e) {
+      await model.dispose();
+      throw e;
+    }
+  },
+};
+
+interface Settings {
+  readonly threads: number;
+  readonly parallel: number;
+  readonly contextSize: number;
+  readonly batchSize: number;
+}
+
+function readSettings(config: ModelConfig, name: string): Settings {
+  const int = (key: string, def: number, min: number): number => {
+    const v = config.parameters[key]?.string_value;
+    if (v === undefined || v === '') return def;
+    const n = Number(v);
+    if (!Number.isInteger(n) || n < min) throw invalidArg(`parameter '${key}' of model '${name}' must be an integer of at least ${min}, got '${v}'`);
+    return n;
+  };
+  return { threads: int('threads', 1, 1), parallel: int('parallel', 4, 1), contextSize: int('context_size', 2048, 16), batchSize: int('batch_size', 512, 1) };
+}
+
+/** The model file: the configured name, else model.gguf; never outside the version folder. */
+async function findModelFile(versionDir: string, configured: string, name: string): Promise<string> {
+  const file = configured || 'model.gguf';
+  const p = resolve(versionDir, file);
+  const rel = relative(versionDir, p);
+  if (rel.startsWith('..') || isAbsolute(rel)) throw invalidArg(`default_model_filename '${file}' of model '${name}' is outside its version folder`);
+  if (!(await stat(p).catch(() => undefined))?.isFile()) throw invalidArg(`unable to find '${file}' in ${versionDir} for model '${name}'`);
+  return p;
+}

@@ -1,0 +1,197 @@
+import { LlamaCompletion, TokenBias, resolveChatWrapper, type ChatWrapper, type LlamaCompletionGenerationOptions, type LlamaContext, type LlamaContextSequence, type LlamaModel, type LlamaText, type Token } from 'node-llama-cpp';
+import { NereidError, invalidArg, toNereidError } from '../../errors.js';
+import type { Parameters } from '../../inference/index.js';
+import type { Logger } from '../../observability/logger.js';
+import { utf8 } from '../../tensor/bytes.js';
+import type { Tensor } from '../../tensor/tensor.js';
+import type { BackendInstance, BackendRequest, ExecutionTimes } from '../backend.js';
+import { MESSAGES_PARAMETER, applyChatTemplate, parseMessages } from './chat.js';
+import { readSampling, type Sampling } from './sampling.js';
+import { SequencePool } from './sequence-pool.js';
+import { StopMatcher } from './stop-matcher.js';
+
+export const TEXT_INPUT = 'text_input';
+export const TEXT_OUTPUT = 'text_output';
+
+/** A request checked and tokenized, ready to take a sequence. */
+interface Prepared {
+  readonly request: BackendRequest;
+  readonly tokens: Token[];
+  readonly promptTokens: number;
+  /** Where the chat template ends the assistant's turn; the request's own stop strings are in sampling. */
+  readonly templateStops: readonly LlamaText[];
+  readonly sampling: Sampling;
+}
+
+/**
+ * One instance of a GGUF model: the model's weights and one context whose sequences serve that many requests
+ * at once. execute() returns as soon as each request of the batch holds a sequence, so the instance takes
+ * the next request while earlier ones are still generating (the model is decoupled); the scheduler's queue
+ * holds whatever waits for a free sequence.
+ *
+ * Responses: with `stream` true, one per piece of text as it is generated, then a last one with an empty
+ * text_output; with `stream` false, one with the whole text. The last response carries the parameters
+ * finish_reason ("stop" or "length"), prompt_tokens and completion_tokens.
+ */
+export class LlamaInstance implements BackendInstance {
+  private readonly pool: SequencePool;
+  private chatWrapperValue: ChatWrapper | undefined;
+  private readonly eosBias: TokenBias | undefined;
+
+  constructor(
+    private readonly model: LlamaModel,
+    private readonly context: LlamaContext,
+    private readonly name: string,
+    private readonly logger: Logger,
+  ) {
+    this.pool = new SequencePool(context);
+    const eos = model.tokens.eos;
+    this.eosBias = eos === null ? undefined : new TokenBias(model.tokenizer).set(eos, 'never');
+  }
+
+  /**
+   * The chat format of the GGUF's template, found on the first chat request: matching a template against
+   * the library's known formats renders it many times, which a model that only completes text never needs.
+   */
+  private get chatWrapper(): ChatWrapper {
+    return (this.chatWrapperValue ??= resolveChatWrapper(this.model));
+  }
+
+  /** Sequences in use: requests generating now. */
+  get busySequences(): number {
+    return this.pool.busy;
+  }
+
+  async execute(requests: readonly BackendRequest[]): Promise<ExecutionTimes> {
+    const t0 = process.hrtime.bigint();
+    for (const r of requests) {
+      let prepared: Prepared;
+      try {
+        prepared = this.prepare(r);
+      } catch (e) {
+        r.sender.fail(toNereidError(e));
+        continue;
+      }
+      let sequence: LlamaContextSequence;
+      try {
+        sequence = await this.pool.acquire();
+      } catch (e) {
+        r.sender.fail(toNereidError(e));
+        continue;
+      }
+      if (r.signal?.aborted) {
+        // The client left while the request waited for a sequence.
+        void this.pool.release(sequence);
+        r.sender.fail(new NereidError('CANCELLED', 'request cancelled'));
+        continue;
+      }
+      void this.generate(prepared, sequence);
+    }
+    return { inputNs: Number(process.hrtime.bigint() - t0), inferNs: 0, outputNs: 0 };
+  }
+
+  /** Reads the prompt (text_input, or the chat template over `messages`) and the sampling settings. */
+  private prepare(request: BackendRequest): Prepared {
+    const sampling = readSampling(request.parameters);
+    const messages = request.parameters?.[MESSAGES_PARAMETER];
+    let tokens: Token[];
+    let templateStops: readonly LlamaText[] = [];
+    if (messages !== undefined) {
+      const chat = applyChatTemplate(this.model, this.chatWrapper, parseMessages(messages));
+      tokens = chat.tokens;
+      templateStops = chat.stopTriggers;
+    } else {
+      const text = textInput(request);
+      if (text === '') throw invalidArg(`input '${TEXT_INPUT}' is empty: a prompt is required`);
+      tokens = this.model.tokenize(text, false, 'trimLeadingSpace');
+    }
+    // LlamaCompletion puts the beginning-of-sequence token in front itself.
+    const bos = this.model.tokens.bos;
+    if (bos !== null && tokens[0] === bos) tokens = tokens.slice(1);
+    const promptTokens = tokens.length + (this.model.tokens.shouldPrependBosToken ? 1 : 0);
+    const room = this.context.contextSize;
+    if (promptTokens + sampling.maxTokens > room) {
+      throw invalidArg(`this model's context holds ${room} tokens; the prompt has ${promptTokens} and max_tokens asks for ${sampling.maxTokens} more`);
+    }
+    return { request, tokens, promptTokens, templateStops, sampling };
+  }
+
+  private async generate(p: Prepared, sequence: LlamaContextSequence): Promise<void> {
+    const { request, sampling } = p;
+    const sender = request.sender;
+    const stops = new StopMatcher(sampling.stop);
+    const stopper = new AbortController();
+    let text = '';
+    const emit = (piece: string): void => {
+      if (piece === '') return;
+      if (sampling.stream) sender.send([textTensor(piece)], false);
+      else text += piece;
+    };
+    const onText = (piece: string): void => {
+      emit(stops.push(piece));
+      if (stops.stopped) stopper.abort();
+    };
+    const completion = new LlamaCompletion({ contextSequence: sequence });
+    let generated = 0;
+    try {
+      const signal = request.signal ? AbortSignal.any([request.signal, stopper.signal]) : stopper.signal;
+      const result = await completion.generateCompletionWithMeta(p.tokens, {
+        ...this.samplingOptions(sampling),
+        customStopTriggers: p.templateStops,
+        signal,
+        stopOnAbortSignal: true,
+        onToken: (tokens) => (generated += tokens.length),
+        onTextChunk: onText,
+      });
+      if (request.signal?.aborted) {
+        sender.fail(new NereidError('CANCELLED', 'request cancelled'));
+        return;
+      }
+      emit(stops.flush());
+      const parameters: Parameters = {
+        finish_reason: !stops.stopped && result.metadata.stopReason === 'maxTokens' ? 'length' : 'stop',
+        prompt_tokens: p.promptTokens,
+        completion_tokens: generated,
+      };
+      sender.send([textTensor(text)], true, parameters);
+    } catch (e) {
+      this.logger.verbose(1, `llama.cpp model '${this.name}' failed a generation: ${(e as Error).message}`);
+      sender.fail(request.signal?.aborted ? new NereidError('CANCELLED', 'request cancelled') : toNereidError(e));
+    } finally {
+      completion.dispose({ disposeSequence: false });
+      await this.pool.release(sequence);
+    }
+  }
+
+  /** The request's sampling as node-llama-cpp options; no repeat penalty, as OpenAI's defaults have none. */
+  private samplingOptions(sampling: Sampling): LlamaCompletionGenerationOptions {
+    return {
+      maxTokens: sampling.maxTokens,
+      temperature: sampling.temperature,
+      topP: sampling.topP,
+      topK: sampling.topK,
+      ...(sampling.seed !== undefined ? { seed: sampling.seed } : {}),
+      ...(sampling.ignoreEos && this.eosBias ? { tokenBias: this.eosBias } : {}),
+      repeatPenalty: false,
+      // Never drop the start of the prompt to make room: prepare() has checked that everything fits.
+      disableContextShift: true,
+    };
+  }
+
+  async close(): Promise<void> {
+    this.pool.close();
+    await this.context.dispose();
+    await this.model.dispose();
+  }
+}
+
+function textInput(request: BackendRequest): string {
+  const t = request.inputs.find((i) => i.name === TEXT_INPUT);
+  if (!t || t.datatype !== 'BYTES') throw invalidArg(`input '${TEXT_INPUT}' (TYPE_STRING) is required`);
+  if (t.data.length !== 1) throw invalidArg(`input '${TEXT_INPUT}' must hold one string, got ${t.data.length}`);
+  return Buffer.from(t.data[0]!.buffer, t.data[0]!.byteOffset, t.data[0]!.byteLength).toString('utf8');
+}
+
+function textTensor(text: string): Tensor {
+  return { name: TEXT_OUTPUT, datatype: 'BYTES', shape: [1], data: [utf8(text)] };
+}

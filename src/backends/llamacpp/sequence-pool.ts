@@ -1,0 +1,52 @@
+import type { LlamaContext, LlamaContextSequence } from 'node-llama-cpp';
+import { unavailable } from '../../errors.js';
+
+/**
+ * The context's sequences, one per request being generated. A context holds a fixed number of them (the
+ * config's `parallel`), all evaluated together in shared batches; a request takes one for its whole
+ * generation and gives it back, and the sequence's KV cache is cleared before the next request gets it.
+ * Requests that find none free wait in arrival order.
+ *
+ * The sequences are made once and kept: a disposed sequence returns its slot to the context only later,
+ * asynchronously, so disposing and asking again could find the context still full.
+ */
+export class SequencePool {
+  private readonly free: LlamaContextSequence[] = [];
+  private readonly waiting: { resolve(s: LlamaContextSequence): void; reject(e: Error): void }[] = [];
+  private readonly size: number;
+  private closed = false;
+
+  constructor(context: LlamaContext) {
+    while (context.sequencesLeft > 0) this.free.push(context.getSequence());
+    this.size = this.free.length;
+  }
+
+  /** Sequences taken and not yet given back (cleared): for tests and statistics. */
+  get busy(): number {
+    return this.size - this.free.length;
+  }
+
+  acquire(): Promise<LlamaContextSequence> {
+    if (this.closed) return Promise.reject(unavailable('the model instance is unloading'));
+    const s = this.free.pop();
+    if (s) return Promise.resolve(s);
+    return new Promise((resolve, reject) => this.waiting.push({ resolve, reject }));
+  }
+
+  /** Gives a sequence back once its history is cleared; never rejects. */
+  async release(sequence: LlamaContextSequence): Promise<void> {
+    try {
+      await sequence.clearHistory();
+    } catch {
+      // The context is being disposed: nobody will take the sequence again.
+    }
+    const next = this.waiting.shift();
+    if (next && !this.closed) next.resolve(sequence);
+    else this.free.push(sequence);
+  }
+
+  close(): void {
+    this.closed = true;
+    for (const w of this.waiting.splice(0)) w.reject(unavailable('the model instance was unloaded before the request started'));
+  }
+}

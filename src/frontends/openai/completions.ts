@@ -1,0 +1,86 @@
+import type { ServerResponse } from 'node:http';
+import type { InferenceResponse, Parameters } from '../../inference/index.js';
+import type { InferenceServer } from '../../server/inference-server.js';
+import { errorReply } from './errors.js';
+import type { TextRequest } from './requests.js';
+import { Reply, type FinishReason, type Usage } from './responses.js';
+import { TEXT_OUTPUT, textInput, textModel } from './text-models.js';
+
+/**
+ * POST /v1/completions and /v1/chat/completions: one request to a text model through inferStream. The model
+ * answers with text_output pieces (one, or one per token when `stream` is set) and reports on its last
+ * response the parameters finish_reason, prompt_tokens and completion_tokens, which become OpenAI's
+ * finish_reason and usage. An error before the first response is an ordinary error reply; once a stream
+ * has started it becomes an error event. A client that goes away cancels the request, which stops the
+ * generation.
+ */
+export async function handleCompletion(server: InferenceServer, request: TextRequest, res: ServerResponse, signal: AbortSignal): Promise<void> {
+  const meta = textModel(server, request.model);
+  const responses = server.inferStream({
+    model: request.model,
+    inputs: [textInput(meta, request.prompt)],
+    outputs: [{ name: TEXT_OUTPUT }],
+    parameters: request.parameters,
+    signal,
+  });
+  const first = await responses.next();
+  const reply = new Reply(request);
+  if (request.stream) return stream(res, reply, request, first, responses);
+  let text = '';
+  let last: Parameters | undefined;
+  for (let r = first; !r.done; r = await responses.next()) {
+    text += textOf(r.value);
+    last = r.value.parameters ?? last;
+  }
+  const body = reply.whole(text, finishReason(last), usage(last));
+  res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) });
+  res.end(body);
+}
+
+async function stream(res: ServerResponse, reply: Reply, request: TextRequest, first: IteratorResult<InferenceResponse>,
+  responses: AsyncIterableIterator<InferenceResponse>): Promise<void> {
+  res.writeHead(200, { 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-cache', Connection: 'keep-alive' });
+  const stop = (): void => void responses.return?.();
+  res.once('close', stop);
+  const event = (json: string): void => void res.write(`data: ${json}\n\n`);
+  try {
+    const opening = reply.opening();
+    if (opening !== undefined) event(opening);
+    let last: Parameters | undefined;
+    for (let r = first; !r.done; r = await responses.next()) {
+      const piece = textOf(r.value);
+      if (piece !== '') event(reply.text(piece));
+      last = r.value.parameters ?? last;
+    }
+    if (res.destroyed) return;
+    event(reply.finish(finishReason(last)));
+    const counts = usage(last);
+    if (request.includeUsage && counts) event(reply.usage(counts));
+  } catch (e) {
+    if (res.destroyed) return;
+    event(errorReply(e).body);
+  } finally {
+    res.off('close', stop);
+    if (!res.destroyed) res.end('data: [DONE]\n\n');
+  }
+}
+
+function textOf(r: InferenceResponse): string {
+  const t = r.outputs.find((o) => o.name === TEXT_OUTPUT);
+  if (!t || t.datatype !== 'BYTES') return '';
+  let s = '';
+  for (const e of t.data) s += Buffer.from(e.buffer, e.byteOffset, e.byteLength).toString('utf8');
+  return s;
+}
+
+function finishReason(p: Parameters | undefined): FinishReason {
+  return p?.['finish_reason'] === 'length' ? 'length' : 'stop';
+}
+
+/** OpenAI's usage from the model's counts; undefined when the model reports none. */
+function usage(p: Parameters | undefined): Usage | undefined {
+  const prompt = p?.['prompt_tokens'];
+  const completion = p?.['completion_tokens'];
+  if (typeof prompt !== 'number' || typeof completion !== 'number') return undefined;
+  return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
+}

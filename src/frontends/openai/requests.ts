@@ -1,0 +1,147 @@
+import type { Parameters } from '../../inference/index.js';
+import { badRequest } from './errors.js';
+
+/**
+ * OpenAI's completion and chat completion request bodies, checked and turned into what a text model takes:
+ * the prompt as `text_input`, or for chat the messages as the `messages` parameter (the model's backend
+ * applies its own chat template: a GGUF carries one, a remote engine has its own), and the sampling fields
+ * as request parameters under the names Triton's LLM backends use (max_tokens, temperature, top_p, top_k,
+ * seed, stop, stream, ignore_eos). Fields a text model cannot honour (several choices, log probabilities,
+ * tools) are refused rather than ignored.
+ */
+export interface TextRequest {
+  readonly kind: 'completion' | 'chat';
+  readonly model: string;
+  /** The prompt; '' for chat, whose conversation is in parameters.messages. */
+  readonly prompt: string;
+  readonly stream: boolean;
+  /** stream_options.include_usage: a last chunk with the token counts before [DONE]. */
+  readonly includeUsage: boolean;
+  readonly parameters: Parameters;
+}
+
+type Body = Record<string, unknown>;
+
+/** The largest max_tokens accepted here; the model refuses what does not fit its context. */
+const MAX_TOKENS_LIMIT = 1 << 20;
+
+export function completionRequest(body: unknown): TextRequest {
+  const b = object(body);
+  const prompt = promptText(b['prompt']);
+  if (prompt === '') throw badRequest("'prompt' must not be empty", 'prompt');
+  if (b['echo'] === true) throw badRequest("'echo' is not supported", 'echo');
+  if (b['suffix'] !== undefined && b['suffix'] !== null) throw badRequest("'suffix' is not supported", 'suffix');
+  return textRequest('completion', b, prompt, {});
+}
+
+export function chatRequest(body: unknown): TextRequest {
+  const b = object(body);
+  const messages = chatMessages(b['messages']);
+  if (b['tools'] !== undefined && b['tools'] !== null && !(Array.isArray(b['tools']) && b['tools'].length === 0)) {
+    throw badRequest("'tools' are not supported", 'tools');
+  }
+  const format = b['response_format'];
+  if (format !== undefined && format !== null && (typeof format !== 'object' || (format as Body)['type'] !== 'text')) {
+    throw badRequest("only 'response_format' {\"type\": \"text\"} is supported", 'response_format');
+  }
+  return textRequest('chat', b, '', { messages: JSON.stringify(messages) });
+}
+
+function object(body: unknown): Body {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw badRequest('the request body must be a JSON object');
+  return body as Body;
+}
+
+function textRequest(kind: TextRequest['kind'], b: Body, prompt: string, extra: Parameters): TextRequest {
+  const model = b['model'];
+  if (typeof model !== 'string' || model === '') throw badRequest("'model' is required and must be a string", 'model');
+  const n = optionalNumber(b, 'n', 1, 128, true);
+  if (n !== undefined && n !== 1) throw badRequest("only 'n' = 1 is supported", 'n');
+  if (b['logprobs'] !== undefined && b['logprobs'] !== null && b['logprobs'] !== false) throw badRequest("'logprobs' is not supported", 'logprobs');
+  for (const key of ['presence_penalty', 'frequency_penalty']) {
+    const v = optionalNumber(b, key, -2, 2, false);
+    if (v !== undefined && v !== 0) throw badRequest(`'${key}' is not supported`, key);
+  }
+  const stream = optionalBool(b, 'stream') ?? false;
+  const maxKey = kind === 'chat' && b['max_completion_tokens'] !== undefined && b['max_completion_tokens'] !== null ? 'max_completion_tokens' : 'max_tokens';
+  const p: Record<string, string | number | boolean> = { ...extra, stream };
+  const set = (key: string, v: string | number | boolean | undefined): void => {
+    if (v !== undefined) p[key] = v;
+  };
+  set('max_tokens', optionalNumber(b, maxKey, 1, MAX_TOKENS_LIMIT, true));
+  set('temperature', optionalNumber(b, 'temperature', 0, 2, false));
+  set('top_p', optionalNumber(b, 'top_p', 0, 1, false));
+  set('top_k', optionalNumber(b, 'top_k', -1, 2 ** 31 - 1, true));
+  set('seed', optionalNumber(b, 'seed', 0, 2 ** 32 - 1, true));
+  set('ignore_eos', optionalBool(b, 'ignore_eos'));
+  set('stop', stopSequences(b['stop']));
+  return { kind, model, prompt, stream, includeUsage: stream && includeUsage(b['stream_options']), parameters: p };
+}
+
+/** A prompt is a string or an array holding one string (OpenAI's batch of prompts is not supported). */
+function promptText(v: unknown): string {
+  if (typeof v === 'string') return v;
+  if (Array.isArray(v) && v.length === 1 && typeof v[0] === 'string') return v[0];
+  if (Array.isArray(v) && v.length > 1 && v.every((s) => typeof s === 'string')) throw badRequest('only one prompt per request is supported', 'prompt');
+  throw badRequest("'prompt' is required and must be a string", 'prompt');
+}
+
+/** OpenAI's messages, with content as a string or an array of text parts, down to { role, content } strings. */
+function chatMessages(v: unknown): { role: string; content: string }[] {
+  if (!Array.isArray(v) || v.length === 0) throw badRequest("'messages' must be a non-empty array", 'messages');
+  return v.map((m: unknown, i) => {
+    const where = `messages[${i}]`;
+    if (typeof m !== 'object' || m === null || Array.isArray(m)) throw badRequest(`${where} must be an object`, where);
+    const { role, content } = m as Body;
+    if (role !== 'system' && role !== 'developer' && role !== 'user' && role !== 'assistant') {
+      throw badRequest(`${where}.role must be one of system, developer, user, assistant; got ${JSON.stringify(role ?? null)}`, `${where}.role`);
+    }
+    return { role, content: messageContent(content, `${where}.content`) };
+  });
+}
+
+function messageContent(content: unknown, where: string): string {
+  if (typeof content === 'string') return content;
+  if (Array.isArray(content)) {
+    return content.map((part: unknown, j) => {
+      const p = part as Body | null;
+      if (typeof p !== 'object' || p === null || p['type'] !== 'text' || typeof p['text'] !== 'string') {
+        throw badRequest(`${where}[${j}] must be a text part {"type": "text", "text": "…"}`, `${where}[${j}]`);
+      }
+      return p['text'];
+    }).join('');
+  }
+  throw badRequest(`${where} must be a string or an array of text parts`, where);
+}
+
+/** stop: a string or up to four strings; passed on as one string or as the JSON text of the list. */
+function stopSequences(v: unknown): string | undefined {
+  if (v === undefined || v === null) return undefined;
+  if (typeof v === 'string') return v;
+  if (Array.isArray(v) && v.length <= 4 && v.every((s) => typeof s === 'string')) return JSON.stringify(v);
+  throw badRequest("'stop' must be a string or an array of at most 4 strings", 'stop');
+}
+
+function includeUsage(v: unknown): boolean {
+  if (v === undefined || v === null) return false;
+  if (typeof v !== 'object' || Array.isArray(v)) throw badRequest("'stream_options' must be an object", 'stream_options');
+  const u = (v as Body)['include_usage'];
+  if (u !== undefined && typeof u !== 'boolean') throw badRequest("'stream_options.include_usage' must be a boolean", 'stream_options');
+  return u === true;
+}
+
+function optionalNumber(b: Body, key: string, min: number, max: number, integer: boolean): number | undefined {
+  const v = b[key];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'number' || !Number.isFinite(v) || (integer && !Number.isInteger(v)) || v < min || v > max) {
+    throw badRequest(`'${key}' must be ${integer ? 'an integer' : 'a number'} from ${min} to ${max}, got ${JSON.stringify(v)}`, key);
+  }
+  return v;
+}
+
+function optionalBool(b: Body, key: string): boolean | undefined {
+  const v = b[key];
+  if (v === undefined || v === null) return undefined;
+  if (typeof v !== 'boolean') throw badRequest(`'${key}' must be a boolean`, key);
+  return v;
+}

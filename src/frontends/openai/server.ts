@@ -1,0 +1,149 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { isNereidError } from '../../errors.js';
+import type { Logger } from '../../observability/logger.js';
+import type { InferenceServer } from '../../server/inference-server.js';
+import { handleCompletion } from './completions.js';
+import { badRequest, errorReply, OpenAiError } from './errors.js';
+import { chatRequest, completionRequest } from './requests.js';
+import { textModel, textModels } from './text-models.js';
+
+export interface OpenAiOptions {
+  port: number;
+  address: string;
+  /** Largest request body in bytes. */
+  maxInputSize?: number;
+}
+
+export interface OpenAiFrontend {
+  readonly port: number;
+  close(): Promise<void>;
+}
+
+const DEFAULT_MAX_INPUT_SIZE = 64 * 1024 * 1024;
+
+/**
+ * The OpenAI-compatible frontend (the surface of Triton's OpenAI frontend): GET /v1/models, GET
+ * /v1/models/{id}, POST /v1/completions and /v1/chat/completions, over the text models of the server. Errors
+ * answer in OpenAI's shape with the status from the one table in errors.ts.
+ */
+export async function startOpenAiFrontend(server: InferenceServer, options: OpenAiOptions, logger: Logger): Promise<OpenAiFrontend> {
+  const ctx: Context = { server, logger, maxInputSize: options.maxInputSize ?? DEFAULT_MAX_INPUT_SIZE, started: Math.floor(Date.now() / 1000) };
+  const http = createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
+    handle(ctx, req, res).catch((e: unknown) => sendError(res, e, logger));
+  });
+  http.on('clientError', (_err, socket) => {
+    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n');
+  });
+  await new Promise<void>((resolve, reject) => {
+    http.once('error', reject);
+    http.listen(options.port, options.address, () => resolve());
+  });
+  const port = (http.address() as AddressInfo).port;
+  logger.info(`Started OpenAI-compatible service at ${options.address}:${port}`);
+  return { port, close: () => closeServer(http) };
+}
+
+interface Context {
+  readonly server: InferenceServer;
+  readonly logger: Logger;
+  readonly maxInputSize: number;
+  /** What /v1/models reports as each model's `created`: when this frontend started. */
+  readonly started: number;
+}
+
+async function handle(ctx: Context, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const url = req.url ?? '/';
+  const q = url.indexOf('?');
+  const path = q === -1 ? url : url.slice(0, q);
+  const method = req.method ?? 'GET';
+  if (path === '/v1/models') {
+    allow(method, 'GET');
+    const data = (await textModels(ctx.server)).map((id) => modelObject(ctx, id));
+    return sendJson(res, 200, JSON.stringify({ object: 'list', data }));
+  }
+  if (path.startsWith('/v1/models/')) {
+    allow(method, 'GET');
+    const id = decodePath(path.slice('/v1/models/'.length));
+    textModel(ctx.server, id);
+    return sendJson(res, 200, JSON.stringify(modelObject(ctx, id)));
+  }
+  if (path === '/v1/completions' || path === '/v1/chat/completions') {
+    allow(method, 'POST');
+    const body = await readJson(req, ctx.maxInputSize);
+    const request = path === '/v1/completions' ? completionRequest(body) : chatRequest(body);
+    return handleCompletion(ctx.server, request, res, clientGone(res));
+  }
+  throw new OpenAiError(404, `Unknown request URL: ${method} ${path}`, null, 'unknown_url');
+}
+
+function decodePath(s: string): string {
+  try {
+    return decodeURIComponent(s);
+  } catch {
+    return s;
+  }
+}
+
+function modelObject(ctx: Context, id: string): Record<string, unknown> {
+  return { id, object: 'model', created: ctx.started, owned_by: 'nereid' };
+}
+
+function allow(method: string, expected: string): void {
+  if (method !== expected) throw new OpenAiError(405, `Method ${method} is not allowed here; use ${expected}`, null, 'method_not_allowed');
+}
+
+/** Aborts when the client closes the connection before its response is complete. */
+function clientGone(res: ServerResponse): AbortSignal {
+  const ac = new AbortController();
+  res.once('close', () => {
+    if (!res.writableFinished) ac.abort();
+  });
+  return ac.signal;
+}
+
+/** The body as JSON, refused past the size limit before it is all read. */
+async function readJson(req: IncomingMessage, limit: number): Promise<unknown> {
+  const declared = Number(req.headers['content-length'] ?? 0);
+  if (declared > limit) throw tooLarge(limit);
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const c of req as AsyncIterable<Buffer>) {
+    size += c.byteLength;
+    if (size > limit) throw tooLarge(limit);
+    chunks.push(c);
+  }
+  try {
+    return JSON.parse(Buffer.concat(chunks, size).toString('utf8'));
+  } catch (e) {
+    throw badRequest(`We could not parse the JSON body of your request: ${(e as Error).message}`);
+  }
+}
+
+function tooLarge(limit: number): OpenAiError {
+  return new OpenAiError(413, `the request body exceeds ${limit} bytes`);
+}
+
+function sendJson(res: ServerResponse, status: number, body: string): void {
+  res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) });
+  res.end(body);
+}
+
+function sendError(res: ServerResponse, e: unknown, logger: Logger): void {
+  if (!(e instanceof OpenAiError) && !isNereidError(e)) logger.error(`OpenAI frontend: ${String((e as Error)?.stack ?? e)}`);
+  if (res.headersSent) {
+    if (!res.destroyed) res.end();
+    return;
+  }
+  const { status, body } = errorReply(e);
+  sendJson(res, status, body);
+}
+
+async function closeServer(http: Server, graceMs = 1000): Promise<void> {
+  const force = setTimeout(() => http.closeAllConnections(), graceMs);
+  await new Promise<void>((resolve) => {
+    http.close(() => resolve());
+    http.closeIdleConnections();
+  });
+  clearTimeout(force);
+}

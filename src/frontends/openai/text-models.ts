@@ -1,0 +1,47 @@
+import type { InferenceServer, ModelMetadata } from '../../server/inference-server.js';
+import type { Tensor } from '../../tensor/tensor.js';
+import { badRequest, modelNotFound } from './errors.js';
+
+/**
+ * Which models the OpenAI API serves: text models in the shape of Triton's LLM models, with a string input
+ * `text_input` and a string output `text_output`, whatever their backend (in-process llama.cpp, a gateway to
+ * another engine, a Python or JavaScript model).
+ */
+export const TEXT_INPUT = 'text_input';
+export const TEXT_OUTPUT = 'text_output';
+
+export function isTextModel(meta: ModelMetadata): boolean {
+  return meta.inputs.some((t) => t.name === TEXT_INPUT && t.datatype === 'BYTES')
+    && meta.outputs.some((t) => t.name === TEXT_OUTPUT && t.datatype === 'BYTES');
+}
+
+/** The ready text models, by name. */
+export async function textModels(server: InferenceServer): Promise<string[]> {
+  const names: string[] = [];
+  for (const entry of await server.repositoryIndex(true)) {
+    try {
+      if (isTextModel(server.modelMetadata(entry.name))) names.push(entry.name);
+    } catch {
+      // unloaded between the index and the metadata: not listed
+    }
+  }
+  return [...new Set(names)].sort();
+}
+
+/** The model's metadata if it is a ready text model; OpenAI's 404 if there is no such model. */
+export function textModel(server: InferenceServer, name: string): ModelMetadata {
+  let meta: ModelMetadata;
+  try {
+    meta = server.modelMetadata(name);
+  } catch {
+    throw modelNotFound(name);
+  }
+  if (!isTextModel(meta)) throw badRequest(`model '${name}' is not a text model: it needs a TYPE_STRING input '${TEXT_INPUT}' and output '${TEXT_OUTPUT}'`, 'model');
+  return meta;
+}
+
+/** text_input holding one string, shaped as the model declares it (a batch of one, variable dimensions 1). */
+export function textInput(meta: ModelMetadata, text: string): Tensor {
+  const shape = meta.inputs.find((t) => t.name === TEXT_INPUT)!.shape.map((d) => (d < 0 ? 1 : d));
+  return { name: TEXT_INPUT, datatype: 'BYTES', shape, data: [Buffer.from(text, 'utf8')] };
+}

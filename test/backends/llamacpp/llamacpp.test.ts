@@ -1,0 +1,173 @@
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { llamaCppBackend } from '../../../src/backends/llamacpp/backend.js';
+import type { LlamaInstance } from '../../../src/backends/llamacpp/instance.js';
+import type { BackendRequest } from '../../../src/backends/backend.js';
+import { parseModelConfig } from '../../../src/config/index.js';
+import type { NereidError } from '../../../src/errors.js';
+import type { Parameters } from '../../../src/inference/index.js';
+import { createLogger } from '../../../src/observability/logger.js';
+import type { Tensor } from '../../../src/tensor/tensor.js';
+import { EXAMPLES } from '../../helpers/paths.js';
+import { startTestServer, type TestServer } from '../../helpers/server.js';
+import { postJson } from '../../helpers/http.js';
+
+// The llamacpp backend with the example tiny_llm (random weights, real llama.cpp): Triton's generate and
+// generate_stream with text_input / text_output and sampling parameters, through the real server.
+
+let s: TestServer;
+before(async () => {
+  s = await startTestServer({ modelRepositories: [EXAMPLES], modelControlMode: 'explicit', loadModels: ['tiny_llm'] });
+});
+after(() => s.close());
+
+const generate = (body: Record<string, unknown>) => postJson(`${s.url}/v2/models/tiny_llm/generate`, body);
+const generateStream = (body: Record<string, unknown>) => postJson(`${s.url}/v2/models/tiny_llm/generate_stream`, body);
+
+function events(text: string): any[] {
+  return text.split('\n\n').filter((e) => e.startsWith('data: ')).map((e) => JSON.parse(e.slice(6)));
+}
+
+test('generate: the whole text in one response, with finish_reason and token counts', async () => {
+  const r = await generate({ text_input: 'Once upon a time', parameters: { max_tokens: 6, seed: 7, ignore_eos: true } });
+  assert.equal(r.status, 200, r.body.toString());
+  const j = r.json();
+  assert.equal(j.model_name, 'tiny_llm');
+  assert.equal(typeof j.text_output, 'string');
+  assert.ok(j.text_output.length > 0);
+  assert.equal(j.finish_reason, 'length');
+  assert.equal(j.completion_tokens, 6);
+  assert.ok(j.prompt_tokens >= 2, `prompt_tokens ${j.prompt_tokens}`);
+});
+
+test('generate_stream with stream: one event per piece of text, then a last one with the counts; same text as generate', async () => {
+  const body = { text_input: 'Once upon a time', max_tokens: 8, seed: 11, temperature: 0.9, ignore_eos: true };
+  const r = await generateStream({ ...body, stream: true });
+  assert.equal(r.status, 200);
+  const ev = events(r.body.toString());
+  assert.ok(ev.length >= 3, `only ${ev.length} events`);
+  const last = ev.at(-1);
+  assert.equal(last.text_output, '');
+  assert.equal(last.finish_reason, 'length');
+  assert.equal(last.completion_tokens, 8);
+  for (const e of ev.slice(0, -1)) assert.equal(e.finish_reason, undefined);
+  const whole = (await generate(body)).json();
+  assert.equal(ev.map((e) => e.text_output).join(''), whole.text_output);
+});
+
+test('seed: the same seed gives the same text; another seed another text', async () => {
+  const ask = async (seed: number) => (await generate({ text_input: 'The', max_tokens: 12, seed, temperature: 1, ignore_eos: true })).json().text_output as string;
+  const a = await ask(123);
+  assert.equal(await ask(123), a);
+  assert.notEqual(await ask(124), a);
+});
+
+test('max_tokens: generation stops at the count asked for', async () => {
+  for (const n of [1, 5]) {
+    const j = (await generate({ text_input: 'Hello', max_tokens: n, seed: 1, ignore_eos: true })).json();
+    assert.equal(j.completion_tokens, n);
+    assert.equal(j.finish_reason, 'length');
+  }
+});
+
+test('stop: the text ends before the first stop string, finish_reason stop', async () => {
+  const base = { text_input: 'Hello', max_tokens: 24, seed: 5, temperature: 1, ignore_eos: true };
+  const full = (await generate(base)).json().text_output as string;
+  // A stop string from the middle of the text the same seed gives without it.
+  const at = Math.floor(full.length / 2);
+  const stop = full.slice(at, at + 2);
+  const expected = full.slice(0, full.indexOf(stop));
+  const r = (await generate({ ...base, stop })).json();
+  assert.equal(r.finish_reason, 'stop');
+  assert.equal(r.text_output, expected);
+  const list = (await generate({ ...base, stop: JSON.stringify(['\u0000never', stop]) })).json();
+  assert.equal(list.text_output, expected);
+});
+
+test('chat: the messages parameter goes through the GGUF chat template', async () => {
+  const messages = JSON.stringify([{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Hi' }]);
+  const j = (await generate({ text_input: '', parameters: { messages, max_tokens: 4, seed: 2, ignore_eos: true } })).json();
+  assert.equal(j.completion_tokens, 4);
+  // ChatML wraps each turn in <|im_start|> … <|im_end|>, so the prompt is far longer than the two words.
+  assert.ok(j.prompt_tokens > 15, `prompt_tokens ${j.prompt_tokens}`);
+});
+
+test('two streams at once both complete', async () => {
+  const body = { text_input: 'Two at once', max_tokens: 40, stream: true, ignore_eos: true };
+  const [a, b] = await Promise.all([generateStream({ ...body, seed: 1 }), generateStream({ ...body, seed: 2 })]);
+  for (const r of [a, b]) {
+    const ev = events(r.body.toString());
+    assert.equal(ev.at(-1).completion_tokens, 40);
+  }
+});
+
+test('bad input is refused with 400 before any generation', async () => {
+  const cases: [Record<string, unknown>, RegExp][] = [
+    [{ text_input: '' }, /empty/],
+    [{ text_input: 'x', max_tokens: -1 }, /max_tokens/],
+    [{ text_input: 'x', max_tokens: 0 }, /max_tokens/],
+    [{ text_input: 'x', max_tokens: 1_000_000 }, /context holds 1024 tokens/],
+    [{ text_input: 'x', temperature: 'hot' }, /temperature/],
+    [{ text_input: 'x', top_p: 3 }, /top_p/],
+    [{ text_input: 'x', stream: 'yes' }, /stream/],
+    [{ text_input: 'x', stop: JSON.stringify(['a', 'b', 'c', 'd', 'e']) }, /stop/],
+    [{ text_input: '', messages: 'not json' }, /messages.*JSON/],
+    [{ text_input: '', messages: '[]' }, /non-empty/],
+    [{ text_input: '', messages: '[{"role":"robot","content":"x"}]' }, /role/],
+    [{ text_input: '', messages: '[{"role":"user"}]' }, /content/],
+  ];
+  for (const [body, message] of cases) {
+    const r = await generate(body);
+    assert.equal(r.status, 400, `${JSON.stringify(body)} → ${r.status} ${r.body.toString()}`);
+    assert.match(r.json().error, message);
+  }
+  const unknown = await postJson(`${s.url}/v2/models/no_such_llm/generate`, { text_input: 'x' });
+  assert.equal(unknown.status, 400);
+});
+
+test('KServe infer refuses the decoupled text model, as Triton does: generate is the way', async () => {
+  const r = await postJson(`${s.url}/v2/models/tiny_llm/infer`, { inputs: [{ name: 'text_input', shape: [1], datatype: 'BYTES', data: ['Hello'] }] });
+  assert.equal(r.status, 501);
+  assert.match(r.json().error, /decoupled/);
+});
+
+// The instance itself, to see its sequences: a request cancelled mid-stream stops generating and gives its
+// sequence back.
+test('a cancelled request stops generating and frees its sequence', async () => {
+  const dir = join(EXAMPLES, 'tiny_llm');
+  const config = parseModelConfig(readFileSync(join(dir, 'config.pbtxt'), 'utf8'), 'config.pbtxt');
+  const logger = createLogger({ info: false, warning: false, error: false, verbose: 0, format: 'default', file: '' });
+  const instance = await llamaCppBackend.createInstance({
+    name: 'tiny_llm', modelDir: dir, versionDir: join(dir, '1'), backendConfig: {}, version: 1, config,
+    instanceName: 'tiny_llm_0', kind: 'KIND_CPU', logger,
+  }) as LlamaInstance;
+  try {
+    const ac = new AbortController();
+    let pieces = 0;
+    const failed = new Promise<NereidError>((resolve, reject) => {
+      const input: Tensor = { name: 'text_input', datatype: 'BYTES', shape: [1], data: [Buffer.from('Go on')] };
+      const parameters: Parameters = { max_tokens: 1000, stream: true, ignore_eos: true };
+      const request: BackendRequest = {
+        inputs: [input], outputs: ['text_output'], parameters, signal: ac.signal,
+        sender: {
+          send: (_outputs, final) => {
+            if (final) reject(new Error('the request finished instead of stopping'));
+            if (++pieces === 3) ac.abort();
+          },
+          fail: resolve,
+        },
+      };
+      void instance.execute([request]);
+    });
+    const error = await failed;
+    assert.equal(error.code, 'CANCELLED');
+    assert.ok(pieces < 100, `${pieces} pieces were sent after the cancel`);
+    // The sequence is cleared, then given back.
+    for (let i = 0; i < 100 && instance.busySequences > 0; i++) await new Promise((r) => setTimeout(r, 10));
+    assert.equal(instance.busySequences, 0);
+  } finally {
+    await instance.close();
+  }
+});

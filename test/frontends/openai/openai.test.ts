@@ -1,0 +1,209 @@
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { request as httpRequest } from 'node:http';
+import { startOpenAiFrontend, type OpenAiFrontend } from '../../../src/frontends/openai/server.js';
+import { createLogger } from '../../../src/observability/logger.js';
+import { EXAMPLES } from '../../helpers/paths.js';
+import { postJson, request } from '../../helpers/http.js';
+import { startTestServer, type TestServer } from '../../helpers/server.js';
+
+// The OpenAI-compatible frontend over the example tiny_llm (llama.cpp, random weights): what an OpenAI client
+// sends and reads, on a real socket.
+
+let s: TestServer;
+let openai: OpenAiFrontend;
+let base: string;
+before(async () => {
+  s = await startTestServer({ modelRepositories: [EXAMPLES], modelControlMode: 'explicit', loadModels: ['tiny_llm', 'simple'] });
+  const logger = createLogger({ info: false, warning: false, error: false, verbose: 0, format: 'default', file: '' });
+  openai = await startOpenAiFrontend(s.server, { port: 0, address: '127.0.0.1' }, logger);
+  base = `http://127.0.0.1:${openai.port}/v1`;
+});
+after(async () => {
+  await s.close();
+  await openai.close();
+});
+
+/** The data lines of a server-sent event stream, as text (the last one is [DONE]). */
+function sse(text: string): string[] {
+  return text.split('\n\n').filter((e) => e.startsWith('data: ')).map((e) => e.slice(6));
+}
+
+const chat = (body: Record<string, unknown>) => postJson(`${base}/chat/completions`, { model: 'tiny_llm', messages: [{ role: 'user', content: 'Hello' }], ...body });
+const complete = (body: Record<string, unknown>) => postJson(`${base}/completions`, { model: 'tiny_llm', prompt: 'Once upon a time', ...body });
+
+test('GET /v1/models lists the text models only; /v1/models/{id} describes one', async () => {
+  const r = await request(`${base}/models`);
+  assert.equal(r.status, 200);
+  const list = r.json();
+  assert.equal(list.object, 'list');
+  assert.deepEqual(list.data.map((m: any) => m.id), ['tiny_llm']);
+  assert.equal(list.data[0].object, 'model');
+  assert.equal(typeof list.data[0].created, 'number');
+  const one = await request(`${base}/models/tiny_llm`);
+  assert.equal(one.json().id, 'tiny_llm');
+  const missing = await request(`${base}/models/nope`);
+  assert.equal(missing.status, 404);
+  assert.equal(missing.json().error.code, 'model_not_found');
+});
+
+test('completions: the text, finish_reason length and usage', async () => {
+  const r = await complete({ max_tokens: 5, seed: 4, ignore_eos: true });
+  assert.equal(r.status, 200, r.body.toString());
+  const j = r.json();
+  assert.match(j.id, /^cmpl-/);
+  assert.equal(j.object, 'text_completion');
+  assert.equal(j.model, 'tiny_llm');
+  assert.equal(j.choices.length, 1);
+  assert.equal(typeof j.choices[0].text, 'string');
+  assert.equal(j.choices[0].finish_reason, 'length');
+  assert.equal(j.usage.completion_tokens, 5);
+  assert.ok(j.usage.prompt_tokens > 0);
+  assert.equal(j.usage.total_tokens, j.usage.prompt_tokens + 5);
+});
+
+test('completions stream: text chunks, a finishing chunk, usage when asked, then [DONE]; same text as without stream', async () => {
+  const body = { max_tokens: 8, seed: 9, ignore_eos: true, temperature: 0.7 };
+  const r = await complete({ ...body, stream: true, stream_options: { include_usage: true } });
+  assert.equal(r.status, 200);
+  assert.equal(r.headers.get('content-type'), 'text/event-stream; charset=utf-8');
+  const events = sse(r.body.toString());
+  assert.equal(events.at(-1), '[DONE]');
+  const chunks = events.slice(0, -1).map((e) => JSON.parse(e));
+  const usage = chunks.at(-1);
+  assert.deepEqual(usage.choices, []);
+  assert.equal(usage.usage.completion_tokens, 8);
+  const finish = chunks.at(-2);
+  assert.equal(finish.choices[0].finish_reason, 'length');
+  const text = chunks.slice(0, -2).map((c) => c.choices[0].text).join('');
+  assert.ok(chunks.slice(0, -2).every((c) => c.object === 'text_completion' && c.choices[0].finish_reason === null));
+  const whole = (await complete(body)).json();
+  assert.equal(text, whole.choices[0].text);
+  // Without include_usage, no usage chunk.
+  const plain = sse((await complete({ ...body, stream: true })).body.toString());
+  assert.ok(plain.slice(0, -1).every((e) => JSON.parse(e).usage === undefined));
+});
+
+test('chat completions: an assistant message, usage; seed gives the same text again', async () => {
+  const r = await chat({ max_tokens: 6, seed: 3, ignore_eos: true });
+  assert.equal(r.status, 200, r.body.toString());
+  const j = r.json();
+  assert.match(j.id, /^chatcmpl-/);
+  assert.equal(j.object, 'chat.completion');
+  assert.equal(j.choices[0].message.role, 'assistant');
+  assert.equal(typeof j.choices[0].message.content, 'string');
+  assert.equal(j.choices[0].finish_reason, 'length');
+  assert.equal(j.usage.completion_tokens, 6);
+  const again = (await chat({ max_tokens: 6, seed: 3, ignore_eos: true })).json();
+  assert.equal(again.choices[0].message.content, j.choices[0].message.content);
+  // Content as an array of text parts is the same conversation.
+  const parts = (await chat({ max_tokens: 6, seed: 3, ignore_eos: true, messages: [{ role: 'user', content: [{ type: 'text', text: 'Hel' }, { type: 'text', text: 'lo' }] }] })).json();
+  assert.equal(parts.choices[0].message.content, j.choices[0].message.content);
+});
+
+test('chat stream: the role first, content deltas, a finishing chunk, [DONE]', async () => {
+  const r = await chat({ max_tokens: 4, seed: 8, ignore_eos: true, stream: true });
+  const events = sse(r.body.toString());
+  assert.equal(events.at(-1), '[DONE]');
+  const chunks = events.slice(0, -1).map((e) => JSON.parse(e));
+  assert.ok(chunks.every((c) => c.object === 'chat.completion.chunk'));
+  assert.deepEqual(chunks[0].choices[0].delta, { role: 'assistant', content: '' });
+  assert.deepEqual(chunks.at(-1).choices[0].delta, {});
+  assert.equal(chunks.at(-1).choices[0].finish_reason, 'length');
+  const text = chunks.slice(1, -1).map((c) => c.choices[0].delta.content).join('');
+  const whole = (await chat({ max_tokens: 4, seed: 8, ignore_eos: true })).json();
+  assert.equal(text, whole.choices[0].message.content);
+});
+
+test('max_tokens and stop', async () => {
+  const full = (await complete({ max_tokens: 20, seed: 21, ignore_eos: true })).json().choices[0].text as string;
+  const stop = full.slice(Math.floor(full.length / 2), Math.floor(full.length / 2) + 2);
+  const cut = (await complete({ max_tokens: 20, seed: 21, ignore_eos: true, stop: [stop] })).json();
+  assert.equal(cut.choices[0].text, full.slice(0, full.indexOf(stop)));
+  assert.equal(cut.choices[0].finish_reason, 'stop');
+  const one = (await complete({ max_tokens: 1, seed: 21, ignore_eos: true })).json();
+  assert.equal(one.usage.completion_tokens, 1);
+});
+
+test('two streams at once both complete', async () => {
+  const [a, b] = await Promise.all([1, 2].map((seed) => complete({ max_tokens: 30, seed, ignore_eos: true, stream: true, stream_options: { include_usage: true } })));
+  for (const r of [a!, b!]) {
+    const events = sse(r.body.toString());
+    assert.equal(events.at(-1), '[DONE]');
+    assert.equal(JSON.parse(events.at(-2)!).usage.completion_tokens, 30);
+  }
+});
+
+test('a client that disconnects mid-stream cancels the generation; the model serves the next requests', async () => {
+  const inferenceStats = (): any => structuredClone(s.server.statistics('tiny_llm').model_stats[0]!['inference_stats']);
+  const before = inferenceStats();
+  // Four streams (as many as the model's parallel sequences), each dropped after its first chunks.
+  await Promise.all([1, 2, 3, 4].map((seed) => new Promise<void>((resolve, reject) => {
+    const body = JSON.stringify({ model: 'tiny_llm', prompt: 'Keep going', max_tokens: 900, seed, ignore_eos: true, stream: true });
+    const req = httpRequest(`${base}/completions`, { method: 'POST', headers: { 'Content-Type': 'application/json' } }, (res) => {
+      let chunks = 0;
+      res.on('data', () => {
+        if (++chunks === 3) {
+          req.destroy();
+          resolve();
+        }
+      });
+      res.on('end', () => reject(new Error('the stream ended before the client left')));
+    });
+    req.on('error', () => undefined);
+    req.end(body);
+  })));
+  // If a dropped generation kept its sequence, these would wait for one.
+  const after = await Promise.all([1, 2, 3, 4].map((seed) => complete({ max_tokens: 2, seed, ignore_eos: true })));
+  for (const r of after) assert.equal(r.json().usage.completion_tokens, 2);
+  // The cancelled requests count as failures, not successes.
+  let stats: any;
+  for (let i = 0; i < 50; i++) {
+    stats = inferenceStats();
+    if (stats.fail.count - before.fail.count >= 4) break;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  assert.equal(stats.fail.count - before.fail.count, 4);
+  assert.equal(stats.success.count - before.success.count, 4);
+});
+
+test('bad input answers in OpenAI\'s error shape with the right status', async () => {
+  const cases: [string, unknown, number, string | null, RegExp][] = [
+    ['/completions', { model: 'nope', prompt: 'x' }, 404, 'model', /does not exist/],
+    ['/completions', { model: 'simple', prompt: 'x' }, 400, 'model', /not a text model/],
+    ['/completions', { prompt: 'x' }, 400, 'model', /model/],
+    ['/completions', { model: 'tiny_llm', prompt: '' }, 400, 'prompt', /empty/],
+    ['/completions', { model: 'tiny_llm' }, 400, 'prompt', /prompt/],
+    ['/completions', { model: 'tiny_llm', prompt: 'x', max_tokens: -5 }, 400, 'max_tokens', /max_tokens/],
+    ['/completions', { model: 'tiny_llm', prompt: 'x', max_tokens: 1.5 }, 400, 'max_tokens', /integer/],
+    ['/completions', { model: 'tiny_llm', prompt: 'x', max_tokens: 100_000 }, 400, null, /context holds/],
+    ['/completions', { model: 'tiny_llm', prompt: 'x', temperature: 5 }, 400, 'temperature', /temperature/],
+    ['/completions', { model: 'tiny_llm', prompt: 'x', n: 2 }, 400, 'n', /'n'/],
+    ['/completions', { model: 'tiny_llm', prompt: 'x', stop: [1] }, 400, 'stop', /stop/],
+    ['/completions', [1, 2], 400, null, /JSON object/],
+    ['/chat/completions', { model: 'tiny_llm' }, 400, 'messages', /non-empty array/],
+    ['/chat/completions', { model: 'tiny_llm', messages: [] }, 400, 'messages', /non-empty array/],
+    ['/chat/completions', { model: 'tiny_llm', messages: ['hi'] }, 400, 'messages[0]', /object/],
+    ['/chat/completions', { model: 'tiny_llm', messages: [{ role: 'wizard', content: 'x' }] }, 400, 'messages[0].role', /role/],
+    ['/chat/completions', { model: 'tiny_llm', messages: [{ role: 'user', content: 42 }] }, 400, 'messages[0].content', /content/],
+    ['/chat/completions', { model: 'tiny_llm', messages: [{ role: 'user', content: [{ type: 'image_url' }] }] }, 400, 'messages[0].content[0]', /text part/],
+    ['/chat/completions', { model: 'tiny_llm', messages: [{ role: 'user', content: 'x' }], tools: [{ type: 'function' }] }, 400, 'tools', /tools/],
+  ];
+  for (const [path, body, status, param, message] of cases) {
+    const r = await postJson(`${base}${path}`, body);
+    assert.equal(r.status, status, `${path} ${JSON.stringify(body)} → ${r.status} ${r.body.toString()}`);
+    const e = r.json().error;
+    assert.deepEqual(Object.keys(e).sort(), ['code', 'message', 'param', 'type']);
+    assert.equal(e.type, 'invalid_request_error');
+    assert.equal(e.param, param, JSON.stringify(body));
+    assert.match(e.message, message);
+  }
+  const malformed = await request(`${base}/completions`, { body: '{"model": "tiny_llm", ', headers: { 'Content-Type': 'application/json' } });
+  assert.equal(malformed.status, 400);
+  assert.match(malformed.json().error.message, /parse the JSON/);
+  const wrongMethod = await request(`${base}/completions`);
+  assert.equal(wrongMethod.status, 405);
+  const unknownPath = await request(`${base}/embeddings`, { body: '{}' });
+  assert.equal(unknownPath.status, 404);
+  assert.equal(unknownPath.json().error.type, 'invalid_request_error');
+});
