@@ -36,6 +36,7 @@ from nereid_shm import InputRegions, OutputRegions, tensor_bytes  # noqa: E402
 FINAL = pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL
 IN_FD = 3
 OUT_FD = 4
+HELD = ("resp", "done")
 
 
 # ---- framing ---------------------------------------------------------------------------------------------
@@ -45,17 +46,41 @@ class Pipe:
     def __init__(self):
         self._lock = threading.Lock()
         self._buf = bytearray()
+        self._holder = None
+        self._held = []
 
     def send(self, header, tail=None):
         body = json.dumps(header, separators=(",", ":")).encode()
         tail_len = len(tail) if tail is not None else 0
         head = struct.pack("<II", 4 + len(body) + tail_len, len(body))
         data = head + body if tail is None else b"".join((head, body, tail))
+        if self._holder == threading.get_ident():
+            if header["t"] in HELD:
+                self._held.append(data)
+                return
+            # Anything else (a BLS call that waits for its answer, a log line) goes now, after what was held.
+            held, self._held = self._held, []
+            held.append(data)
+            data = b"".join(held)
+        self._write(data)
+
+    def _write(self, data):
         with self._lock:
             view = memoryview(data)
             while len(view) > 0:
                 n = os.write(OUT_FD, view)
                 view = view[n:]
+
+    def hold(self):
+        """Messages this thread sends are kept until release(): an execution's responses and its 'done' leave in
+        one write, so the server wakes once per execution rather than once per message."""
+        self._holder = threading.get_ident()
+
+    def release(self):
+        self._holder = None
+        held, self._held = self._held, []
+        if held:
+            self._write(b"".join(held))
 
     def _fill(self, n):
         while len(self._buf) < n:
@@ -475,7 +500,11 @@ class Stub:
         while True:
             m = self.work.get()
             if m["t"] == "exec":
-                self.execute(model, m)
+                pipe.hold()
+                try:
+                    self.execute(model, m)
+                finally:
+                    pipe.release()
                 continue
             error = None
             try:

@@ -38,6 +38,7 @@ export function defaultBackends(): BackendRegistry {
   r.register('onnxruntime', async () => (await import('./onnxruntime/backend.js')).onnxRuntimeBackend);
   r.register('javascript', async () => (await import('./javascript/backend.js')).javascriptBackend);
   r.register('python', async () => (await import('./python/backend.js')).pythonModelBackend);
+  r.register('pytorch', async () => (await import('./pytorch/backend.js')).pytorchBackend);
   r.register('llamacpp', async () => (await import('./llamacpp/backend.js')).llamaCppBackend);
   r.register('openai', async () => (await import('./openai/backend.js')).openaiBackend);
   return r;

@@ -12,6 +12,8 @@ import { ERROR_CODE_NAMES, type Block, type FromStub, type StubInit, type Tensor
 
 /** How long finalize() may take at unload before the stub is stopped anyway (Triton's stub timeout). */
 const FINALIZE_TIMEOUT_MS = 30_000;
+/** How long read output blocks may wait for an execution to carry their release to the stub. */
+const RELEASE_DELAY_MS = 2;
 /** After finalize, how long the stub may take to exit by itself. */
 const EXIT_WAIT_MS = 5_000;
 
@@ -293,16 +295,19 @@ export class PythonInstance implements BackendInstance {
     if (batch.block) this.arena.free(batch.block);
   }
 
-  /** Output blocks read: told to the stub with the next message, or on the next turn of the loop. */
+  /**
+   * Output blocks read: told to the stub with the next execution, or by a message of their own within
+   * RELEASE_DELAY_MS when none comes. A message of their own would wake the stub once more per request.
+   */
   private release(k: Block): void {
     this.pendingRelease.push(k);
     if (this.releaseScheduled) return;
     this.releaseScheduled = true;
-    setImmediate(() => {
+    setTimeout(() => {
       this.releaseScheduled = false;
       const blocks = this.takeReleases();
       if (blocks) this.life?.stub.send({ t: 'release', blocks });
-    });
+    }, RELEASE_DELAY_MS).unref();
   }
 
   private takeReleases(): Block[] | undefined {
