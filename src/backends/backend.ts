@@ -70,6 +70,8 @@ export interface CustomMetric {
   set(value: number): void;
   observe(value: number): void;
   value(): number;
+  /** Takes the metric off the endpoint (its model instance is gone). */
+  delete(): void;
 }
 
 /** One request of an execution. Inputs are in backend shape; `outputs` are the names the request wants. */

@@ -15,6 +15,7 @@ import { RedisResponseCache } from '../cache/redis.js';
 import type { ResponseCache } from '../cache/cache.js';
 import type { ServerMetrics } from '../observability/metrics/server-metrics.js';
 import { parseMetricsConfig } from '../observability/metrics/settings.js';
+import { CustomMetricFamilies } from '../observability/metrics/custom.js';
 import type { Registry } from 'prom-client';
 import { SharedMemoryBinding, usesSharedMemory } from '../sharedmemory/binding.js';
 import { SharedMemoryRegistry } from '../sharedmemory/registry.js';
@@ -125,6 +126,7 @@ export class InferenceServer {
       loadModel: (name, request) => this.loadModel(name, request),
       unloadModel: (name, options) => this.unloadModel(name, options),
       isModelReady: (name, version) => this.isModelReady(name, version),
+      ...(this.metrics ? { metrics: new CustomMetricFamilies(this.metrics.registry) } : {}),
     };
   }
 

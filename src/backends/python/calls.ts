@@ -134,10 +134,13 @@ export class StubCalls {
     });
   }
 
-  /** The stub is gone: streams it was reading are cancelled. */
+  /** The stub is gone: streams it was reading are cancelled, its metrics leave the endpoint. */
   close(): void {
     for (const s of this.streams.values()) void s.return();
     this.streams.clear();
+    for (const m of this.metrics) m.delete();
+    this.metrics.length = 0;
+    this.families.length = 0;
   }
 
   get name(): string {
