@@ -103,7 +103,8 @@ class InputRegions:
 
     def locate(self, array):
         """(region name, offset) when the array's bytes lie inside one of the server's regions."""
-        if not self._regions or not array.flags.c_contiguous:
+        # A freshly computed array owns its memory: only views can lie in a region.
+        if array.base is None or not self._regions or not array.flags.c_contiguous:
             return None
         at = _address(array)
         for r in self._regions.values():

@@ -37,6 +37,7 @@ FINAL = pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL
 IN_FD = 3
 OUT_FD = 4
 HELD = ("resp", "done")
+_ENCODER = json.JSONEncoder(separators=(",", ":"))
 
 
 # ---- framing ---------------------------------------------------------------------------------------------
@@ -50,7 +51,7 @@ class Pipe:
         self._held = []
 
     def send(self, header, tail=None):
-        body = json.dumps(header, separators=(",", ":")).encode()
+        body = _ENCODER.encode(header).encode()
         tail_len = len(tail) if tail is not None else 0
         head = struct.pack("<II", 4 + len(body) + tail_len, len(body))
         data = head + body if tail is None else b"".join((head, body, tail))

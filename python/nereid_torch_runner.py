@@ -37,6 +37,8 @@ class TritonPythonModel:
                             config.get("default_model_filename") or "model.pt")
         self.module = torch.jit.load(path, map_location="cpu")
         self.module.eval()
+        pb_utils.Logger.log_verbose(f"loaded {path} with torch {torch.__version__}, "
+                                    f"{torch.get_num_threads()} intra-op thread(s)")
 
         inputs = [i["name"] for i in config.get("input", [])]
         if all(_index(n) is not None for n in inputs):

@@ -238,7 +238,13 @@ class _Capsule:
         return (1, 0)  # kDLCPU
 
 
+_DTYPE_WIRE = {np.dtype(t): _WIRE_NAMES[n] for n, t in _TRITON_TO_NUMPY.items() if n != 13}
+
+
 def _datatype_of(array):
+    name = _DTYPE_WIRE.get(array.dtype)
+    if name is not None:
+        return name
     kind = array.dtype
     if kind == np.object_ or kind.type == np.bytes_ or kind.type == np.str_:
         return "BYTES"

@@ -1,0 +1,153 @@
+#!/usr/bin/env node
+// The Python backend against its references, measured in the same run, in alternating rounds (medians):
+//
+//   overhead  add_sub at concurrency 1 through the in-process API (server -> stub -> numpy -> back), paired with
+//             the same execute() timed inside Python (bench/python_reference.py): the added µs at p50, as the
+//             median of the per-round differences. Target: <= 150 µs.
+//   big       an identity model.py moving a 64 MiB FP32 tensor through the in-process API, against one plain
+//             Buffer copy of the same bytes. Target: <= 3x.
+//   torch     a TorchScript MLP (256-512-512-256, made into a temporary folder by
+//             scripts/models/make_torch_examples.py --bench-mlp) through Nereid at concurrency 2 against
+//             torch.jit called directly in Python on the same batch, as throughput. Target: >= 0.9x.
+//
+//   node bench/python.mjs [--rounds N] [--sections overhead,big,torch] [--torch-batch 256]
+//
+// Needs the build (npx tsc -p .), /usr/bin/python3 with numpy, and torch for the last section.
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { dirname, join } from 'node:path';
+
+const ROOT = dirname(dirname(fileURLToPath(import.meta.url)));
+const { InferenceServer } = await import(join(ROOT, 'dist/src/index.js'));
+const { createLogger } = await import(join(ROOT, 'dist/src/observability/logger.js'));
+
+const args = process.argv.slice(2);
+const opt = (name, dflt) => {
+  const i = args.indexOf(`--${name}`);
+  return i >= 0 ? args[i + 1] : dflt;
+};
+const rounds = Number(opt('rounds', 7));
+const sections = opt('sections', 'overhead,big,torch').split(',');
+
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+};
+const nowUs = () => Number(process.hrtime.bigint()) / 1000;
+const fp32 = (name, values, shape = [values.length]) => ({ name, datatype: 'FP32', shape, data: new Uint8Array(new Float32Array(values).buffer) });
+
+/** The reference process: one command per line, one number back. */
+function reference() {
+  const child = spawn('/usr/bin/python3', [join(ROOT, 'bench', 'python_reference.py')], { stdio: ['pipe', 'pipe', 'inherit'] });
+  const lines = createInterface({ input: child.stdout });
+  const waiting = [];
+  lines.on('line', (l) => waiting.shift()?.(Number(l)));
+  return {
+    ask: (cmd) => new Promise((resolve) => {
+      waiting.push(resolve);
+      child.stdin.write(`${cmd}\n`);
+    }),
+    close: () => child.stdin.end(),
+  };
+}
+
+const logger = createLogger({ info: false, warning: true, error: true, verbose: 0, format: 'default', file: '' });
+const mlpDir = mkdtempSync(join(tmpdir(), 'nereid-bench-torch-'));
+if (sections.includes('torch')) {
+  const made = spawnSync('/usr/bin/python3', [join(ROOT, 'scripts', 'models', 'make_torch_examples.py'), '--bench-mlp', mlpDir], { stdio: 'inherit' });
+  if (made.status !== 0) throw new Error('make_torch_examples.py --bench-mlp failed');
+}
+const server = await InferenceServer.create({
+  modelRepositories: [join(ROOT, 'examples', 'python_repository'), join(ROOT, 'test', 'fixtures', 'python'), mlpDir],
+  modelControlMode: 'explicit',
+  loadModels: ['add_sub', 'identity_fp32', ...(sections.includes('torch') ? ['mlp_torch'] : [])],
+}, { logger });
+const ref = reference();
+const results = {};
+
+if (sections.includes('overhead')) {
+  const inputs = [fp32('INPUT0', [1, 2, 3, 4]), fp32('INPUT1', [10, 20, 30, 40])];
+  const perRound = 300;
+  for (let i = 0; i < 200; i++) await server.infer({ model: 'add_sub', inputs });
+  await ref.ask('add_sub 200');
+  const diffs = [];
+  const nereid = [];
+  const python = [];
+  for (let r = 0; r < rounds; r++) {
+    const lat = [];
+    for (let i = 0; i < perRound; i++) {
+      const t0 = nowUs();
+      await server.infer({ model: 'add_sub', inputs });
+      lat.push(nowUs() - t0);
+    }
+    const p = await ref.ask(`add_sub ${perRound}`);
+    nereid.push(median(lat));
+    python.push(p);
+    diffs.push(median(lat) - p);
+  }
+  results.overhead = { nereidP50Us: median(nereid), pythonP50Us: median(python), addedP50Us: median(diffs), rounds: diffs.map((d) => +d.toFixed(1)) };
+  console.log(`overhead: add_sub p50 ${median(nereid).toFixed(1)} µs through Nereid, ${median(python).toFixed(1)} µs inside Python; added ${median(diffs).toFixed(1)} µs (target <= 150)`);
+}
+
+if (sections.includes('big')) {
+  const n = 16 * 1024 * 1024; // 64 MiB of FP32
+  const data = new Uint8Array(n * 4);
+  for (let i = 0; i < data.length; i += 4096) data[i] = i & 0xff;
+  const input = { name: 'INPUT0', datatype: 'FP32', shape: [n], data };
+  await server.infer({ model: 'identity_fp32', inputs: [input] });
+  const ratios = [];
+  const through = [];
+  const copies = [];
+  for (let r = 0; r < rounds; r++) {
+    let t0 = nowUs();
+    const res = await server.infer({ model: 'identity_fp32', inputs: [input] });
+    const tn = nowUs() - t0;
+    if (res.outputs[0].data.byteLength !== data.byteLength) throw new Error('identity answered the wrong size');
+    t0 = nowUs();
+    const copy = Buffer.from(data);
+    const tc = nowUs() - t0;
+    if (copy.length !== data.length) throw new Error('copy');
+    through.push(tn);
+    copies.push(tc);
+    ratios.push(tn / tc);
+  }
+  results.big = { nereidMs: median(through) / 1000, copyMs: median(copies) / 1000, ratio: median(ratios) };
+  console.log(`big: 64 MiB identity ${(median(through) / 1000).toFixed(1)} ms through Nereid, one Buffer copy ${(median(copies) / 1000).toFixed(1)} ms; ratio ${median(ratios).toFixed(2)} (target <= 3)`);
+}
+
+if (sections.includes('torch')) {
+  const batch = Number(opt('torch-batch', 256));
+  const values = Array.from({ length: batch * 256 }, (_, i) => ((i * 7919) % 1000) / 1000);
+  const inputs = [fp32('INPUT__0', values, [batch, 256])];
+  const model = join(mlpDir, 'mlp_torch', '1', 'model.pt');
+  const perRound = 100;
+  for (let i = 0; i < 30; i++) await server.infer({ model: 'mlp_torch', inputs });
+  await ref.ask(`torch ${model} 30 ${batch}`);
+  const ratios = [];
+  const nereid = [];
+  const direct = [];
+  for (let r = 0; r < rounds; r++) {
+    // Throughput at concurrency 2 (one instance: the second request waits in its queue, so the stub never idles).
+    const t0 = nowUs();
+    let left = perRound;
+    await Promise.all([0, 1].map(async () => {
+      while (left-- > 0) await server.infer({ model: 'mlp_torch', inputs });
+    }));
+    const nereidRate = perRound / ((nowUs() - t0) / 1e6);
+    const directRate = 1e6 / (await ref.ask(`torch ${model} ${perRound} ${batch}`));
+    nereid.push(nereidRate);
+    direct.push(directRate);
+    ratios.push(nereidRate / directRate);
+  }
+  results.torch = { nereidPerS: median(nereid), directPerS: median(direct), ratio: median(ratios), batch };
+  console.log(`torch: MLP batch ${batch}, ${median(nereid).toFixed(0)}/s through Nereid, ${median(direct).toFixed(0)}/s with torch.jit in Python; ratio ${median(ratios).toFixed(2)} (target >= 0.9)`);
+}
+
+console.log(JSON.stringify(results));
+ref.close();
+await server.close();
+rmSync(mlpDir, { recursive: true, force: true });
