@@ -9,6 +9,7 @@ import { classify } from './classification.js';
 import { responseCacheKey, type ResponseCache } from '../cache/cache.js';
 import type { ModelContext } from './context.js';
 import { StreamJob } from './stream-job.js';
+import { countTokens } from './token-counts.js';
 
 /**
  * One loaded version of a model: its context, instances, scheduler and statistics. Requests that reached it
@@ -228,6 +229,7 @@ class InferJob implements Job {
       return;
     }
     stats.recordSuccess(Number(now - this.enqueuedNs), Number(execStartNs - this.enqueuedNs), times.inputNs, times.inferNs, times.outputNs);
+    countTokens(stats, this.resultParams);
     const ctx = this.model.context;
     this.resolve({ model: ctx.name, version: ctx.version, id: this.request.id ?? '', outputs, ...(this.resultParams ? { parameters: this.resultParams } : {}) });
   }

@@ -6,6 +6,7 @@ import type { ModelStatistics } from '../observability/statistics.js';
 import type { Job } from '../scheduler/scheduler.js';
 import type { Tensor } from '../tensor/tensor.js';
 import { classify } from './classification.js';
+import { countTokens } from './token-counts.js';
 import type { ModelContext } from './context.js';
 
 /**
@@ -85,6 +86,7 @@ export class StreamJob implements Job {
       this.stream.push({ model: ctx.name, version: ctx.version, id: this.id, outputs: shaped, ...(parameters ? { parameters } : {}) });
     }
     if (!final) return;
+    countTokens(this.stats, parameters);
     this.close();
     this.stream.end();
     this.finalSeen = true;

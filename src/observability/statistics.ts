@@ -101,6 +101,12 @@ export class ModelStatistics {
    * nereid_version_weights split requests between); undefined otherwise. Read by nereid_route_request_count.
    */
   routes: ReadonlyMap<string, number> | undefined = undefined;
+  /**
+   * Tokens of the requests to a text model, as the model reports them on its last response (parameters
+   * prompt_tokens and completion_tokens): nereid_prompt_token_count and nereid_generated_token_count.
+   */
+  promptTokens = 0;
+  generatedTokens = 0;
   private readonly batches = new Map<number, BatchStat>();
   private readonly responses = new Map<number, ResponseStat>();
 
@@ -118,6 +124,12 @@ export class ModelStatistics {
     add(b.compute_input, inputNs);
     add(b.compute_infer, inferNs);
     add(b.compute_output, outputNs);
+  }
+
+  /** A text model's token counts for one request. */
+  recordTokens(prompt: number, generated: number): void {
+    this.promptTokens += prompt;
+    this.generatedTokens += generated;
   }
 
   /** One request that executed: its queue and compute times and the whole request duration. */

@@ -9,6 +9,7 @@ import { MESSAGES_PARAMETER, applyChatTemplate, parseMessages } from './chat.js'
 import { readSampling, type Sampling } from './sampling.js';
 import { SequencePool } from './sequence-pool.js';
 import { StopMatcher } from './stop-matcher.js';
+import { DeferredText } from './deferred-text.js';
 
 export const TEXT_INPUT = 'text_input';
 export const TEXT_OUTPUT = 'text_output';
@@ -45,8 +46,7 @@ export class LlamaInstance implements BackendInstance {
     private readonly logger: Logger,
   ) {
     this.pool = new SequencePool(context);
-    const eos = model.tokens.eos;
-    this.eosBias = eos === null ? undefined : new TokenBias(model.tokenizer).set(eos, 'never');
+    this.eosBias = endOfSequenceBias(model);
   }
 
   /**
@@ -122,9 +122,9 @@ export class LlamaInstance implements BackendInstance {
     const stops = new StopMatcher(sampling.stop);
     const stopper = new AbortController();
     let text = '';
+    const streamed = new DeferredText((piece) => sender.send([textTensor(piece)], false));
     const emit = (piece: string): void => {
-      if (piece === '') return;
-      if (sampling.stream) sender.send([textTensor(piece)], false);
+      if (sampling.stream) streamed.push(piece);
       else text += piece;
     };
     const onText = (piece: string): void => {
@@ -132,7 +132,6 @@ export class LlamaInstance implements BackendInstance {
       if (stops.stopped) stopper.abort();
     };
     const completion = new LlamaCompletion({ contextSequence: sequence });
-    let generated = 0;
     try {
       const signal = request.signal ? AbortSignal.any([request.signal, stopper.signal]) : stopper.signal;
       const result = await completion.generateCompletionWithMeta(p.tokens, {
@@ -140,21 +139,24 @@ export class LlamaInstance implements BackendInstance {
         customStopTriggers: p.templateStops,
         signal,
         stopOnAbortSignal: true,
-        onToken: (tokens) => (generated += tokens.length),
         onTextChunk: onText,
       });
       if (request.signal?.aborted) {
+        streamed.discard();
         sender.fail(new NereidError('CANCELLED', 'request cancelled'));
         return;
       }
       emit(stops.flush());
+      streamed.flush();
+      const length = !stops.stopped && result.metadata.stopReason === 'maxTokens';
       const parameters: Parameters = {
-        finish_reason: !stops.stopped && result.metadata.stopReason === 'maxTokens' ? 'length' : 'stop',
+        finish_reason: length ? 'length' : 'stop',
         prompt_tokens: p.promptTokens,
-        completion_tokens: generated,
+        completion_tokens: length ? sampling.maxTokens : generatedTokens(sequence, p.promptTokens),
       };
       sender.send([textTensor(text)], true, parameters);
     } catch (e) {
+      streamed.discard();
       this.logger.verbose(1, `llama.cpp model '${this.name}' failed a generation: ${(e as Error).message}`);
       sender.fail(request.signal?.aborted ? new NereidError('CANCELLED', 'request cancelled') : toNereidError(e));
     } finally {
@@ -194,4 +196,26 @@ function textInput(request: BackendRequest): string {
 
 function textTensor(text: string): Tensor {
   return { name: TEXT_OUTPUT, datatype: 'BYTES', shape: [1], data: [utf8(text)] };
+}
+
+/**
+ * A bias that keeps the end-of-sequence token out, for ignore_eos. TokenBias.set() skips end-of-generation
+ * tokens on purpose, so the entry goes into its map directly; node-llama-cpp is pinned to an exact version,
+ * and a test fails if this stops working.
+ */
+function endOfSequenceBias(model: LlamaModel): TokenBias | undefined {
+  const eos = model.tokens.eos;
+  if (eos === null) return undefined;
+  const bias = new TokenBias(model.tokenizer);
+  (bias as unknown as { _biases: Map<Token, number> })._biases.set(eos, -Infinity);
+  return bias;
+}
+
+/**
+ * Tokens generated into a sequence that started empty: what it holds past the prompt, plus the last token
+ * drawn, which ended the generation before it was evaluated. (onToken is no count: a token held back for an
+ * unfinished UTF-8 character can be reported again with the next one.)
+ */
+function generatedTokens(sequence: LlamaContextSequence, promptTokens: number): number {
+  return Math.max(0, sequence.contextTokens.length - promptTokens + 1);
 }

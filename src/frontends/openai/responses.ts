@@ -16,9 +16,16 @@ export type FinishReason = 'stop' | 'length';
 export class Reply {
   private readonly id: string;
   private readonly created = Math.floor(Date.now() / 1000);
+  /** A text chunk is these two around the JSON string of its text: serialised once, not per token. */
+  private readonly textBefore: string;
+  private readonly textAfter: string;
 
   constructor(private readonly request: TextRequest) {
     this.id = `${request.kind === 'chat' ? 'chatcmpl' : 'cmpl'}-${randomBytes(12).toString('hex')}`;
+    const marker = '\u0000';
+    const [before, after] = this.chunk(request.kind === 'chat' ? { content: marker } : marker, null).split(JSON.stringify(marker));
+    this.textBefore = before!;
+    this.textAfter = after!;
   }
 
   /** The whole answer of a request made without `stream`. */
@@ -37,7 +44,7 @@ export class Reply {
 
   /** One piece of generated text. */
   text(piece: string): string {
-    return this.request.kind === 'chat' ? this.chunk({ content: piece }, null) : this.chunk(piece, null);
+    return this.textBefore + JSON.stringify(piece) + this.textAfter;
   }
 
   /** The chunk that closes the choice with its finish reason. */

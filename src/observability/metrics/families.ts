@@ -139,6 +139,9 @@ export function summaryFamilies(versions: Versions): ScrapeFamily[] {
   }));
 }
 
+/** Token counters show for the versions that have reported tokens (text models), not for every model. */
+const reportsTokens = (v: ScrapedVersion): boolean => v.stats.generatedTokens > 0 || v.stats.promptTokens > 0;
+
 /** Nereid's own: requests in flight, and each instance's share of the executions (nereid_instance_stats). */
 export function nereidFamilies(versions: Versions): ScrapeFamily[] {
   const perInstance = (name: string, help: string, value: (i: ModelStatistics['instances'][number]) => number) =>
@@ -149,6 +152,8 @@ export function nereidFamilies(versions: Versions): ScrapeFamily[] {
     perInstance('nereid_instance_execution_count', 'Number of model executions performed by each instance', (i) => i.executionCount),
     perInstance('nereid_instance_inference_count', 'Number of inferences (batch rows) performed by each instance', (i) => i.inferenceCount),
     perInstance('nereid_instance_compute_infer_duration_us', 'Cumulative compute inference duration of each instance in microseconds', (i) => us(i.computeInfer.ns)),
+    perVersion(versions, 'nereid_prompt_token_count', 'Number of prompt tokens text models read, as the models report them', 'counter', (v) => v.stats.promptTokens, reportsTokens),
+    perVersion(versions, 'nereid_generated_token_count', 'Number of tokens text models generated, as the models report them', 'counter', (v) => v.stats.generatedTokens, reportsTokens),
     new ScrapeFamily('nereid_route_request_count', 'Number of requests a routing model (router or weighted versions) sent to each target', 'counter', () =>
       versions().flatMap((v) => [...(v.stats.routes ?? [])].map(([target, n]) => ({ value: n, labels: sortedLabels({ ...v.reporter.labels, target }) })))),
   ];

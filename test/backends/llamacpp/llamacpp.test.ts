@@ -72,6 +72,17 @@ test('max_tokens: generation stops at the count asked for', async () => {
   }
 });
 
+test('ignore_eos: a prompt the model ends early still gets every token asked for', async () => {
+  // With these settings the tiny model draws its end-of-sequence token after two tokens.
+  const body = { text_input: 'Story 3', max_tokens: 64, temperature: 1, top_k: 40, top_p: 0.95, seed: 3 };
+  const ended = (await generate(body)).json();
+  assert.equal(ended.finish_reason, 'stop');
+  assert.ok(ended.completion_tokens < 10, `completion_tokens ${ended.completion_tokens}`);
+  const full = (await generate({ ...body, ignore_eos: true })).json();
+  assert.equal(full.finish_reason, 'length');
+  assert.equal(full.completion_tokens, 64);
+});
+
 test('stop: the text ends before the first stop string, finish_reason stop', async () => {
   const base = { text_input: 'Hello', max_tokens: 24, seed: 5, temperature: 1, ignore_eos: true };
   const full = (await generate(base)).json().text_output as string;

@@ -14,7 +14,10 @@ let s: TestServer;
 let openai: OpenAiFrontend;
 let base: string;
 before(async () => {
-  s = await startTestServer({ modelRepositories: [EXAMPLES], modelControlMode: 'explicit', loadModels: ['tiny_llm', 'simple'] });
+  s = await startTestServer({
+    modelRepositories: [EXAMPLES], modelControlMode: 'explicit', loadModels: ['tiny_llm', 'simple'],
+    metrics: { config: ['histogram_latencies=true'] },
+  });
   const logger = createLogger({ info: false, warning: false, error: false, verbose: 0, format: 'default', file: '' });
   openai = await startOpenAiFrontend(s.server, { port: 0, address: '127.0.0.1' }, logger);
   base = `http://127.0.0.1:${openai.port}/v1`;
@@ -206,4 +209,19 @@ test('bad input answers in OpenAI\'s error shape with the right status', async (
   const unknownPath = await request(`${base}/embeddings`, { body: '{}' });
   assert.equal(unknownPath.status, 404);
   assert.equal(unknownPath.json().error.type, 'invalid_request_error');
+});
+
+test('metrics: time to first token in nv_inference_first_response_histogram_ms, tokens in nereid_*_token_count', async () => {
+  const sample = (text: string, name: string): number => {
+    const line = text.split('\n').find((l) => l.startsWith(`${name}{`) && l.includes('model="tiny_llm"'));
+    return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(' ') + 1));
+  };
+  const before = await s.server.metricsText();
+  const r = await complete({ max_tokens: 7, seed: 1, ignore_eos: true, stream: true, stream_options: { include_usage: true } });
+  const usage = JSON.parse(sse(r.body.toString()).at(-2)!).usage;
+  const after = await s.server.metricsText();
+  assert.equal(sample(after, 'nereid_generated_token_count') - sample(before, 'nereid_generated_token_count'), 7);
+  assert.equal(sample(after, 'nereid_prompt_token_count') - sample(before, 'nereid_prompt_token_count'), usage.prompt_tokens);
+  assert.equal(sample(after, 'nv_inference_first_response_histogram_ms_count') - sample(before, 'nv_inference_first_response_histogram_ms_count'), 1);
+  assert.doesNotMatch(after, /nereid_generated_token_count\{[^}]*model="simple"/);
 });

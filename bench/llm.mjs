@@ -1,0 +1,166 @@
+#!/usr/bin/env node
+// The llamacpp backend's cost: tokens/s and time to first token streaming through Nereid's OpenAI endpoint
+// (/v1/completions, stream) vs node-llama-cpp called in this process (LlamaCompletion on a context sequence,
+// as the backend uses it), at concurrency 1 and 4, on the example tiny_llm: a fixed number of generated
+// tokens (end of sequence ignored), greedy everywhere. (Sampling from the whole vocabulary would measure
+// node-llama-cpp's sampler instead: it sorts all 32k candidates per token, about 3 ms.), one thread and 4 parallel sequences on both paths. When
+// llama.cpp's own llama-server has been built (node scripts/build-llama-server.mjs) it runs beside them,
+// started the same way (-t 1 -np 4), and is reported as a ratio too. Rounds alternate the paths; figures
+// are medians of the rounds. Goal: Nereid ≥ 0.95× node-llama-cpp. Nereid runs as `nereid serve` in its own
+// process, as deployed; the client here reads the streams with node:http. The same completions without
+// stream (one answer with the whole text) show the backend's cost apart from one socket write per token.
+// Usage: ./node_modules/.bin/tsc -p . && node bench/llm.mjs [--quick]
+import { spawn } from 'node:child_process';
+import http from 'node:http';
+import { existsSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
+import { getLlama, LlamaCompletion, LlamaLogLevel, TokenBias } from 'node-llama-cpp';
+import { llamaServerPath } from '../scripts/build-llama-server.mjs';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const QUICK = process.argv.includes('--quick');
+const ROUNDS = QUICK ? 3 : 9;
+const TOKENS = 256;
+const EXAMPLES = join(ROOT, 'examples/model_repository');
+const MODEL = join(EXAMPLES, 'tiny_llm/1/model.gguf');
+// As examples/model_repository/tiny_llm/config.pbtxt: threads 1, parallel 4, context_size 1024.
+const THREADS = 1;
+const PARALLEL = 4;
+const CONTEXT = 1024;
+
+const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+// --- node-llama-cpp in this process, set up as the backend sets itself up.
+const llama = await getLlama({ gpu: false, build: 'never', usePrebuiltBinaries: true, skipDownload: true, progressLogs: false, maxThreads: 0, logLevel: LlamaLogLevel.warn });
+const model = await llama.loadModel({ modelPath: MODEL, gpuLayers: 0 });
+const context = await model.createContext({ sequences: PARALLEL, contextSize: CONTEXT, threads: THREADS });
+const free = Array.from({ length: PARALLEL }, () => context.getSequence());
+// As the backend's ignore_eos: TokenBias.set() skips end-of-generation tokens, so the entry goes in directly.
+const noEos = new TokenBias(model.tokenizer);
+noEos._biases.set(model.tokens.eos, -Infinity);
+
+async function inProcess(i) {
+  const sequence = free.pop();
+  const completion = new LlamaCompletion({ contextSequence: sequence });
+  const prompt = 1 + model.tokenize(`Story ${i}`, false, 'trimLeadingSpace').length; // with the BOS token
+  const t0 = performance.now();
+  let first = 0;
+  const result = await completion.generateCompletionWithMeta(`Story ${i}`, {
+    maxTokens: TOKENS, temperature: 0, tokenBias: noEos, repeatPenalty: false, disableContextShift: true,
+    onTextChunk: () => (first ||= performance.now() - t0),
+  });
+  // Counted as the backend counts: the last token drawn is not evaluated into the sequence.
+  const tokens = result.metadata.stopReason === 'maxTokens' ? TOKENS : sequence.contextTokens.length - prompt + 1;
+  completion.dispose({ disposeSequence: false });
+  await sequence.clearHistory();
+  free.push(sequence);
+  return { tokens, first };
+}
+
+// --- Nereid: `nereid serve` in its own process, as it is deployed, with the OpenAI frontend on a free port.
+const nereidProcess = spawn(process.execPath, [join(ROOT, 'bin/nereid.js'), 'serve', '--model-repository', EXAMPLES, '--model-control-mode=explicit',
+  '--load-model=tiny_llm', '--http-port=0', '--http-address=127.0.0.1', '--allow-grpc=false', '--allow-metrics=false', '--openai-port=0'], { stdio: ['ignore', 'pipe', 'pipe'] });
+const openAiPort = await new Promise((resolve, reject) => {
+  let out = '';
+  const onData = (b) => {
+    out += b.toString();
+    const m = /Started OpenAI-compatible service at [^:]+:(\d+)/.exec(out);
+    if (m) resolve(Number(m[1]));
+  };
+  nereidProcess.stdout.on('data', onData);
+  nereidProcess.stderr.on('data', onData);
+  nereidProcess.once('exit', (code) => reject(new Error(`nereid exited with ${code}:\n${out}`)));
+});
+
+// A connection per stream, as each server closes idle ones its own way.
+
+/**
+ * Streams one OpenAI completion over node:http (lighter than fetch, so that the client's own work weighs as
+ * little as it can on two cores); its generated tokens (from the usage chunk) and the time to the first text.
+ */
+function openAiStream(port, body) {
+  return new Promise((resolve, reject) => {
+    const t0 = performance.now();
+    let first = 0;
+    let tail = '';
+    const req = http.request({ host: '127.0.0.1', port, path: '/v1/completions', method: 'POST', agent: false, headers: { 'content-type': 'application/json' } }, (res) => {
+      res.setEncoding('utf8');
+      res.on('data', (chunk) => {
+        first ||= performance.now() - t0;
+        tail = (tail + chunk).slice(-4000);
+      });
+      res.on('end', () => {
+        const m = /"completion_tokens":\s*(\d+)/.exec(tail);
+        resolve({ tokens: m ? Number(m[1]) : 0, first });
+      });
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(JSON.stringify(body));
+  });
+}
+
+const completionBody = (modelName, i) => ({ model: modelName, prompt: `Story ${i}`, max_tokens: TOKENS, ignore_eos: true, temperature: 0, stream: true, stream_options: { include_usage: true } });
+const nereid = (i) => openAiStream(openAiPort, completionBody('tiny_llm', i));
+// The same without stream: one answer with the whole text, so no write per token; its "TTFT" is the whole time.
+const nereidWhole = (i) => openAiStream(openAiPort, { ...completionBody('tiny_llm', i), stream: false, stream_options: undefined });
+
+// --- llama-server, when built.
+let engine;
+let llamaServer;
+const { bin } = llamaServerPath();
+if (existsSync(bin)) {
+  const port = await new Promise((resolve) => {
+    const srv = createServer().listen(0, '127.0.0.1', () => {
+      const p = srv.address().port;
+      srv.close(() => resolve(p));
+    });
+  });
+  engine = spawn(bin, ['-m', MODEL, '--host', '127.0.0.1', '--port', String(port), '-t', String(THREADS), '-c', String(CONTEXT * PARALLEL), '-np', String(PARALLEL), '--no-webui'], { stdio: 'ignore' });
+  for (let i = 0; ; i++) {
+    if (await fetch(`http://127.0.0.1:${port}/health`).then((r) => r.ok, () => false)) break;
+    if (i > 300) throw new Error('llama-server did not start');
+    await sleep(100);
+  }
+  llamaServer = (i) => openAiStream(port, completionBody('tiny', i));
+}
+
+/** tokens/s of `concurrency` streams at once, and their median time to first token. */
+async function round(run, concurrency, seed) {
+  const t0 = performance.now();
+  const rs = await Promise.all(Array.from({ length: concurrency }, (_, k) => run(seed * 10 + k)));
+  const seconds = (performance.now() - t0) / 1000;
+  const tokens = rs.reduce((n, r) => n + r.tokens, 0);
+  return { tps: tokens / seconds, ttft: median(rs.map((r) => r.first)), tokens };
+}
+
+const paths = [['node-llama-cpp', inProcess], ['Nereid OpenAI', nereid], ['Nereid OpenAI no stream', nereidWhole], ...(llamaServer ? [['llama-server', llamaServer]] : [])];
+for (const [, run] of paths) await round(run, 2, 0); // warm-up
+console.log(`== llamacpp backend: ${TOKENS} tokens per stream, tiny_llm, ${THREADS} thread, ${PARALLEL} sequences; medians of ${ROUNDS} alternating rounds ==`);
+if (!llamaServer) console.log('(llama-server not built: node scripts/build-llama-server.mjs to add it)');
+for (const c of [1, 4]) {
+  const results = new Map(paths.map(([name]) => [name, []]));
+  for (let i = 0; i < ROUNDS; i++) {
+    const order = i % 2 === 0 ? paths : [...paths].reverse();
+    for (const [name, run] of order) results.get(name).push(await round(run, c, i + 1));
+  }
+  const summary = new Map([...results].map(([name, rs]) => [name, { tps: median(rs.map((r) => r.tps)), ttft: median(rs.map((r) => r.ttft)) }]));
+  const base = summary.get('node-llama-cpp');
+  const line = [...summary].map(([name, s]) => `${name} ${s.tps.toFixed(0)} tok/s (TTFT ${s.ttft.toFixed(2)} ms)`).join(', ');
+  const ratio = summary.get('Nereid OpenAI').tps / base.tps;
+  console.log(`c=${c}: ${line}`);
+  console.log(`  Nereid / node-llama-cpp: ${ratio.toFixed(3)} ${ratio >= 0.95 ? 'pass' : 'FAIL'} (goal >= 0.95); TTFT ${(summary.get('Nereid OpenAI').ttft - base.ttft).toFixed(2)} ms more`);
+  console.log(`  Nereid without stream / node-llama-cpp: ${(summary.get('Nereid OpenAI no stream').tps / base.tps).toFixed(3)}`);
+  if (summary.has('llama-server')) console.log(`  Nereid / llama-server: ${(summary.get('Nereid OpenAI').tps / summary.get('llama-server').tps).toFixed(3)}`);
+  for (const [name, rs] of results) {
+    const off = rs.map((r) => r.tokens).filter((n) => n !== TOKENS * c);
+    if (off.length > 0) console.log(`  note: ${name} rounds streamed ${off.join(', ')} tokens instead of ${TOKENS * c}`);
+  }
+}
+nereidProcess.kill('SIGTERM');
+engine?.kill('SIGKILL');
+await context.dispose();
+await model.dispose();
