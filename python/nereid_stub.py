@@ -327,8 +327,17 @@ class Stub:
             pass
         except Exception:  # a broken frame: nothing sensible can follow
             traceback.print_exc()
-        # The server is gone (or closed our pipe): nothing will read our answers.
+        # The server is gone (or closed our pipe): nothing will read our answers. Remove the instance's regions,
+        # the server's included, in case it went without closing them (a server being killed).
         self.outputs.close()
+        prefix = self.init["shm"].get("instancePrefix")
+        if prefix:
+            for name in os.listdir("/dev/shm"):
+                if name.startswith(prefix):
+                    try:
+                        os.unlink("/dev/shm/" + name)
+                    except OSError:
+                        pass
         os._exit(0)
 
     # -- responses out --

@@ -116,10 +116,11 @@ async function findModelFile(versionDir: string, file: string, name: string): Pr
 async function runAutoComplete(files: ModelFiles, config: ModelConfig, file: string): Promise<string | undefined> {
   const interpreter = await chooseInterpreter(config, files.modelDir, files.backendConfig);
   const logger = silentLogger();
+  const prefix = `${SHM_PREFIX}${process.pid}_ac${++instances}_`;
   const stub = new StubProcess(interpreter, {
     t: 'init', mode: 'autocomplete', modelFile: file, modelDir: files.modelDir, modelName: files.name, decoupled: false, args: {},
     config: JSON.stringify(modelConfigToJson(config)),
-    shm: { prefix: `${SHM_PREFIX}${process.pid}_ac${++instances}_`, defaultBytes: SHM_DEFAULT_BYTES, growthBytes: SHM_GROWTH_BYTES },
+    shm: { prefix, instancePrefix: prefix, defaultBytes: SHM_DEFAULT_BYTES, growthBytes: SHM_GROWTH_BYTES },
   }, `${files.name} auto-complete`, logger);
   return new Promise((resolvePromise, reject) => {
     let settled = false;

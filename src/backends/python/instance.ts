@@ -98,7 +98,7 @@ export class PythonInstance implements BackendInstance {
   private start(): Promise<Life> {
     const o = this.opts;
     const prefix = `${o.shmPrefix}g${++this.lives}_`;
-    const init: StubInit = { ...o.init, shm: { prefix, defaultBytes: o.shmDefaultBytes, growthBytes: o.shmGrowthBytes } };
+    const init: StubInit = { ...o.init, shm: { prefix, instancePrefix: o.shmPrefix, defaultBytes: o.shmDefaultBytes, growthBytes: o.shmGrowthBytes } };
     const stub = new StubProcess(o.interpreter, init, o.instanceName, o.logger);
     const life: Life = { stub, prefix, regions: new StubRegions(), timedOut: false };
     const p = new Promise<Life>((resolve, reject) => {

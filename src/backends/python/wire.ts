@@ -43,7 +43,11 @@ export interface StubInit {
   readonly config?: string;
   /** A built-in module the stub imports instead of the model file (the TorchScript runner). */
   readonly runner?: string;
-  readonly shm: { readonly prefix: string; readonly defaultBytes: number; readonly growthBytes: number };
+  /**
+   * `prefix` names the stub's own regions; every region of the instance (the server's too) starts with
+   * `instancePrefix`, which the stub removes if the server goes away without closing it.
+   */
+  readonly shm: { readonly prefix: string; readonly instancePrefix: string; readonly defaultBytes: number; readonly growthBytes: number };
 }
 
 export interface ErrorInfo {
