@@ -291,3 +291,13 @@ test('USAGE lists every accepted flag with its value syntax, grouped as tritonse
   assert.ok(at.every((i) => i > 0), 'every group present');
   assert.deepEqual([...at].sort((a, b) => a - b), at, 'groups in tritonserver order');
 });
+
+test('--openai-port turns the OpenAI-compatible frontend on; its address defaults to --http-address', () => {
+  assert.deepEqual(parse().openai, { allow: false, port: 9000, address: '0.0.0.0' });
+  assert.deepEqual(parse('--openai-port=9000', '--http-address=127.0.0.1').openai, { allow: true, port: 9000, address: '127.0.0.1' });
+  assert.deepEqual(parse('--openai-port', '0', '--openai-address', '::1').openai, { allow: true, port: 0, address: '::1' });
+  fails([...REPO, '--openai-port=8000'], /cannot listen to HTTP requests and OpenAI requests at the same address and port 0\.0\.0\.0:8000/);
+  fails([...REPO, '--openai-port=x'], /--openai-port/, /port number/);
+  // Off, it claims no port.
+  assert.equal(parse('--openai-address=0.0.0.0', '--http-port=9000').http.port, 9000);
+});

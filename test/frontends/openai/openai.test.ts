@@ -5,7 +5,7 @@ import { startOpenAiFrontend, type OpenAiFrontend } from '../../../src/frontends
 import { createLogger } from '../../../src/observability/logger.js';
 import { EXAMPLES } from '../../helpers/paths.js';
 import { postJson, request } from '../../helpers/http.js';
-import { startTestServer, type TestServer } from '../../helpers/server.js';
+import { spawnServer, startTestServer, type TestServer } from '../../helpers/server.js';
 
 // The OpenAI-compatible frontend over the example tiny_llm (llama.cpp, random weights): what an OpenAI client
 // sends and reads, on a real socket.
@@ -224,4 +224,22 @@ test('metrics: time to first token in nv_inference_first_response_histogram_ms, 
   assert.equal(sample(after, 'nereid_prompt_token_count') - sample(before, 'nereid_prompt_token_count'), usage.prompt_tokens);
   assert.equal(sample(after, 'nv_inference_first_response_histogram_ms_count') - sample(before, 'nv_inference_first_response_histogram_ms_count'), 1);
   assert.doesNotMatch(after, /nereid_generated_token_count\{[^}]*model="simple"/);
+});
+
+test('nereid serve --openai-port starts the frontend beside HTTP', async () => {
+  const p = await spawnServer(['--model-repository', EXAMPLES, '--model-control-mode=explicit', '--load-model=tiny_llm', '--openai-port=0', '--openai-address=127.0.0.1']);
+  try {
+    // The OpenAI frontend starts after the HTTP one, which spawnServer waits for.
+    let port = 0;
+    for (let i = 0; i < 100 && port === 0; i++) {
+      port = Number(/Started OpenAI-compatible service at 127\.0\.0\.1:(\d+)/.exec(p.output())?.[1] ?? 0);
+      if (port === 0) await new Promise((r) => setTimeout(r, 50));
+    }
+    assert.ok(port > 0, p.output());
+    const r = await postJson(`http://127.0.0.1:${port}/v1/completions`, { model: 'tiny_llm', prompt: 'Hi', max_tokens: 2, ignore_eos: true });
+    assert.equal(r.json().usage.completion_tokens, 2);
+  } finally {
+    p.child.kill('SIGTERM');
+    await p.exited;
+  }
 });

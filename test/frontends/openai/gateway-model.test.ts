@@ -1,0 +1,87 @@
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync } from 'node:fs';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { startOpenAiFrontend, type OpenAiFrontend } from '../../../src/frontends/openai/server.js';
+import { createLogger } from '../../../src/observability/logger.js';
+import { EXAMPLES, ROOT } from '../../helpers/paths.js';
+import { postJson, request } from '../../helpers/http.js';
+import { startTestServer, type TestServer } from '../../helpers/server.js';
+
+// The OpenAI frontend serves any text model, not only llama.cpp in process: here a gateway model (backend
+// "openai") in front of llama.cpp's llama-server, beside the in-process tiny_llm. llama-server is built by
+// scripts/build-llama-server.mjs (the gateway's own tests build it in CI); without it this file skips.
+
+const MODEL = join(EXAMPLES, 'tiny_llm', '1', 'model.gguf');
+const { llamaServerPath } = (await import(join(ROOT, 'scripts', 'build-llama-server.mjs'))) as { llamaServerPath(): { bin: string } };
+const bin = llamaServerPath().bin;
+const skip = existsSync(bin) ? false : 'llama-server is not built (node scripts/build-llama-server.mjs)';
+
+let engine: ChildProcess | undefined;
+let repo: string;
+let s: TestServer;
+let openai: OpenAiFrontend;
+let base: string;
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const srv = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+before(async () => {
+  if (skip) return;
+  const port = await freePort();
+  engine = spawn(bin, ['-m', MODEL, '--host', '127.0.0.1', '--port', String(port), '-t', '1', '-c', '1024', '-np', '2', '--no-webui', '--no-warmup'], { stdio: 'ignore' });
+  for (let i = 0; !(await fetch(`http://127.0.0.1:${port}/health`).then((r) => r.ok, () => false)); i++) {
+    if (i > 200) throw new Error('llama-server did not start');
+    await sleep(100);
+  }
+  repo = await mkdtemp(join(tmpdir(), 'nereid-openai-gateway-'));
+  await mkdir(join(repo, 'remote_llm', '1'), { recursive: true });
+  await writeFile(join(repo, 'remote_llm', 'config.pbtxt'), `backend: "openai"
+max_batch_size: 0
+model_transaction_policy { decoupled: true }
+parameters { key: "base_url" value { string_value: "http://127.0.0.1:${port}" } }
+parameters { key: "model_id" value { string_value: "tiny" } }
+`);
+  s = await startTestServer({ modelRepositories: [repo, EXAMPLES], modelControlMode: 'explicit', loadModels: ['remote_llm', 'tiny_llm'] });
+  const logger = createLogger({ info: false, warning: false, error: false, verbose: 0, format: 'default', file: '' });
+  openai = await startOpenAiFrontend(s.server, { port: 0, address: '127.0.0.1' }, logger);
+  base = `http://127.0.0.1:${openai.port}/v1`;
+});
+
+after(async () => {
+  if (skip) return;
+  await s.close();
+  await openai.close();
+  engine?.kill('SIGKILL');
+  await rm(repo, { recursive: true, force: true });
+});
+
+test('/v1/models lists the gateway model beside the in-process one', { skip }, async () => {
+  const ids = (await request(`${base}/models`)).json().data.map((m: { id: string }) => m.id);
+  assert.deepEqual(ids, ['remote_llm', 'tiny_llm']);
+});
+
+test('completions and chat through the gateway: text, usage, stream ending in [DONE]', { skip }, async () => {
+  const done = await postJson(`${base}/completions`, { model: 'remote_llm', prompt: 'Once upon a time', max_tokens: 6, ignore_eos: true, temperature: 0 });
+  assert.equal(done.status, 200, done.body.toString());
+  assert.equal(done.json().usage.completion_tokens, 6);
+  assert.equal(done.json().choices[0].finish_reason, 'length');
+  const chat = await postJson(`${base}/chat/completions`, { model: 'remote_llm', messages: [{ role: 'user', content: 'Hello' }], max_tokens: 4, ignore_eos: true, stream: true, stream_options: { include_usage: true } });
+  const events = chat.body.toString().split('\n\n').filter((e) => e.startsWith('data: ')).map((e) => e.slice(6));
+  assert.equal(events.at(-1), '[DONE]');
+  const chunks = events.slice(0, -1).map((e) => JSON.parse(e));
+  assert.equal(chunks[0].choices[0].delta.role, 'assistant');
+  assert.equal(chunks.at(-1).usage.completion_tokens, 4);
+  assert.ok(chunks.slice(1, -2).some((c) => typeof c.choices[0].delta.content === 'string' && c.choices[0].delta.content.length > 0));
+});
