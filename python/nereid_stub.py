@@ -510,7 +510,9 @@ class Stub:
         while True:
             m = self.work.get()
             if m["t"] == "exec":
-                pipe.hold()
+                # A decoupled model may stream from inside execute(): its responses must leave as they are sent.
+                if not self.decoupled:
+                    pipe.hold()
                 try:
                     self.execute(model, m)
                 finally:

@@ -189,6 +189,20 @@ test('async def execute in a decoupled model: streams overlap, a cancelled strea
   });
 });
 
+test('a decoupled model streaming from inside a synchronous execute: each response leaves when it is sent', { skip }, async () => {
+  await withServer([PYTHON_FIXTURES], ['stream_in_execute'], async (s) => {
+    const t0 = Date.now();
+    const arrivals: number[] = [];
+    const got: number[] = [];
+    for await (const r of s.server.inferStream({ model: 'stream_in_execute', inputs: [int32('COUNT', [4]), int32('DELAY_MS', [150])] })) {
+      arrivals.push(Date.now() - t0);
+      got.push(...int32s(output(r.outputs, 'INDEX')));
+    }
+    assert.deepEqual(got, [0, 1, 2, 3]);
+    assert.ok(arrivals[3]! - arrivals[0]! >= 300, `responses arrived at ${arrivals.join(', ')} ms: held until execute() returned`);
+  });
+});
+
 test('auto_complete_config fills a config-less model: inputs, outputs, max_batch_size, dynamic batching', { skip }, async () => {
   await withServer([PYTHON_FIXTURES], ['auto_complete'], async (s) => {
     const config = s.server.modelConfigJson('auto_complete') as any;
