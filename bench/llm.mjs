@@ -60,9 +60,16 @@ async function inProcess(i) {
   return { tokens, first };
 }
 
+let engine;
+
 // --- Nereid: `nereid serve` in its own process, as it is deployed, with the OpenAI frontend on a free port.
 const nereidProcess = spawn(process.execPath, [join(ROOT, 'bin/nereid.js'), 'serve', '--model-repository', EXAMPLES, '--model-control-mode=explicit',
   '--load-model=tiny_llm', '--http-port=0', '--http-address=127.0.0.1', '--allow-grpc=false', '--allow-metrics=false', '--openai-port=0'], { stdio: ['ignore', 'pipe', 'pipe'] });
+// The servers this script starts go with it, also when it fails half-way.
+process.on('exit', () => {
+  nereidProcess.kill('SIGKILL');
+  engine?.kill('SIGKILL');
+});
 const openAiPort = await new Promise((resolve, reject) => {
   let out = '';
   const onData = (b) => {
@@ -109,7 +116,6 @@ const nereid = (i) => openAiStream(openAiPort, completionBody('tiny_llm', i));
 const nereidWhole = (i) => openAiStream(openAiPort, { ...completionBody('tiny_llm', i), stream: false, stream_options: undefined });
 
 // --- llama-server, when built.
-let engine;
 let llamaServer;
 const { bin } = llamaServerPath();
 if (existsSync(bin)) {
