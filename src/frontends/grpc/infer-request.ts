@@ -1,10 +1,9 @@
 import { invalidArg } from '../../errors.js';
-import type { InferenceRequest, Parameters, RequestedOutput } from '../../inference/index.js';
-import type { InferenceServer } from '../../server/inference-server.js';
+import type { InferenceRequest, Parameters, RequestedOutput, SharedMemoryInput } from '../../inference/index.js';
 import type { Tensor } from '../../tensor/tensor.js';
 import { int64ToNumber, int64Value, uint64Value } from './int64.js';
 import type { InferParameterMsg, ModelInferRequestMsg, ParameterMap, RequestedOutputMsg } from './messages.js';
-import { attachSharedMemory, sharedMemoryOutput, sharedMemoryRef, type SharedMemoryInput } from './shared-memory.js';
+import { sharedMemoryOutput, sharedMemoryRef } from './shared-memory.js';
 import { checkDataType, contentsTensor, decodeShape, RawCursor, rawTensor } from './tensor-codec.js';
 
 /**
@@ -20,7 +19,6 @@ export interface DecodedGrpcInfer {
 }
 
 export function decodeInferRequest(
-  server: InferenceServer,
   msg: ModelInferRequestMsg,
   signal: AbortSignal | undefined,
   forwarded: Parameters | undefined,
@@ -47,14 +45,17 @@ export function decodeInferRequest(
     }
   }
   raw.checkAllUsed(model);
-  const outs = decodeOutputs(msg.outputs);
+  const outputs = decodeOutputs(msg.outputs);
   const p = decodeParameters(msg.parameters, forwarded);
-  let request: InferenceRequest = {
+  // Shared-memory inputs and outputs are read and written by the server's registry, which also refuses them
+  // when client shared memory is disabled.
+  const request: InferenceRequest = {
     model,
     version,
     id: msg.id,
     inputs,
-    outputs: outs.outputs,
+    sharedMemoryInputs: shmInputs,
+    outputs,
     parameters: p.custom,
     priority: p.priority,
     timeoutUs: p.timeoutUs,
@@ -63,7 +64,6 @@ export function decodeInferRequest(
     sequenceEnd: p.sequenceEnd,
     signal,
   };
-  if (shmInputs !== undefined || outs.sharedMemory) request = attachSharedMemory(server, request, shmInputs);
   return { request, emptyFinalResponse: p.emptyFinalResponse };
 }
 
@@ -77,10 +77,9 @@ export function parseVersion(v: string): number | undefined {
   return n;
 }
 
-function decodeOutputs(list: readonly RequestedOutputMsg[]): { outputs: RequestedOutput[] | undefined; sharedMemory: boolean } {
-  if (list.length === 0) return { outputs: undefined, sharedMemory: false };
+function decodeOutputs(list: readonly RequestedOutputMsg[]): RequestedOutput[] | undefined {
+  if (list.length === 0) return undefined;
   const outputs: RequestedOutput[] = new Array(list.length);
-  let sharedMemory = false;
   for (let i = 0; i < list.length; i++) {
     const o = list[i]!;
     const classCount = classification(o.parameters['classification'], o.name);
@@ -88,12 +87,11 @@ function decodeOutputs(list: readonly RequestedOutputMsg[]): { outputs: Requeste
     if (shm !== undefined) {
       if (classCount > 0) throw invalidArg(`output '${o.name}' cannot be both classification and shared memory`);
       outputs[i] = sharedMemoryOutput(o.name, shm);
-      sharedMemory = true;
     } else {
       outputs[i] = classCount > 0 ? { name: o.name, classCount } : { name: o.name };
     }
   }
-  return { outputs, sharedMemory };
+  return outputs;
 }
 
 function classification(p: InferParameterMsg | undefined, output: string): number {

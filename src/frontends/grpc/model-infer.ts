@@ -22,17 +22,29 @@ export function handleModelInfer(ctx: InferContext): (call: ServerUnaryCall<Mode
   const { server, logger } = ctx;
   return (call, callback) => {
     const abort = new AbortController();
-    call.once('cancelled', () => abort.abort());
     let request;
     try {
-      request = decodeInferRequest(server, call.request, abort.signal, ctx.forwarded(call.metadata)).request;
+      request = decodeInferRequest(call.request, abort.signal, ctx.forwarded(call.metadata)).request;
     } catch (e) {
       callback(toServiceError(e, logger));
       return;
     }
+    // grpc-js emits 'cancelled' whenever a call's stream closes, also after the answer has gone out. Only a
+    // request still running is aborted: an abort builds a DOMException (about 15 µs), which every request
+    // would otherwise pay for nothing.
+    let running = true;
+    call.once('cancelled', () => {
+      if (running) abort.abort();
+    });
     server.infer(request).then(
-      (res) => callback(null, encodeInferResponse(res)),
-      (e: unknown) => callback(toServiceError(decoupledRefusal(server, request.model, request.version, e), logger)),
+      (res) => {
+        running = false;
+        callback(null, encodeInferResponse(res));
+      },
+      (e: unknown) => {
+        running = false;
+        callback(toServiceError(decoupledRefusal(server, request.model, request.version, e), logger));
+      },
     );
   };
 }

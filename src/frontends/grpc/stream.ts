@@ -49,7 +49,10 @@ class InferStream {
 
   start(): void {
     const call = this.call;
+    // grpc-js emits 'cancelled' whenever the call's stream closes, also after this side ended it; only a stream
+    // still open has requests to abort (an abort builds a DOMException, not worth paying for nothing).
     call.on('cancelled', () => {
+      if (this.closed) return;
       this.closed = true;
       this.abort.abort();
     });
@@ -82,7 +85,7 @@ class InferStream {
     let request: InferenceRequest;
     let emptyFinal: boolean;
     try {
-      ({ request, emptyFinalResponse: emptyFinal } = decodeInferRequest(server, msg, this.abort.signal, this.forwarded));
+      ({ request, emptyFinalResponse: emptyFinal } = decodeInferRequest(msg, this.abort.signal, this.forwarded));
     } catch (e) {
       this.fail(e, msg, false);
       return;
