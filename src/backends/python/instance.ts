@@ -134,6 +134,11 @@ export class PythonInstance implements BackendInstance {
     return p;
   }
 
+  /** Ready while a stub is up and initialized: not while a dead one is being started again (Triton's stub health). */
+  ready(): boolean {
+    return this.life !== undefined;
+  }
+
   async execute(requests: readonly BackendRequest[]): Promise<ExecutionTimes> {
     const t0 = process.hrtime.bigint();
     let life = this.life;

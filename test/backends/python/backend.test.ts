@@ -111,6 +111,7 @@ test('a stub that dies fails its requests at once and is started again', { skip 
     const t0 = Date.now();
     await assert.rejects(s.server.infer({ model: 'faulty', inputs: [int32('IN', [-3])] }), /its Python stub stopped \(exit code 3\)/);
     assert.ok(Date.now() - t0 < 1000, 'the crash is noticed at once, not by a timeout');
+    assert.equal(s.server.isModelReady('faulty'), false, 'not ready while its stub starts again');
     const after = await s.server.infer({ model: 'faulty', inputs: [int32('IN', [5])] });
     assert.deepEqual(int32s(output(after.outputs, 'OUT')), [10]);
     assert.notEqual(int32s(output(after.outputs, 'PID'))[0], before);
