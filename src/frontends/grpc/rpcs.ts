@@ -65,8 +65,8 @@ export const RPCS = {
     shm.registerCuda(ctx.server, r.name);
     return EMPTY;
   },
-  CudaSharedMemoryUnregister: (ctx: RpcContext, r: NameMsg) => {
-    shm.unregisterCuda(ctx.server, r.name);
+  CudaSharedMemoryUnregister: (ctx: RpcContext) => {
+    shm.unregisterCuda(ctx.server);
     return EMPTY;
   },
   // Triton built without tracing answers this way; Nereid has no tracing yet (the HTTP frontend says the same).

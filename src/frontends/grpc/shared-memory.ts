@@ -1,49 +1,15 @@
-import { invalidArg, notFound, unsupported } from '../../errors.js';
-import type { InferenceRequest, RequestedOutput } from '../../inference/index.js';
+import { invalidArg } from '../../errors.js';
+import type { RequestedOutput, SharedMemoryRef } from '../../inference/index.js';
 import type { InferenceServer } from '../../server/inference-server.js';
-import type { DataType } from '../../tensor/datatype.js';
 import { int64ToNumber } from './int64.js';
 import type { InferParameterMsg, ParameterMap } from './messages.js';
 
 /**
  * Shared memory as the gRPC protocol names it: the System/Cuda SharedMemory RPCs, and the
  * shared_memory_region / _offset / _byte_size tensor parameters. The regions themselves belong to the
- * server's shared-memory registry (`server.sharedMemory`); while a server has none, every call answers as a
- * server with client shared memory disabled, the same as the HTTP frontend.
+ * server's shared-memory registry (`server.sharedMemory`), which also answers Triton's "disabled" error when
+ * the server runs without --allow-client-shm, for the RPCs and for requests alike, as over HTTP.
  */
-
-export const SHM_DISABLED = 'Client shared memory is disabled. Shared memory is not supported by this server yet.';
-
-export interface SystemRegionStatus { name: string; key: string; offset: number; byte_size: number }
-export interface CudaRegionStatus { name: string; device_id: number; byte_size: number }
-
-/** What this frontend needs of the server's shared-memory registry. */
-export interface SharedMemoryRegistryApi {
-  registerSystem(name: string, key: string, offset: number, byteSize: number): void;
-  systemStatus(name?: string): SystemRegionStatus[];
-  unregisterSystem(name?: string): void;
-  registerCuda(name: string): void;
-  cudaStatus(name?: string): CudaRegionStatus[];
-  unregisterCuda(name?: string): void;
-}
-
-export function registry(server: InferenceServer): SharedMemoryRegistryApi | undefined {
-  return (server as { sharedMemory?: SharedMemoryRegistryApi }).sharedMemory;
-}
-
-/** A tensor's place in a registered region. */
-export interface SharedMemoryRef {
-  readonly region: string;
-  readonly offset: number;
-  readonly byteSize: number;
-}
-
-export interface SharedMemoryInput {
-  readonly name: string;
-  readonly datatype: DataType;
-  readonly shape: readonly number[];
-  readonly sharedMemory: SharedMemoryRef;
-}
 
 /** The shared-memory parameters of a tensor, checked as Triton's gRPC frontend checks them; undefined when it has none. */
 export function sharedMemoryRef(params: ParameterMap, tensor: string): SharedMemoryRef | undefined {
@@ -72,40 +38,22 @@ function nonNegative(p: InferParameterMsg, key: string, tensor: string): number 
   return n;
 }
 
-/**
- * Where shared-memory inputs and outputs join the request: the server's registry reads the inputs from their
- * regions and writes the outputs into theirs (`sharedMemoryInputs` and RequestedOutput `sharedMemory`, the
- * fields the server API reads). Without a registry, Triton's "disabled" answer.
- */
-export function attachSharedMemory(server: InferenceServer, request: InferenceRequest, inputs: readonly SharedMemoryInput[] | undefined): InferenceRequest {
-  if (registry(server) === undefined) throw unsupported(SHM_DISABLED);
-  if (inputs === undefined) return request;
-  return { ...request, sharedMemoryInputs: inputs } as InferenceRequest;
-}
-
 /** A requested output to be written into a region. */
 export function sharedMemoryOutput(name: string, ref: SharedMemoryRef): RequestedOutput {
-  return { name, sharedMemory: ref } as RequestedOutput;
+  return { name, sharedMemory: ref };
 }
 
 // ---- the RPCs ----
 
+type SystemRegionStatus = ReturnType<InferenceServer['sharedMemory']['systemStatus']>[number];
+type CudaRegionStatus = ReturnType<InferenceServer['sharedMemory']['cudaStatus']>[number];
+
 export function systemStatus(server: InferenceServer, name: string): Record<string, SystemRegionStatus> {
-  const reg = registry(server);
-  if (reg === undefined) {
-    if (name !== '') throw notFound(`Unable to find system shared memory region: '${name}'`);
-    return {};
-  }
-  return byName(reg.systemStatus(name === '' ? undefined : name));
+  return byName(server.sharedMemory.systemStatus(name === '' ? undefined : name));
 }
 
 export function cudaStatus(server: InferenceServer, name: string): Record<string, CudaRegionStatus> {
-  const reg = registry(server);
-  if (reg === undefined) {
-    if (name !== '') throw notFound(`Unable to find cuda shared memory region: '${name}'`);
-    return {};
-  }
-  return byName(reg.cudaStatus(name === '' ? undefined : name));
+  return byName(server.sharedMemory.cudaStatus(name === '' ? undefined : name));
 }
 
 function byName<T extends { name: string }>(regions: T[]): Record<string, T> {
@@ -115,26 +63,20 @@ function byName<T extends { name: string }>(regions: T[]): Record<string, T> {
 }
 
 export function registerSystem(server: InferenceServer, name: string, key: string, offset: number | undefined, byteSize: number | undefined): void {
-  const reg = registry(server);
-  if (reg === undefined) throw unsupported(SHM_DISABLED);
+  // The registry refuses first when client shared memory is disabled, whatever the sizes.
+  server.sharedMemory.checkAllowed();
   if (offset === undefined || byteSize === undefined) throw invalidArg(`offset and byte_size of shared memory region '${name}' must be below 2^53`);
-  reg.registerSystem(name, key, offset, byteSize);
+  server.sharedMemory.registerSystem(name, key, offset, byteSize);
 }
 
 export function unregisterSystem(server: InferenceServer, name: string): void {
-  const reg = registry(server);
-  if (reg === undefined) throw unsupported(SHM_DISABLED);
-  reg.unregisterSystem(name === '' ? undefined : name);
+  server.sharedMemory.unregisterSystem(name === '' ? undefined : name);
 }
 
 export function registerCuda(server: InferenceServer, name: string): void {
-  const reg = registry(server);
-  if (reg === undefined) throw unsupported(SHM_DISABLED);
-  reg.registerCuda(name);
+  server.sharedMemory.registerCuda(name);
 }
 
-export function unregisterCuda(server: InferenceServer, name: string): void {
-  const reg = registry(server);
-  if (reg === undefined) throw unsupported(SHM_DISABLED);
-  reg.unregisterCuda(name === '' ? undefined : name);
+export function unregisterCuda(server: InferenceServer): void {
+  server.sharedMemory.unregisterCuda();
 }
