@@ -18,7 +18,7 @@ export class StubCalls {
   private readonly families: CustomMetricFamily[] = [];
   private readonly metrics: CustomMetric[] = [];
 
-  constructor(private readonly calls: ModelCalls | undefined, private readonly modelName: string) {}
+  constructor(private readonly calls: ModelCalls | undefined) {}
 
   handle(m: BlsCall | ModelCall | MetricCall | { t: 'bls-cancel'; call: number }, tail: Buffer | undefined, send: Send): void {
     switch (m.t) {
@@ -141,10 +141,6 @@ export class StubCalls {
     for (const m of this.metrics) m.delete();
     this.metrics.length = 0;
     this.families.length = 0;
-  }
-
-  get name(): string {
-    return this.modelName;
   }
 }
 

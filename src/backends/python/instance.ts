@@ -79,7 +79,7 @@ export class PythonInstance implements BackendInstance {
 
   private constructor(private readonly opts: PythonInstanceOptions) {
     this.arena = new InputArena(opts.shmPrefix, opts.shmDefaultBytes, opts.shmGrowthBytes, (name) => this.life?.stub.send({ t: 'drop', r: name }));
-    this.calls = new StubCalls(opts.calls, opts.init.modelName);
+    this.calls = new StubCalls(opts.calls);
   }
 
   /** Starts the stub and runs initialize(); rejects with initialize's error and traceback. */
@@ -152,36 +152,8 @@ export class PythonInstance implements BackendInstance {
         return { inputNs: Number(process.hrtime.bigint() - t0), inferNs: 0, outputNs: 0 };
       }
     }
-    let total = 0;
-    for (const r of requests) for (const t of r.inputs) total += align(wireByteLength(t));
-    // Tensors with no bytes still name a block, so every input descriptor has a region.
-    const block = requests.some((r) => r.inputs.length > 0) ? this.arena.alloc(Math.max(total, align(1))) : undefined;
-    const batch: Batch = { block, open: requests.length, executing: true, resolve: undefined, timer: undefined };
+    const { batch, wire } = this.writeBatch(requests);
     const id = this.nextBatch++;
-    let at = block?.offset ?? 0;
-    const wire = requests.map((r): WireRequest => {
-      const rid = this.nextRid++;
-      const inputs = r.inputs.map((t) => {
-        const d = writeInput(block!, at, t);
-        at += align(d.b);
-        return d;
-      });
-      let onAbort: (() => void) | undefined;
-      let cancelled = false;
-      if (r.signal) {
-        if (r.signal.aborted) cancelled = true;
-        else {
-          onAbort = (): void => this.life?.stub.send({ t: 'cancel', rid });
-          r.signal.addEventListener('abort', onAbort, { once: true });
-        }
-      }
-      this.open.set(rid, { request: r, batch, onAbort });
-      return {
-        rid, id: r.id ?? '', corr: r.sequenceId ?? 0, flags: (r.sequenceStart ? 1 : 0) | (r.sequenceEnd ? 2 : 0), timeout: r.timeoutUs ?? 0,
-        params: r.parameters ? JSON.stringify(r.parameters, bigintAsNumber) : '{}', outputs: r.outputs, inputs,
-        ...(cancelled ? { cancelled } : {}),
-      };
-    });
     const inputNs = Number(process.hrtime.bigint() - t0);
     const done = new Promise<number>((resolve) => (batch.resolve = resolve));
     this.batches.set(id, batch);
@@ -192,6 +164,43 @@ export class PythonInstance implements BackendInstance {
     const inferNs = await done;
     const totalNs = Number(process.hrtime.bigint() - t0);
     return { inputNs, inferNs, outputNs: Math.max(0, totalNs - inputNs - inferNs) };
+  }
+
+  /** Writes the execution's inputs into one block of the arena and describes its requests for the stub. */
+  private writeBatch(requests: readonly BackendRequest[]): { batch: Batch; wire: WireRequest[] } {
+    let total = 0;
+    for (const r of requests) for (const t of r.inputs) total += align(wireByteLength(t));
+    // Tensors with no bytes still name a block, so every input descriptor has a region.
+    const block = requests.some((r) => r.inputs.length > 0) ? this.arena.alloc(Math.max(total, align(1))) : undefined;
+    const batch: Batch = { block, open: requests.length, executing: true, resolve: undefined, timer: undefined };
+    let at = block?.offset ?? 0;
+    const wire = requests.map((r): WireRequest => {
+      const rid = this.nextRid++;
+      const inputs = r.inputs.map((t) => {
+        const d = writeInput(block!, at, t);
+        at += align(d.b);
+        return d;
+      });
+      const cancelled = this.watch(rid, r, batch);
+      return {
+        rid, id: r.id ?? '', corr: r.sequenceId ?? 0, flags: (r.sequenceStart ? 1 : 0) | (r.sequenceEnd ? 2 : 0), timeout: r.timeoutUs ?? 0,
+        params: r.parameters ? JSON.stringify(r.parameters, bigintAsNumber) : '{}', outputs: r.outputs, inputs,
+        ...(cancelled ? { cancelled } : {}),
+      };
+    });
+    return { batch, wire };
+  }
+
+  /** Opens the request; a cancellation reaches the stub as it happens. True when it was cancelled already. */
+  private watch(rid: number, r: BackendRequest, batch: Batch): boolean {
+    let onAbort: (() => void) | undefined;
+    const cancelled = r.signal?.aborted ?? false;
+    if (r.signal && !cancelled) {
+      onAbort = (): void => this.life?.stub.send({ t: 'cancel', rid });
+      r.signal.addEventListener('abort', onAbort, { once: true });
+    }
+    this.open.set(rid, { request: r, batch, onAbort });
+    return cancelled;
   }
 
   private hung(life: Life, timeoutMs: number): void {
