@@ -10,7 +10,8 @@ import { LlamaInstance } from './instance.js';
  * Backend "llamacpp": GGUF language models run in this process by llama.cpp, through node-llama-cpp. The
  * version folder holds `model.gguf` (or the config's default_model_filename). A model is a text model in
  * the shape of Triton's LLM backends: input `text_input` (TYPE_STRING), output `text_output` (TYPE_STRING),
- * decoupled so that tokens stream; sampling comes from request parameters (see sampling.ts), and a chat
+ * decoupled so that tokens stream (not decoupled, it answers the whole text at once, which KServe infer
+ * serves); sampling comes from request parameters (see sampling.ts), and a chat
  * request passes its messages as the `messages` parameter (see chat.ts).
  *
  * Config parameters (string values):
@@ -36,7 +37,7 @@ export const llamaCppBackend: Backend = {
         batchSize: settings.batchSize,
         threads: settings.threads,
       });
-      return new LlamaInstance(model, context, spec.name, spec.logger);
+      return new LlamaInstance(model, context, spec.name, spec.logger, spec.config.model_transaction_policy?.decoupled ?? false);
     } catch (e) {
       await model.dispose();
       throw e;

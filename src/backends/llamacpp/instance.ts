@@ -26,12 +26,13 @@ interface Prepared {
 
 /**
  * One instance of a GGUF model: the model's weights and one context whose sequences serve that many requests
- * at once. execute() returns as soon as each request of the batch holds a sequence, so the instance takes
- * the next request while earlier ones are still generating (the model is decoupled); the scheduler's queue
- * holds whatever waits for a free sequence.
+ * at once. For a decoupled model execute() returns as soon as each request of the batch holds a sequence,
+ * so the instance takes the next request while earlier ones are still generating; the scheduler's queue
+ * holds whatever waits for a free sequence. A model that is not decoupled returns once its batch is answered.
  *
- * Responses: with `stream` true, one per piece of text as it is generated, then a last one with an empty
- * text_output; with `stream` false, one with the whole text. The last response carries the parameters
+ * Responses: with `stream` true (decoupled models only), one per piece of text as it is generated, then a
+ * last one with an empty text_output; otherwise one with the whole text, which is what a model that is not
+ * decoupled always answers (KServe /infer serves it). The last response carries the parameters
  * finish_reason ("stop" or "length"), prompt_tokens and completion_tokens.
  */
 export class LlamaInstance implements BackendInstance {
@@ -44,6 +45,8 @@ export class LlamaInstance implements BackendInstance {
     private readonly context: LlamaContext,
     private readonly name: string,
     private readonly logger: Logger,
+    /** Without model_transaction_policy { decoupled: true } a request gets one response: `stream` is ignored. */
+    private readonly decoupled: boolean,
   ) {
     this.pool = new SequencePool(context);
     this.eosBias = endOfSequenceBias(model);
@@ -64,6 +67,7 @@ export class LlamaInstance implements BackendInstance {
 
   async execute(requests: readonly BackendRequest[]): Promise<ExecutionTimes> {
     const t0 = process.hrtime.bigint();
+    const generations: Promise<void>[] = [];
     for (const r of requests) {
       let prepared: Prepared;
       try {
@@ -85,9 +89,13 @@ export class LlamaInstance implements BackendInstance {
         r.sender.fail(new NereidError('CANCELLED', 'request cancelled'));
         continue;
       }
-      void this.generate(prepared, sequence);
+      generations.push(this.generate(prepared, sequence));
     }
-    return { inputNs: Number(process.hrtime.bigint() - t0), inferNs: 0, outputNs: 0 };
+    const inputNs = Number(process.hrtime.bigint() - t0);
+    // A model that is not decoupled answers before its execution ends, as the scheduler expects.
+    if (this.decoupled) return { inputNs, inferNs: 0, outputNs: 0 };
+    await Promise.all(generations);
+    return { inputNs, inferNs: Number(process.hrtime.bigint() - t0) - inputNs, outputNs: 0 };
   }
 
   /** Reads the prompt (text_input, or the chat template over `messages`) and the sampling settings. */
@@ -118,13 +126,14 @@ export class LlamaInstance implements BackendInstance {
 
   private async generate(p: Prepared, sequence: LlamaContextSequence): Promise<void> {
     const { request, sampling } = p;
+    const stream = sampling.stream && this.decoupled;
     const sender = request.sender;
     const stops = new StopMatcher(sampling.stop);
     const stopper = new AbortController();
     let text = '';
     const streamed = new DeferredText((piece) => sender.send([textTensor(piece)], false));
     const emit = (piece: string): void => {
-      if (sampling.stream) streamed.push(piece);
+      if (stream) streamed.push(piece);
       else text += piece;
     };
     const onText = (piece: string): void => {

@@ -1,6 +1,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { llamaCppBackend } from '../../../src/backends/llamacpp/backend.js';
 import type { LlamaInstance } from '../../../src/backends/llamacpp/instance.js';
@@ -11,7 +12,7 @@ import type { Parameters } from '../../../src/inference/index.js';
 import { createLogger } from '../../../src/observability/logger.js';
 import type { Tensor } from '../../../src/tensor/tensor.js';
 import { EXAMPLES } from '../../helpers/paths.js';
-import { startTestServer, type TestServer } from '../../helpers/server.js';
+import { startTestServer, tempRepository, type TestServer } from '../../helpers/server.js';
 import { postJson } from '../../helpers/http.js';
 
 // The llamacpp backend with the example tiny_llm (random weights, real llama.cpp): Triton's generate and
@@ -142,6 +143,29 @@ test('KServe infer refuses the decoupled text model, as Triton does: generate is
   const r = await postJson(`${s.url}/v2/models/tiny_llm/infer`, { inputs: [{ name: 'text_input', shape: [1], datatype: 'BYTES', data: ['Hello'] }] });
   assert.equal(r.status, 501);
   assert.match(r.json().error, /decoupled/);
+});
+
+test('a text model that is not decoupled answers KServe infer with the whole text, stream or not', async () => {
+  const repo = await tempRepository([{ from: join(EXAMPLES, 'tiny_llm'), name: 'tiny_llm_whole' }]);
+  const config = join(repo.dir, 'tiny_llm_whole', 'config.pbtxt');
+  await writeFile(config, (await readFile(config, 'utf8')).replace('name: "tiny_llm"', 'name: "tiny_llm_whole"').replace('decoupled: True', 'decoupled: False'));
+  const whole = await startTestServer({ modelRepositories: [repo.dir] });
+  try {
+    for (const stream of [false, true]) {
+      const r = await postJson(`${whole.url}/v2/models/tiny_llm_whole/infer`, {
+        inputs: [{ name: 'text_input', shape: [1], datatype: 'BYTES', data: ['Hello'] }],
+        parameters: { max_tokens: 5, seed: 1, ignore_eos: true, stream },
+      });
+      assert.equal(r.status, 200, r.body.toString());
+      const j = r.json();
+      assert.ok(j.outputs[0].data[0].length > 0);
+      assert.equal(j.parameters.completion_tokens, 5);
+      assert.equal(j.parameters.finish_reason, 'length');
+    }
+  } finally {
+    await whole.close();
+    await repo.remove();
+  }
 });
 
 // The instance itself, to see its sequences: a request cancelled mid-stream stops generating and gives its
