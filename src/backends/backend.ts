@@ -52,7 +52,7 @@ export interface ModelCalls {
   loadModel(name: string, request: { config?: ModelConfig; files?: ReadonlyMap<string, Uint8Array> }): Promise<void>;
   unloadModel(name: string, options: { unloadDependents?: boolean }): Promise<void>;
   isModelReady(name: string, version?: number): boolean;
-  /** Custom metrics (pb_utils.MetricFamily); absent when the server keeps none. */
+  /** Custom metrics (pb_utils.MetricFamily), exported when the server's metrics are on; absent: refused. */
   readonly metrics?: CustomMetrics;
 }
 

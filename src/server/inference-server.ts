@@ -126,7 +126,7 @@ export class InferenceServer {
       loadModel: (name, request) => this.loadModel(name, request),
       unloadModel: (name, options) => this.unloadModel(name, options),
       isModelReady: (name, version) => this.isModelReady(name, version),
-      ...(this.metrics ? { metrics: new CustomMetricFamilies(this.metrics.registry) } : {}),
+      metrics: new CustomMetricFamilies(this.metrics?.registry),
     };
   }
 

@@ -14,7 +14,8 @@ export type CustomKind = 'counter' | 'gauge' | 'histogram';
 export class CustomMetricFamilies {
   private readonly families = new Map<string, CustomFamily>();
 
-  constructor(private readonly registry: Registry) {}
+  /** Without a registry (metrics off) the values are kept, so models that record them still run, but not exported. */
+  constructor(private readonly registry: Registry | undefined) {}
 
   /** The family of that name, made on first use; the same name with another kind is an error, as in Triton. */
   family(name: string, description: string, kind: CustomKind): CustomFamily {
@@ -24,9 +25,9 @@ export class CustomMetricFamilies {
       if (found.kind !== kind) throw invalidArg(`metric family '${name}' already exists as a ${found.kind}`);
       return found;
     }
-    if (this.registry.getSingleMetric(name)) throw invalidArg(`metric family '${name}' is one of the server's own`);
+    if (this.registry?.getSingleMetric(name)) throw invalidArg(`metric family '${name}' is one of the server's own`);
     const family = new CustomFamily(kind);
-    this.registry.registerMetric(new ScrapeFamily(name, description, kind, () => family.samples(name)) as unknown as Metric);
+    this.registry?.registerMetric(new ScrapeFamily(name, description, kind, () => family.samples(name)) as unknown as Metric);
     this.families.set(name, family);
     return family;
   }

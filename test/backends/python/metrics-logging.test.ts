@@ -55,3 +55,13 @@ test('custom metrics: a counter, a gauge and a histogram a model.py made, export
     await server.close();
   }
 });
+
+test('with metrics off a model that records custom metrics still loads and runs', { skip }, async () => {
+  const server = await InferenceServer.create({ modelRepositories: [PYTHON_FIXTURES], modelControlMode: 'explicit', loadModels: ['custom_metrics'] }, { logger: capturingLogger([]) });
+  try {
+    const r = await server.infer({ model: 'custom_metrics', inputs: [fp32('IN', [1, 2])] });
+    assert.deepEqual(fp32s(output(r.outputs, 'OUT')), [2, 4]);
+  } finally {
+    await server.close();
+  }
+});
