@@ -38,6 +38,9 @@ export const MAX_MESSAGE_SIZE = 2147483647;
  */
 export function channelOptions(o: GrpcOptions): ChannelOptions {
   const c: ChannelOptions = {
+    // Nereid serves no channelz service, so grpc-js's channelz bookkeeping (a Date, Date.now() per message and
+    // four closures per call) would be work nobody reads.
+    'grpc.enable_channelz': 0,
     'grpc.max_receive_message_length': MAX_MESSAGE_SIZE,
     'grpc.max_send_message_length': MAX_MESSAGE_SIZE,
     'grpc.keepalive_time_ms': o.keepaliveTimeMs ?? 7_200_000,
