@@ -1,6 +1,6 @@
 import { Pool, errors as undiciErrors, type Dispatcher } from 'undici';
 import { NereidError, invalidArg, unavailable } from '../../errors.js';
-import { readEvents } from './sse.js';
+import { EventReader } from './sse.js';
 
 /** Where an engine is and how to talk to it: from the model's config parameters. */
 export interface EngineSettings {
@@ -74,15 +74,55 @@ export class Engine {
     return completionOf(json, kind, this.description);
   }
 
-  /** The answer as it is generated (stream true): one Completion per server-sent event, until [DONE]. */
-  async *stream(kind: 'completions' | 'chat', body: EngineBody, signal?: AbortSignal): AsyncGenerator<Completion> {
+  /**
+   * The answer as it is generated (stream true): `onChunk` gets one Completion per server-sent event, as each
+   * arrives, until [DONE]. Events are read from the body's chunks synchronously, as this is the per-token path.
+   * Resolves at [DONE] (or the end of the body); rejects on the engine's errors, which name the engine.
+   */
+  async stream(kind: 'completions' | 'chat', body: EngineBody, onChunk: (c: Completion) => void, signal?: AbortSignal): Promise<void> {
     const r = await this.send(kind, { ...body, stream: true, stream_options: { include_usage: true } }, signal);
-    for await (const data of readEvents(r.body)) {
-      if (data === '[DONE]') return;
-      const json = parseJson(data, this.description);
-      if (json && typeof json === 'object' && 'error' in json) throw engineError(500, json, this.description);
-      yield completionOf(json, kind, this.description);
-    }
+    const engine = this.description;
+    const timeoutMs = this.settings.timeoutMs;
+    await new Promise<void>((resolve, reject) => {
+      let done = false;
+      const reader = new EventReader((data) => {
+        if (done) return;
+        if (data === '[DONE]') {
+          done = true;
+          resolve();
+          return;
+        }
+        const json = parseJson(data, engine);
+        if (json && typeof json === 'object' && 'error' in json) throw engineError(500, json, engine);
+        onChunk(completionOf(json, kind, engine));
+      });
+      const fail = (e: unknown): void => {
+        done = true;
+        r.body.destroy();
+        reject(e);
+      };
+      r.body.on('data', (chunk: Buffer) => {
+        try {
+          reader.push(chunk);
+        } catch (e) {
+          fail(e);
+        }
+      });
+      r.body.once('end', () => {
+        try {
+          reader.end();
+          resolve();
+        } catch (e) {
+          reject(e);
+        }
+      });
+      r.body.once('error', (e) => {
+        if (done) return;
+        if (signal?.aborted) reject(new NereidError('CANCELLED', 'request cancelled'));
+        else if (e instanceof undiciErrors.BodyTimeoutError) reject(unavailable(`${engine} stopped streaming: nothing for ${timeoutMs} ms`));
+        else reject(unavailable(`${engine} broke off the stream: ${e.message}`));
+      });
+    });
   }
 
   close(): Promise<void> {

@@ -83,10 +83,10 @@ export class GatewayInstance implements BackendInstance {
         return;
       }
       let last: Completion | undefined;
-      for await (const c of this.engine.stream(kind, body, r.signal)) {
+      await this.engine.stream(kind, body, (c) => {
         if (c.text !== '') r.sender.send([this.text(c.text)], false);
         if (c.usage || c.finishReason) last = { text: '', finishReason: c.finishReason ?? last?.finishReason, usage: c.usage ?? last?.usage };
-      }
+      }, r.signal);
       // The usage and finish reason on a last, empty response; without them, the FINAL flag alone.
       if (last) r.sender.send([this.text('')], true, usageParameters(last));
       else r.sender.send(NO_RESPONSE, true);

@@ -1,32 +1,46 @@
 /**
- * The `data` of each server-sent event in a byte stream, as text. Events end at a blank line; an event's
- * several `data:` lines join with newlines; comments (`:`) and other fields (event, id, retry) are skipped, as
- * OpenAI-compatible engines put everything in `data`. Line ends may be \n, \r\n or \r.
+ * Reads server-sent events from a byte stream, chunk by chunk, synchronously: each event's `data` goes to the
+ * callback the moment its blank line arrives, with no promise or async iterator per event (the gateway's
+ * per-token path). An event's several `data:` lines join with newlines; comments (`:`) and other fields
+ * (event, id, retry) are skipped, as OpenAI-compatible engines put everything in `data`. Line ends may be
+ * \n, \r\n or \r.
  */
-export async function* readEvents(body: AsyncIterable<Uint8Array>): AsyncGenerator<string> {
-  const decoder = new TextDecoder();
-  let pending = '';
-  let data: string[] = [];
-  for await (const chunk of body) {
-    pending += decoder.decode(chunk, { stream: true });
+export class EventReader {
+  private readonly decoder = new TextDecoder();
+  private pending = '';
+  private data: string[] = [];
+
+  constructor(private readonly onData: (data: string) => void) {}
+
+  push(chunk: Uint8Array): void {
+    this.pending += this.decoder.decode(chunk, { stream: true });
+    const s = this.pending;
     let start = 0;
     for (;;) {
-      const end = lineEnd(pending, start);
+      const end = lineEnd(s, start);
       if (end < 0) break;
-      const line = pending.slice(start, end);
-      start = end + (pending[end] === '\r' && pending[end + 1] === '\n' ? 2 : 1);
-      if (line === '') {
-        if (data.length > 0) yield data.join('\n');
-        data = [];
-      } else if (line.startsWith('data:')) {
-        data.push(line.slice(line[5] === ' ' ? 6 : 5));
-      }
+      const line = s.slice(start, end);
+      start = end + (s.charCodeAt(end) === 13 && s.charCodeAt(end + 1) === 10 ? 2 : 1);
+      if (line === '') this.dispatch();
+      else if (line.startsWith('data:')) this.data.push(line.slice(line.charCodeAt(5) === 32 ? 6 : 5));
     }
-    pending = pending.slice(start);
+    this.pending = start === 0 ? s : s.slice(start);
   }
-  pending += decoder.decode();
-  if (pending.startsWith('data:')) data.push(pending.slice(pending[5] === ' ' ? 6 : 5));
-  if (data.length > 0) yield data.join('\n');
+
+  /** The stream ended: a last event without its blank line still counts. */
+  end(): void {
+    const s = this.pending + this.decoder.decode();
+    this.pending = '';
+    if (s.startsWith('data:')) this.data.push(s.slice(s.charCodeAt(5) === 32 ? 6 : 5));
+    this.dispatch();
+  }
+
+  private dispatch(): void {
+    if (this.data.length === 0) return;
+    const d = this.data.length === 1 ? this.data[0]! : this.data.join('\n');
+    this.data = [];
+    this.onData(d);
+  }
 }
 
 /** Index of the next \n or \r at or after `from`; -1 when none (a lone \r at the end waits for more text). */

@@ -1,32 +1,32 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readEvents } from '../../../src/backends/openai/sse.js';
+import { EventReader } from '../../../src/backends/openai/sse.js';
 import { engineRequest } from '../../../src/backends/openai/instance.js';
 import type { BackendRequest } from '../../../src/backends/backend.js';
 
-async function collect(chunks: string[]): Promise<string[]> {
-  async function* body() {
-    for (const c of chunks) yield new TextEncoder().encode(c);
-  }
+function collect(chunks: Array<string | Uint8Array>): string[] {
   const out: string[] = [];
-  for await (const d of readEvents(body())) out.push(d);
+  const reader = new EventReader((d) => out.push(d));
+  for (const c of chunks) reader.push(typeof c === 'string' ? new TextEncoder().encode(c) : c);
+  reader.end();
   return out;
 }
 
-test('server-sent events: split across chunks, \\r\\n and \\r line ends, several data lines, comments', async () => {
-  assert.deepEqual(await collect(['data: {"a"', ':1}\n\ndata: [DONE]\n\n']), ['{"a":1}', '[DONE]']);
-  assert.deepEqual(await collect(['data: one\r\n', 'data: two\r\n\r\n', ': keep-alive\r\n\r\n']), ['one\ntwo']);
-  assert.deepEqual(await collect(['event: x\rdata:no-space\r', '\r']), ['no-space']);
-  assert.deepEqual(await collect(['data: last without a blank line']), ['last without a blank line']);
+test('server-sent events: split across chunks, \\r\\n and \\r line ends, several data lines, comments', () => {
+  assert.deepEqual(collect(['data: {"a"', ':1}\n\ndata: [DONE]\n\n']), ['{"a":1}', '[DONE]']);
+  assert.deepEqual(collect(['data: one\r\n', 'data: two\r\n\r\n', ': keep-alive\r\n\r\n']), ['one\ntwo']);
+  assert.deepEqual(collect(['event: x\rdata:no-space\r', '\r']), ['no-space']);
+  assert.deepEqual(collect(['data: last without a blank line']), ['last without a blank line']);
   // A multi-byte character split between chunks.
   const bytes = new TextEncoder().encode('data: é\n\n');
-  async function* split() {
-    yield bytes.subarray(0, 7);
-    yield bytes.subarray(7);
-  }
-  const out: string[] = [];
-  for await (const d of readEvents(split())) out.push(d);
-  assert.deepEqual(out, ['é']);
+  assert.deepEqual(collect([bytes.subarray(0, 7), bytes.subarray(7)]), ['é']);
+  // Events reach the callback as their blank line arrives, before the stream ends.
+  const seen: string[] = [];
+  const reader = new EventReader((d) => seen.push(d));
+  reader.push(new TextEncoder().encode('data: 1\n\ndata: 2'));
+  assert.deepEqual(seen, ['1']);
+  reader.push(new TextEncoder().encode('\n\n'));
+  assert.deepEqual(seen, ['1', '2']);
 });
 
 const req = (parameters: Record<string, string | number | boolean>, text = 'hi'): BackendRequest => ({
