@@ -33,15 +33,15 @@ export function decodeInferRequest(
     const shape = decodeShape(t.shape, t.name);
     const shm = sharedMemoryRef(t.parameters, t.name);
     if (shm !== undefined) {
-      if (t.contents !== null) throw invalidArg(`input '${t.name}' for model '${model}' names a shared memory region, so it must not have 'contents'`);
+      if (t.contents !== null) throw invalidArg(`unexpected 'content' provided when using shared memory for input tensor '${t.name}' for model '${model}'`);
       (shmInputs ??= []).push({ name: t.name, datatype, shape, sharedMemory: shm });
     } else if (t.contents !== null) {
       if (msg.raw_input_contents.length > 0) {
         throw invalidArg(`contents field must not be specified when using raw_input_contents for '${t.name}' for model '${model}'`);
       }
-      inputs.push(contentsTensor(t, datatype, shape));
+      inputs.push(contentsTensor(t, datatype, shape, model));
     } else {
-      inputs.push(rawTensor(t.name, datatype, shape, raw.take(t.name, model)));
+      inputs.push(rawTensor(t.name, datatype, shape, raw.take(t.name, model), model));
     }
   }
   raw.checkAllUsed(model);

@@ -20,7 +20,7 @@ export class RawCursor {
 
   take(input: string, model: string): Buffer {
     const b = this.raw[this.next];
-    if (b === undefined) throw invalidArg(`unable to find data for input tensor '${input}' for model '${model}' in 'raw_input_contents'`);
+    if (b === undefined) throw invalidArg(`unable to find data for input tensor '${input}' for model '${model}' in request.`);
     this.next++;
     return b;
   }
@@ -51,53 +51,86 @@ export function decodeShape(shape: readonly Int64[], input: string): number[] {
 }
 
 /** An input whose data is the next raw_input_contents entry (a view, no copy). */
-export function rawTensor(name: string, datatype: DataType, shape: number[], bytes: Buffer): Tensor {
+export function rawTensor(name: string, datatype: DataType, shape: number[], bytes: Buffer, model: string): Tensor {
   const count = elementCount(shape);
   if (datatype === 'BYTES') return { name, datatype, shape, data: deserializeBytes(bytes, count, name) };
-  const expected = count * byteSize(datatype);
-  if (bytes.byteLength !== expected) {
-    throw invalidArg(`unexpected size for input '${name}', expecting ${expected} bytes for shape [${shape.join(',')}] ${datatype} but got ${bytes.byteLength} bytes in 'raw_input_contents'`);
-  }
+  checkByteSize(name, model, count * byteSize(datatype), bytes.byteLength);
   return { name, datatype, shape, data: bytes };
 }
 
-/** An input given in typed `contents`: copied once into little-endian bytes (the wire held varints or packed values). */
-export function contentsTensor(t: InferInputTensorMsg, datatype: DataType, shape: number[]): Tensor {
+/** Triton's (core) answer when a tensor's data and its shape disagree. */
+function checkByteSize(name: string, model: string, expected: number, got: number): void {
+  if (got !== expected) throw invalidArg(`input byte size mismatch for input '${name}' for model '${model}'. Expected ${expected}, got ${got}`);
+}
+
+/** The repeated fields of InferTensorContents in the order Triton's gRPC frontend looks at them. */
+const CONTENTS_FIELDS = [
+  'bool_contents', 'int_contents', 'int64_contents', 'uint_contents', 'uint64_contents', 'fp32_contents', 'fp64_contents', 'bytes_contents',
+] as const;
+type ContentsField = (typeof CONTENTS_FIELDS)[number];
+
+/** The datatype a contents field carries; int_contents and uint_contents carry the narrower types as well. */
+function fieldType(field: ContentsField, declared: DataType): DataType {
+  switch (field) {
+    case 'bool_contents': return 'BOOL';
+    case 'int_contents': return declared === 'INT8' || declared === 'INT16' ? declared : 'INT32';
+    case 'int64_contents': return 'INT64';
+    case 'uint_contents': return declared === 'UINT8' || declared === 'UINT16' ? declared : 'UINT32';
+    case 'uint64_contents': return 'UINT64';
+    case 'fp32_contents': return 'FP32';
+    case 'fp64_contents': return 'FP64';
+    case 'bytes_contents': return 'BYTES';
+  }
+}
+
+/**
+ * An input given in typed `contents`: copied once into little-endian bytes (the wire held varints or packed
+ * values). As in Triton, the one non-empty field must be the declared datatype's, and the element count must
+ * fill the shape; an input whose fields are all empty has no data.
+ */
+export function contentsTensor(t: InferInputTensorMsg, datatype: DataType, shape: number[], model: string): Tensor {
   const c = t.contents!;
-  const count = elementCount(shape);
   const name = t.name;
+  let field: ContentsField | undefined;
+  for (const f of CONTENTS_FIELDS) {
+    if (c[f].length === 0) continue;
+    if (field !== undefined) {
+      throw invalidArg(`unexpected explicit tensor data for input tensor '${name}' for model '${model}', binary data was already supplied.`);
+    }
+    const carried = fieldType(f, datatype);
+    if (carried !== datatype) {
+      throw invalidArg(`unexpected explicit tensor data for input tensor '${name}' for model '${model}' of type '${carried}', expected datatype '${datatype}'`);
+    }
+    field = f;
+  }
+  const count = elementCount(shape);
   if (datatype === 'BYTES') {
-    checkCount(name, count, c.bytes_contents.length, 'bytes_contents');
-    return { name, datatype, shape, data: c.bytes_contents };
+    const values = c.bytes_contents;
+    if (values.length !== count) throw invalidArg(`unexpected number of string elements for input '${name}': expecting ${count}, got ${values.length}`);
+    return { name, datatype, shape, data: values };
   }
-  return { name, datatype, shape, data: typedBytes(name, datatype, count, c) };
+  const got = field === undefined ? 0 : c[field].length;
+  const size = byteSize(datatype);
+  checkByteSize(name, model, count * size, got * size);
+  return { name, datatype, shape, data: field === undefined ? new Uint8Array(0) : typedBytes(datatype, c) };
 }
 
-function typedBytes(name: string, dt: Exclude<DataType, 'BYTES'>, count: number, c: TensorContentsMsg): Uint8Array {
+function typedBytes(dt: Exclude<DataType, 'BYTES'>, c: TensorContentsMsg): Uint8Array {
   switch (dt) {
-    case 'BOOL': return bytesOf(Uint8Array.from(checked(name, count, c.bool_contents, 'bool_contents'), (b) => (b ? 1 : 0)));
-    case 'INT8': return bytesOf(Int8Array.from(checked(name, count, c.int_contents, 'int_contents')));
-    case 'INT16': return bytesOf(Int16Array.from(checked(name, count, c.int_contents, 'int_contents')));
-    case 'INT32': return bytesOf(Int32Array.from(checked(name, count, c.int_contents, 'int_contents')));
-    case 'UINT8': return bytesOf(Uint8Array.from(checked(name, count, c.uint_contents, 'uint_contents')));
-    case 'UINT16': return bytesOf(Uint16Array.from(checked(name, count, c.uint_contents, 'uint_contents')));
-    case 'UINT32': return bytesOf(Uint32Array.from(checked(name, count, c.uint_contents, 'uint_contents')));
-    case 'INT64': return int64Bytes(checked(name, count, c.int64_contents, 'int64_contents'));
-    case 'UINT64': return int64Bytes(checked(name, count, c.uint64_contents, 'uint64_contents'));
-    case 'FP32': return bytesOf(Float32Array.from(checked(name, count, c.fp32_contents, 'fp32_contents')));
-    case 'FP64': return bytesOf(Float64Array.from(checked(name, count, c.fp64_contents, 'fp64_contents')));
-    case 'FP16': case 'BF16':
-      throw invalidArg(`input '${name}' has datatype ${dt}, which has no typed contents field: send it in 'raw_input_contents'`);
+    case 'BOOL': return bytesOf(Uint8Array.from(c.bool_contents, (b) => (b ? 1 : 0)));
+    case 'INT8': return bytesOf(Int8Array.from(c.int_contents));
+    case 'INT16': return bytesOf(Int16Array.from(c.int_contents));
+    case 'INT32': return bytesOf(Int32Array.from(c.int_contents));
+    case 'UINT8': return bytesOf(Uint8Array.from(c.uint_contents));
+    case 'UINT16': return bytesOf(Uint16Array.from(c.uint_contents));
+    case 'UINT32': return bytesOf(Uint32Array.from(c.uint_contents));
+    case 'INT64': return int64Bytes(c.int64_contents);
+    case 'UINT64': return int64Bytes(c.uint64_contents);
+    case 'FP32': return bytesOf(Float32Array.from(c.fp32_contents));
+    case 'FP64': return bytesOf(Float64Array.from(c.fp64_contents));
+    // No contents field carries these: a non-empty field was refused above, and no field means no data.
+    case 'FP16': case 'BF16': return new Uint8Array(0);
   }
-}
-
-function checked<T>(name: string, count: number, values: readonly T[], field: string): readonly T[] {
-  checkCount(name, count, values.length, field);
-  return values;
-}
-
-function checkCount(name: string, count: number, got: number, field: string): void {
-  if (got !== count) throw invalidArg(`unexpected number of elements for input '${name}': its shape holds ${count} but '${field}' has ${got}`);
 }
 
 /** 64-bit values as little-endian bytes, written as their two 32-bit halves (no BigInt per element). */

@@ -36,7 +36,7 @@ export function decodeInfer(json: unknown, body: Buffer, jsonLength: number, tar
   const inputs: Tensor[] = [];
   let shmInputs: SharedMemoryInput[] | undefined;
   for (let i = 0; i < inputsJson.length; i++) {
-    const r = decodeInput(inputsJson[i], body, cursor);
+    const r = decodeInput(inputsJson[i], body, cursor, target.model);
     if (r.tensor) inputs.push(r.tensor);
     else (shmInputs ??= []).push(r.shm!);
     cursor = r.cursor;
@@ -62,7 +62,7 @@ export function decodeInfer(json: unknown, body: Buffer, jsonLength: number, tar
   return { request, binaryOutputs: binary, binaryDefault: params.binaryDataOutput };
 }
 
-function decodeInput(j: unknown, body: Buffer, cursor: number): { tensor?: Tensor; shm?: SharedMemoryInput; cursor: number } {
+function decodeInput(j: unknown, body: Buffer, cursor: number, model: string): { tensor?: Tensor; shm?: SharedMemoryInput; cursor: number } {
   if (!isObject(j)) throw invalidArg("Unable to parse 'inputs': each input must be a JSON object");
   const name = j['name'];
   if (typeof name !== 'string') throw invalidArg("Unable to parse 'name' of an input: it must be a string");
@@ -91,7 +91,7 @@ function decodeInput(j: unknown, body: Buffer, cursor: number): { tensor?: Tenso
     throw invalidArg(`unexpected size for input '${name}': binary_data_size ${binarySize} goes past the end of the request body`);
   }
   const bytes = body.subarray(cursor, cursor + binarySize);
-  return { tensor: binaryTensor(name, datatype, shape, count, bytes), cursor: cursor + binarySize };
+  return { tensor: binaryTensor(name, datatype, shape, count, bytes, model), cursor: cursor + binarySize };
 }
 
 /** Data already decoded by the JSON worker arrives as bytes (or BYTES elements); otherwise decode it here. */
@@ -101,11 +101,12 @@ function jsonData(data: unknown, name: string, datatype: DataType, count: number
   return decodeJsonData(name, datatype, data, count);
 }
 
-function binaryTensor(name: string, datatype: DataType, shape: number[], count: number, bytes: Buffer): Tensor {
+function binaryTensor(name: string, datatype: DataType, shape: number[], count: number, bytes: Buffer, model: string): Tensor {
   if (datatype === 'BYTES') return { name, datatype, shape, data: deserializeBytes(bytes, count, name) };
   const expected = count * byteSize(datatype);
   if (bytes.byteLength !== expected) {
-    throw invalidArg(`unexpected size for input '${name}', expecting ${expected} bytes for shape [${shape.join(',')}] ${datatype} but got ${bytes.byteLength} bytes`);
+    // Triton's core words it this way for every protocol.
+    throw invalidArg(`input byte size mismatch for input '${name}' for model '${model}'. Expected ${expected}, got ${bytes.byteLength}`);
   }
   return { name, datatype, shape, data: bytes };
 }
