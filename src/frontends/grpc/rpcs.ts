@@ -69,9 +69,9 @@ export const RPCS = {
     shm.unregisterCuda(ctx.server);
     return EMPTY;
   },
-  // Triton built without tracing answers this way; Nereid has no tracing yet (the HTTP frontend says the same).
+  // Nereid has no tracing yet, so it answers as a Triton built without tracing, in that build's words.
   TraceSetting: () => {
-    throw unavailable('trace is not supported: Nereid has no tracing yet');
+    throw unavailable('the server does not support trace');
   },
   LogSettings: (ctx: RpcContext, r: LogSettingsRequestMsg) => logSettings(ctx.logger, r),
 } satisfies Record<string, Rpc>;

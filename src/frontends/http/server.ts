@@ -92,7 +92,8 @@ async function handle(ctx: Context, req: IncomingMessage, res: ServerResponse): 
       return r.action === 'load'
         ? handleLoad(s, r.model, await readBody(req, ctx.options.maxInputSize), res)
         : handleUnload(s, r.model, await readBody(req, ctx.options.maxInputSize), res);
-    case 'trace': throw unavailable('trace is not supported: Nereid has no tracing yet');
+    // Nereid has no tracing yet: a Triton built without tracing answers this (HTTP says "tracing", gRPC "trace").
+    case 'trace': throw unavailable('the server does not support tracing');
     case 'shm': return handleSharedMemory(ctx, r, req, res);
     case 'model': return handleModel(ctx, r, req, res);
   }

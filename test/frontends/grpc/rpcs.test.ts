@@ -113,7 +113,8 @@ test('shared memory: status answers, register and unregister as the server allow
 });
 
 test('TraceSetting answers as a server without tracing', async () => {
-  assert.equal((await code(unary(s.client, 'TraceSetting', { settings: {} })))[0], grpc.status.UNAVAILABLE);
+  assert.deepEqual(await code(unary(s.client, 'TraceSetting', { settings: {} })), [grpc.status.UNAVAILABLE, 'the server does not support trace']);
+  assert.deepEqual(await code(unary(s.client, 'TraceSetting', { model_name: 'simple', settings: { trace_level: { value: ['TIMESTAMPS'] } } })), [grpc.status.UNAVAILABLE, 'the server does not support trace']);
 });
 
 test('LogSettings reads and updates the log settings; wrong types are INVALID_ARGUMENT', async () => {

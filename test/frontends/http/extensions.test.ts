@@ -75,6 +75,14 @@ test('logging: GET shows Triton\'s keys; POST changes them and rejects bad value
   assert.equal((await postJson(`${s.url}/v2/logging`, { log_verbose_level: 0 })).status, 200);
 });
 
+test('trace settings answer as a Triton built without tracing: 503, for the server and for a model', async () => {
+  for (const r of [await request(`${s.url}/v2/trace/setting`), await postJson(`${s.url}/v2/models/simple/trace/setting`, { trace_level: ['TIMESTAMPS'] })]) {
+    assert.equal(r.status, 503);
+    assert.deepEqual(r.json(), { error: 'the server does not support tracing' });
+  }
+  assert.ok(!(await request(`${s.url}/v2`)).json().extensions.includes('trace'));
+});
+
 test('statistics: Triton\'s shape, counts after requests, all models and one version', async () => {
   const body = { inputs: [{ name: 'INPUT0', shape: [1, 16], datatype: 'INT32', data: new Array(16).fill(1) }, { name: 'INPUT1', shape: [1, 16], datatype: 'INT32', data: new Array(16).fill(1) }] };
   for (let i = 0; i < 3; i++) assert.equal((await postJson(`${s.url}/v2/models/simple/infer`, body)).status, 200);
