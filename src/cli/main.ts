@@ -7,7 +7,7 @@ import type { MetricsOptions } from '../server/options.js';
 import { createLogger } from '../observability/logger.js';
 import { InferenceServer } from '../server/inference-server.js';
 import { FlagError, parseServeFlags, USAGE, type ServeOptions } from './flags.js';
-import { grpcOptions } from './grpc-options.js';
+import { grpcFlagWarnings, grpcOptions } from './grpc-options.js';
 
 const COMMANDS = `Usage: nereid <command> [flags]
 
@@ -53,6 +53,7 @@ async function serve(argv: readonly string[]): Promise<number> {
     return 1;
   }
   for (const w of opts.warnings) logger.warn(w);
+  if (opts.grpc.allow) for (const w of grpcFlagWarnings(opts)) logger.warn(w);
   let server: InferenceServer;
   try {
     server = await InferenceServer.create({ ...opts.server, ...metricsOptions(opts) }, { logger });

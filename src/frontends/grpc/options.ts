@@ -34,7 +34,8 @@ export const MAX_MESSAGE_SIZE = 2147483647;
 
 /**
  * grpc-js server options from the flags. grpc-js enforces the keepalive time and timeout and the connection
- * ages; the ping policy settings keep grpc core's names, which grpc-js's server does not act on.
+ * ages; the ping policy settings keep grpc core's names, which grpc-js's server does not act on (the command
+ * line warns when they are given: cli/grpc-options.ts).
  */
 export function channelOptions(o: GrpcOptions): ChannelOptions {
   const c: ChannelOptions = {
