@@ -165,3 +165,29 @@ test('with client shared memory disabled (the default), a request naming a regio
     await off.close();
   }
 });
+
+test('CUDA shared memory answers as a Triton built without GPUs: register fails clearly, status is empty, unregister succeeds', async () => {
+  const reg = await failure(unary(s.client, 'CudaSharedMemoryRegister', { name: 'gpu0', raw_handle: Buffer.alloc(64), device_id: 0, byte_size: 64 }));
+  assert.equal(reg.code, grpc.status.INVALID_ARGUMENT);
+  assert.equal(reg.details, "failed to register CUDA shared memory region: 'gpu0', GPUs not supported");
+  assert.deepEqual((await unary(s.client, 'CudaSharedMemoryStatus', {})).regions, {});
+  assert.equal((await failure(unary(s.client, 'CudaSharedMemoryStatus', { name: 'gpu0' }))).code, grpc.status.NOT_FOUND);
+  // Triton's shm examples unregister everything, CUDA included, before and after they run.
+  assert.deepEqual(await unary(s.client, 'CudaSharedMemoryUnregister', {}), {});
+  assert.deepEqual(await unary(s.client, 'CudaSharedMemoryUnregister', { name: 'gpu0' }), {});
+});
+
+test('an input in a region must not carry contents as well', async () => {
+  const o = object(Buffer.concat([int32Bytes(A), int32Bytes(B)]));
+  await register('c', o.key, 128);
+  const err = await failure(unary(s.client, 'ModelInfer', {
+    model_name: 'simple',
+    inputs: [
+      { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], parameters: shm('c', 64), contents: { int_contents: A } },
+      { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], parameters: shm('c', 64, 64) },
+    ],
+  }));
+  assert.equal(err.code, grpc.status.INVALID_ARGUMENT);
+  assert.equal(err.details, "unexpected 'content' provided when using shared memory for input tensor 'INPUT0' for model 'simple'");
+  await unary(s.client, 'SystemSharedMemoryUnregister', { name: 'c' });
+});
