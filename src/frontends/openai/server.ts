@@ -102,19 +102,31 @@ function clientGone(res: ServerResponse): AbortSignal {
   return ac.signal;
 }
 
-/** The body as JSON, refused past the size limit before it is all read. */
+/**
+ * The body as JSON, refused past the size limit before it is all read. Read with listeners rather than an
+ * async iterator, whose set-up in Node 20 costs more than the rest of a small request's parsing.
+ */
 async function readJson(req: IncomingMessage, limit: number): Promise<unknown> {
   const declared = Number(req.headers['content-length'] ?? 0);
   if (declared > limit) throw tooLarge(limit);
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const c of req as AsyncIterable<Buffer>) {
-    size += c.byteLength;
-    if (size > limit) throw tooLarge(limit);
-    chunks.push(c);
-  }
+  const body = await new Promise<Buffer>((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (c: Buffer) => {
+      size += c.byteLength;
+      if (size > limit) {
+        req.removeAllListeners('data');
+        req.resume();
+        reject(tooLarge(limit));
+        return;
+      }
+      chunks.push(c);
+    });
+    req.once('end', () => resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size)));
+    req.once('error', reject);
+  });
   try {
-    return JSON.parse(Buffer.concat(chunks, size).toString('utf8'));
+    return JSON.parse(body.toString('utf8'));
   } catch (e) {
     throw badRequest(`We could not parse the JSON body of your request: ${(e as Error).message}`);
   }
