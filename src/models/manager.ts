@@ -1,4 +1,4 @@
-import { invalidArg, isNereidError, unavailable, type NereidError } from '../errors.js';
+import { invalidArg, isNereidError, notFound, unavailable, type NereidError } from '../errors.js';
 import type { ModelConfig } from '../config/types.js';
 import { modelConfigToJson } from '../config/index.js';
 import type { Logger } from '../observability/logger.js';
@@ -82,13 +82,17 @@ export class ModelManager {
     return picked === undefined ? latest : this.resolve(name, Number(picked));
   }
 
-  /** The version a request should run on: the one asked for, or the highest READY one. */
+  /**
+   * The version a request should run on: the one asked for, or the highest READY one. Codes as Triton's model
+   * lifecycle: a name it never had is INVALID_ARG, a version it does not have or no READY version at all
+   * NOT_FOUND, a version that exists but is not READY UNAVAILABLE.
+   */
   resolve(name: string, version: number | undefined): ModelVersion {
     const entry = this.entries.get(name);
     if (!entry) throw invalidArg(`Request for unknown model: '${name}' is not found`);
     if (version !== undefined) {
       const slot = entry.versions.get(version);
-      if (!slot) throw invalidArg(`Request for unknown model: '${name}' version ${version} is not found`);
+      if (!slot) throw notFound(`Request for unknown model: '${name}' version ${version} is not found`);
       if (slot.state !== 'READY' || !slot.model) throw unavailable(`Request for unknown model: '${name}' version ${version} is not at ready state`);
       return slot.model;
     }
@@ -96,7 +100,7 @@ export class ModelManager {
     for (const [, slot] of entry.versions) {
       if (slot.state === 'READY' && slot.model && (!best || slot.model.version > best.version)) best = slot.model;
     }
-    if (!best) throw unavailable(`Request for unknown model: '${name}' has no available versions`);
+    if (!best) throw notFound(`Request for unknown model: '${name}' has no available versions`);
     return best;
   }
 

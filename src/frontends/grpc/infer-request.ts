@@ -67,14 +67,22 @@ export function decodeInferRequest(
   return { request, emptyFinalResponse: p.emptyFinalResponse };
 }
 
-/** '' is the version the server's policy picks; anything else must be a non-negative integer. */
+/**
+ * A version string as Triton's frontends read it (GetModelVersionFromString, which calls std::stol): '' is the
+ * version the server's policy picks; otherwise leading white space, an optional sign and decimal digits,
+ * with anything after the digits ignored, as stol ignores it ('2x' is version 2). No digits, or a number
+ * beyond int64, fails with stol's exception text as the details; a negative number is refused after parsing.
+ */
 export function parseVersion(v: string): number | undefined {
   if (v === '') return undefined;
-  const n = Number(v);
-  if (!/^[0-9]+$/.test(v) || !Number.isSafeInteger(n)) {
-    throw invalidArg(`failed to get model version from specified version string '${v}' (details: the version must be an integer of 0 or more)`);
+  const m = /^[ \t\n\v\f\r]*([+-]?[0-9]+)/.exec(v);
+  const n = m ? BigInt(m[1]!) : undefined;
+  if (n === undefined || n > 0x7fffffffffffffffn || n < -0x8000000000000000n) {
+    throw invalidArg(`failed to get model version from specified version string '${v}' (details: stol), version should be an integral value > 0`);
   }
-  return n;
+  if (n < 0n) throw invalidArg(`invalid model version specified '${v}' , version should be an integral value > 0`);
+  // A version past 2^53 exists in no repository; its nearest double still finds none.
+  return Number(n);
 }
 
 function decodeOutputs(list: readonly RequestedOutputMsg[]): RequestedOutput[] | undefined {

@@ -97,6 +97,9 @@ test('RepositoryIndex, RepositoryModelLoad (with a config override), RepositoryM
 
   await unary(s.client, 'RepositoryModelUnload', { model_name: 'simple_sequence', parameters: { unload_dependents: { bool_param: true } } });
   assert.deepEqual(await unary(s.client, 'ModelReady', { name: 'simple_sequence' }), { ready: false });
+  // An unloaded model has no available version: NOT_FOUND, as in Triton (not UNAVAILABLE, which clients retry).
+  assert.deepEqual(await code(unary(s.client, 'ModelMetadata', { name: 'simple_sequence' })),
+    [grpc.status.NOT_FOUND, "Request for unknown model: 'simple_sequence' has no available versions"]);
 });
 
 test('shared memory: status answers, register and unregister as the server allows', async () => {

@@ -83,7 +83,8 @@ describe('malformed requests', () => {
 
   test('unknown model and version', async () => {
     await expectError(postJson(`${s.url}/v2/models/nope/infer`, good()), 400, /unknown model: 'nope'/);
-    await expectError(postJson(`${s.url}/v2/models/simple/versions/7/infer`, good()), 400, /version 7 is not found/);
+    // A version the model does not have is NOT_FOUND in Triton's model lifecycle.
+    await expectError(postJson(`${s.url}/v2/models/simple/versions/7/infer`, good()), 404, /^Request for unknown model: 'simple' version 7 is not found$/);
   });
 
   test('reserved and badly typed parameters', async () => {
