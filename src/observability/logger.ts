@@ -214,20 +214,20 @@ function applyUpdate(current: LogSettings, body: Readonly<Record<string, unknown
 
 function asBool(body: Readonly<Record<string, unknown>>, key: string): boolean {
   const v = body[key];
-  if (typeof v !== 'boolean') throw new NereidError('INVALID_ARG', `attempt to access JSON non-boolean as boolean ('${key}')`);
+  if (typeof v !== 'boolean') throw new NereidError('INTERNAL', `attempt to access JSON non-boolean as boolean ('${key}')`);
   return v;
 }
 
 function asVerboseLevel(v: unknown): number {
   // Triton reads a JSON unsigned integer and keeps it as an int32.
   if (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > 0x7fffffff) {
-    throw new NereidError('INVALID_ARG', "attempt to access JSON non-unsigned-integer as unsigned-integer ('log_verbose_level')");
+    throw new NereidError('INTERNAL', "attempt to access JSON non-unsigned-integer as unsigned-integer ('log_verbose_level')");
   }
   return v;
 }
 
 function asFormat(v: unknown): LogFormat {
-  if (typeof v !== 'string') throw new NereidError('INVALID_ARG', "attempt to access JSON non-string as string ('log_format')");
+  if (typeof v !== 'string') throw new NereidError('INTERNAL', "attempt to access JSON non-string as string ('log_format')");
   if (v !== 'default' && v !== 'ISO8601') throw new NereidError('UNAVAILABLE', `invalid argument for --log_format, got: ${v}`);
   return v;
 }
