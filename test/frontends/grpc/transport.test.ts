@@ -1,0 +1,97 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import * as grpc from '@grpc/grpc-js';
+import { readSslFiles } from '../../../src/frontends/grpc/server.js';
+import { EXAMPLES, FIXTURES } from '../../helpers/paths.js';
+import { failure, InferenceClient, int32Bytes, startGrpcTestServer, unary, type Client } from '../../helpers/grpc.js';
+
+// The gRPC frontend's transport flags through a real server: TLS and mutual TLS (--grpc-use-ssl*), and
+// --grpc-header-forward-pattern handing call metadata to the model as request parameters.
+
+function hasOpenssl(): boolean {
+  try {
+    execFileSync('openssl', ['version'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+const skip = hasOpenssl() ? false : 'openssl is not installed: no certificates to test TLS with';
+
+/** A CA, a server certificate for 127.0.0.1 and a client certificate, all signed by the CA (EC keys: fast). */
+async function certificates(dir: string): Promise<void> {
+  const ssl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'ignore' });
+  const key = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
+  ssl('req', '-x509', ...key, '-keyout', 'ca.key', '-out', 'ca.crt', '-days', '2', '-subj', '/CN=nereid-test-ca');
+  await writeFile(join(dir, 'san.ext'), 'subjectAltName=DNS:localhost,IP:127.0.0.1\n');
+  for (const who of ['server', 'client']) {
+    ssl('req', ...key, '-keyout', `${who}.key`, '-out', `${who}.csr`, '-subj', `/CN=${who}`);
+    ssl('x509', '-req', '-in', `${who}.csr`, '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', `${who}.crt`, '-days', '2', '-extfile', 'san.ext');
+  }
+}
+
+test('--grpc-use-ssl serves TLS; --grpc-use-ssl-mutual also requires a client certificate', { skip }, async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'nereid-tls-'));
+  try {
+    await certificates(dir);
+    const file = (f: string) => readFile(join(dir, f));
+    const [ca, clientKey, clientCert] = await Promise.all([file('ca.crt'), file('client.key'), file('client.crt')]);
+    const tlsClient = (port: number, withCert: boolean): Client =>
+      new InferenceClient(`127.0.0.1:${port}`, withCert ? grpc.credentials.createSsl(ca, clientKey, clientCert) : grpc.credentials.createSsl(ca)) as Client;
+
+    const tls = await startGrpcTestServer({ modelRepositories: [EXAMPLES], modelControlMode: 'explicit' }, { ssl: readSslFiles(join(dir, 'server.crt'), join(dir, 'server.key'), '', false) });
+    try {
+      const c = tlsClient(tls.grpc.port, false);
+      assert.deepEqual(await unary(c, 'ServerLive', {}), { live: true });
+      c.close();
+      // The test server's own client speaks plain HTTP/2, which a TLS port does not answer.
+      await failure(unary(tls.client, 'ServerLive', {}, { deadlineMs: 2000 }));
+    } finally {
+      await tls.close();
+    }
+
+    const mutual = await startGrpcTestServer({ modelRepositories: [EXAMPLES], modelControlMode: 'explicit' }, { ssl: readSslFiles(join(dir, 'server.crt'), join(dir, 'server.key'), join(dir, 'ca.crt'), true) });
+    try {
+      const withCert = tlsClient(mutual.grpc.port, true);
+      assert.deepEqual(await unary(withCert, 'ServerReady', {}), { ready: true });
+      withCert.close();
+      const without = tlsClient(mutual.grpc.port, false);
+      assert.equal((await failure(unary(without, 'ServerLive', {}, { deadlineMs: 2000 }))).code, grpc.status.UNAVAILABLE);
+      without.close();
+    } finally {
+      await mutual.close();
+    }
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+test('--grpc-header-forward-pattern: matching metadata (any case) reaches the model as string parameters, unary and streaming', async () => {
+  const s = await startGrpcTestServer({ modelRepositories: [join(FIXTURES, 'js')], modelControlMode: 'explicit', loadModels: ['inspect'] }, { headerForwardPattern: '^x-team' });
+  try {
+    const metadata = new grpc.Metadata();
+    metadata.set('X-Team-Name', 'vision');
+    metadata.set('x-other', 'dropped');
+    const request = { model_name: 'inspect', inputs: [{ name: 'IN', datatype: 'INT32', shape: [2] }], raw_input_contents: [int32Bytes([1, 2])], parameters: { mine: { string_param: 'kept' } } };
+    const info = (res: any) => JSON.parse(Buffer.from(res.raw_output_contents[1]).subarray(4).toString());
+    const unaryInfo = info(await unary(s.client, 'ModelInfer', request, { metadata }));
+    assert.deepEqual(unaryInfo.parameters, { 'x-team-name': 'vision', mine: 'kept' });
+
+    const streamed = await new Promise<any>((resolve, reject) => {
+      const call = s.client.ModelStreamInfer(metadata);
+      call.on('data', (r: any) => {
+        resolve(r.infer_response);
+        call.end();
+      });
+      call.on('error', reject);
+      call.write({ ...request, parameters: {} });
+    });
+    assert.deepEqual(info(streamed).parameters, { 'x-team-name': 'vision' });
+  } finally {
+    await s.close();
+  }
+});
