@@ -64,7 +64,7 @@ export function grpcFlagWarnings(opts: ServeOptions): string[] {
 }
 
 /** `<category>[,<category>...]:<key>=<value>`, already checked by the flag parser. */
-function restrictedGroup(v: string): RestrictedGroup {
+export function restrictedGroup(v: string): RestrictedGroup {
   const colon = v.indexOf(':');
   const eq = v.indexOf('=', colon + 1);
   return { categories: v.slice(0, colon).split(','), key: v.slice(colon + 1, eq), value: v.slice(eq + 1) };

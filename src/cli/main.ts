@@ -8,6 +8,7 @@ import { createLogger } from '../observability/logger.js';
 import { InferenceServer } from '../server/inference-server.js';
 import { FlagError, parseServeFlags, USAGE, type ServeOptions } from './flags.js';
 import { grpcFlagWarnings, grpcOptions } from './grpc-options.js';
+import { httpFlagWarnings, httpOptions } from './http-options.js';
 
 const COMMANDS = `Usage: nereid <command> [flags]
 
@@ -53,6 +54,7 @@ async function serve(argv: readonly string[]): Promise<number> {
     return 1;
   }
   for (const w of opts.warnings) logger.warn(w);
+  if (opts.http.allow) for (const w of httpFlagWarnings(opts)) logger.warn(w);
   if (opts.grpc.allow) for (const w of grpcFlagWarnings(opts)) logger.warn(w);
   let server: InferenceServer;
   try {
@@ -65,7 +67,7 @@ async function serve(argv: readonly string[]): Promise<number> {
   }
   let http: HttpFrontend | undefined;
   try {
-    if (opts.http.allow) http = await startHttpFrontend(server, opts.http, logger);
+    if (opts.http.allow) http = await startHttpFrontend(server, httpOptions(opts), logger);
   } catch (e) {
     logger.error(`failed to start the HTTP service: ${(e as Error).message}`);
     await server.close(0);

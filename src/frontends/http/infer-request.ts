@@ -23,6 +23,8 @@ interface Target {
   readonly model: string;
   readonly version: number | undefined;
   readonly signal: AbortSignal | undefined;
+  /** Headers that --http-header-forward-pattern passes to the model as parameters (the body's own win). */
+  readonly forwarded?: Record<string, string> | undefined;
 }
 
 /** The JSON part has been parsed (here or in the JSON worker); `body` holds the whole request. */
@@ -51,7 +53,7 @@ export function decodeInfer(json: unknown, body: Buffer, jsonLength: number, tar
     inputs,
     sharedMemoryInputs: shmInputs,
     outputs,
-    parameters: params.custom,
+    parameters: target.forwarded ? { ...target.forwarded, ...params.custom } : params.custom,
     priority: params.priority,
     timeoutUs: params.timeoutUs,
     sequenceId: params.sequenceId,

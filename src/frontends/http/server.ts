@@ -1,4 +1,4 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { NereidError, internal, invalidArg, isNereidError, unavailable, unsupported } from '../../errors.js';
 import type { InferenceServer } from '../../server/inference-server.js';
@@ -7,6 +7,7 @@ import { readBody } from './body.js';
 import { compress, decompress, negotiate, requestEncoding } from './compression.js';
 import { decodeInfer, isObject } from './infer-request.js';
 import { JsonParser } from './json-parse.js';
+import { headerForwarder, restriction, type HttpRestrictedGroup } from './restricted.js';
 import { route, type Route } from './routes.js';
 import { HTTP_STATUS } from './status.js';
 import { handleGenerate } from './generate.js';
@@ -18,6 +19,10 @@ export interface HttpOptions {
   address: string;
   /** --http-max-input-size: largest request body, before and after decompression. */
   maxInputSize: number;
+  /** --http-restricted-api groups. */
+  restricted?: readonly HttpRestrictedGroup[];
+  /** --http-header-forward-pattern: headers whose names match it (any case) become inference request parameters. */
+  headerForwardPattern?: string;
 }
 
 export interface HttpFrontend {
@@ -32,7 +37,9 @@ export interface HttpFrontend {
  * from the one table in status.ts.
  */
 export async function startHttpFrontend(server: InferenceServer, options: HttpOptions, logger: Logger): Promise<HttpFrontend> {
-  const ctx: Context = { server, options, json: new JsonParser(), logger };
+  const ctx: Context = {
+    server, options, json: new JsonParser(), logger, restrict: restriction(options.restricted), forwarded: headerForwarder(options.headerForwardPattern),
+  };
   const http = createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
     handle(ctx, req, res).catch((e) => sendError(res, e, logger));
   });
@@ -68,6 +75,9 @@ interface Context {
   readonly options: HttpOptions;
   readonly json: JsonParser;
   readonly logger: Logger;
+  /** null when no API category is restricted. */
+  readonly restrict: ((r: Route, headers: IncomingHttpHeaders) => string | null) | null;
+  readonly forwarded: (headers: IncomingHttpHeaders) => Record<string, string> | undefined;
 }
 
 async function handle(ctx: Context, req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -75,6 +85,10 @@ async function handle(ctx: Context, req: IncomingMessage, res: ServerResponse): 
   const q = url.indexOf('?');
   const r = route(q === -1 ? url : url.slice(0, q));
   if (!r) return sendJson(res, 404, '{"error":"Not Found"}');
+  if (ctx.restrict !== null) {
+    const refused = ctx.restrict(r, req.headers);
+    if (refused !== null) return sendJson(res, 403, JSON.stringify({ error: refused }));
+  }
   const method = req.method ?? 'GET';
   if (!methodAllowed(r, method)) return sendJson(res, 405, '{"error":"Method Not Allowed"}');
   const s = ctx.server;
@@ -137,7 +151,7 @@ async function handleInfer(ctx: Context, model: string, version: number | undefi
   const jsonLength = headerLength ?? body.byteLength;
   const json = await ctx.json.parse(body, jsonLength);
   const signal = connectionSignal(req.socket);
-  const decoded = decodeInfer(json, body, jsonLength, { model, version, signal });
+  const decoded = decodeInfer(json, body, jsonLength, { model, version, signal, forwarded: ctx.forwarded(req.headers) });
   const response = await ctx.server.infer(decoded.request);
   if (signal.aborted) return;
   const encoded = ctx.json.encode(response, decoded.binaryOutputs, decoded.binaryDefault);

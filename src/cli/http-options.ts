@@ -1,0 +1,25 @@
+import type { HttpOptions } from '../frontends/http/server.js';
+import type { ServeOptions } from './flags.js';
+import { restrictedGroup } from './grpc-options.js';
+
+/** The HTTP frontend's options from `nereid serve` flags (the --http-* flags kept in `extra` included). */
+export function httpOptions(opts: ServeOptions): HttpOptions {
+  const o: HttpOptions = { port: opts.http.port, address: opts.http.address, maxInputSize: opts.http.maxInputSize };
+  const restricted = (opts.extra['http-restricted-api'] ?? []).map(restrictedGroup);
+  if (restricted.length > 0) o.restricted = restricted;
+  const pattern = opts.extra['http-header-forward-pattern']?.at(-1);
+  if (pattern) o.headerForwardPattern = pattern;
+  return o;
+}
+
+/** Warnings for --http-* flags given on the command line that Node.js cannot honour (see grpcFlagWarnings). */
+export function httpFlagWarnings(opts: ServeOptions): string[] {
+  const out: string[] = [];
+  const reuse = opts.extra['reuse-http-port']?.at(-1);
+  if (reuse === 'true') {
+    out.push('--reuse-http-port=true has no effect: Node.js 20 cannot share a listening port between processes, so the HTTP port is bound by this server alone');
+  }
+  const threads = opts.extra['http-thread-count']?.at(-1);
+  if (threads !== undefined) out.push(`--http-thread-count=${threads} has no effect: the HTTP server runs on the Node.js event loop and keeps no thread pool to size`);
+  return out;
+}
