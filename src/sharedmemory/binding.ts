@@ -91,7 +91,7 @@ export class SharedMemoryBinding {
     const region = this.take(ref);
     const count = elementCount(i.shape);
     if (i.datatype === 'BYTES') {
-      return { name: i.name, datatype: 'BYTES', shape: i.shape, data: deserializeBytes(region.read(ref.offset, ref.byteSize), count, i.name) };
+      return { name: i.name, datatype: 'BYTES', shape: i.shape, data: deserializeBytes(region.read(ref.offset, ref.byteSize), count, i.name, model) };
     }
     const expected = count * byteSize(i.datatype);
     if (ref.byteSize !== expected) {

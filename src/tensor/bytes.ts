@@ -18,24 +18,27 @@ export function serializeBytes(elements: readonly Uint8Array[]): Buffer {
   return out;
 }
 
-/** Splits serialized BYTES into element views over `buf` (no copies). Checks that the elements fill it exactly. */
-export function deserializeBytes(buf: Uint8Array, expected: number, tensorName: string): Uint8Array[] {
+/**
+ * Splits serialized BYTES into element views over `buf` (no copies). Checks that exactly `expected` elements
+ * fill it, answering as Triton's core does: too few complete elements (the data ends early, or an element's
+ * length runs past the end) is "expected N string elements ... got K"; data left after the last element is
+ * "unexpected number of string elements N+1 ..., expecting N". `model` names the model in the message.
+ */
+export function deserializeBytes(buf: Uint8Array, expected: number, tensorName: string, model?: string): Uint8Array[] {
   const out: Uint8Array[] = new Array(expected);
   const view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
+  const input = model === undefined ? `'${tensorName}'` : `'${tensorName}' for model '${model}'`;
   let at = 0;
   for (let i = 0; i < expected; i++) {
-    if (at + 4 > buf.byteLength) {
-      throw invalidArg(`unexpected number of string elements for input '${tensorName}': expecting ${expected}, got ${i}`);
-    }
-    const len = view.getUint32(at, true);
-    if (at + 4 + len > buf.byteLength) {
-      throw invalidArg(`element ${i} of input '${tensorName}' claims ${len} bytes but only ${buf.byteLength - at - 4} remain`);
+    const len = at + 4 <= buf.byteLength ? view.getUint32(at, true) : -1;
+    if (len < 0 || at + 4 + len > buf.byteLength) {
+      throw invalidArg(`expected ${expected} string elements for inference input ${input}, got ${i}`);
     }
     out[i] = buf.subarray(at + 4, at + 4 + len);
     at += 4 + len;
   }
   if (at !== buf.byteLength) {
-    throw invalidArg(`unexpected number of string elements for input '${tensorName}': ${buf.byteLength - at} bytes remain after ${expected} elements`);
+    throw invalidArg(`unexpected number of string elements ${expected + 1} for inference input ${input}, expecting ${expected}`);
   }
   return out;
 }

@@ -18,5 +18,6 @@ test('BYTES with a length past the end is an INVALID_ARG error', () => {
 
 test('BYTES with bytes left over is an error', () => {
   const buf = Buffer.concat([serializeBytes([utf8('a')]), Buffer.from([0])]);
-  assert.throws(() => deserializeBytes(buf, 1, 'X'), /remain/);
+  assert.throws(() => deserializeBytes(buf, 1, 'X', 'm'), /^NereidError: unexpected number of string elements 2 for inference input 'X' for model 'm', expecting 1$/);
+  assert.throws(() => deserializeBytes(serializeBytes([utf8('a')]), 2, 'X', 'm'), /^NereidError: expected 2 string elements for inference input 'X' for model 'm', got 1$/);
 });

@@ -53,7 +53,7 @@ export function decodeShape(shape: readonly Int64[], input: string): number[] {
 /** An input whose data is the next raw_input_contents entry (a view, no copy). */
 export function rawTensor(name: string, datatype: DataType, shape: number[], bytes: Buffer, model: string): Tensor {
   const count = elementCount(shape);
-  if (datatype === 'BYTES') return { name, datatype, shape, data: deserializeBytes(bytes, count, name) };
+  if (datatype === 'BYTES') return { name, datatype, shape, data: deserializeBytes(bytes, count, name, model) };
   checkByteSize(name, model, count * byteSize(datatype), bytes.byteLength);
   return { name, datatype, shape, data: bytes };
 }
@@ -106,7 +106,8 @@ export function contentsTensor(t: InferInputTensorMsg, datatype: DataType, shape
   const count = elementCount(shape);
   if (datatype === 'BYTES') {
     const values = c.bytes_contents;
-    if (values.length !== count) throw invalidArg(`unexpected number of string elements for input '${name}': expecting ${count}, got ${values.length}`);
+    if (values.length < count) throw invalidArg(`expected ${count} string elements for inference input '${name}' for model '${model}', got ${values.length}`);
+    if (values.length > count) throw invalidArg(`unexpected number of string elements ${count + 1} for inference input '${name}' for model '${model}', expecting ${count}`);
     return { name, datatype, shape, data: values };
   }
   const got = field === undefined ? 0 : c[field].length;

@@ -104,7 +104,7 @@ function jsonData(data: unknown, name: string, datatype: DataType, count: number
 }
 
 function binaryTensor(name: string, datatype: DataType, shape: number[], count: number, bytes: Buffer, model: string): Tensor {
-  if (datatype === 'BYTES') return { name, datatype, shape, data: deserializeBytes(bytes, count, name) };
+  if (datatype === 'BYTES') return { name, datatype, shape, data: deserializeBytes(bytes, count, name, model) };
   const expected = count * byteSize(datatype);
   if (bytes.byteLength !== expected) {
     // Triton's core words it this way for every protocol.

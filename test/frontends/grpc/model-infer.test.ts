@@ -124,6 +124,27 @@ test('BYTES: raw with length prefixes and typed bytes_contents; outputs raw with
   assert.deepEqual(deserialized(typed.raw_output_contents[1]), IN0.map((v) => String(v - 1)));
 });
 
+test('BYTES that do not fill the shape: Triton\'s element-count messages, raw and typed', async () => {
+  const a = IN0.map(String);
+  const cases: [Record<string, unknown>, string][] = [
+    [{ raw_input_contents: [serialized(a.slice(0, 15)), serialized(a)] }, "expected 16 string elements for inference input 'INPUT0' for model 'simple_string', got 15"],
+    // The last element's length runs past the end: it is not a complete element.
+    [{ raw_input_contents: [serialized(a).subarray(0, -1), serialized(a)] }, "expected 16 string elements for inference input 'INPUT0' for model 'simple_string', got 15"],
+    [{ raw_input_contents: [serialized([...a, 'x']), serialized(a)] }, "unexpected number of string elements 17 for inference input 'INPUT0' for model 'simple_string', expecting 16"],
+    [{ typed: 15 }, "expected 16 string elements for inference input 'INPUT0' for model 'simple_string', got 15"],
+    [{ typed: 17 }, "unexpected number of string elements 17 for inference input 'INPUT0' for model 'simple_string', expecting 16"],
+  ];
+  for (const [c, message] of cases) {
+    const n = c['typed'] as number | undefined;
+    const inputs = [
+      { name: 'INPUT0', datatype: 'BYTES', shape: [1, 16], ...(n ? { contents: { bytes_contents: Array.from({ length: n }, (_, i) => Buffer.from(String(i))) } } : {}) },
+      { name: 'INPUT1', datatype: 'BYTES', shape: [1, 16], ...(n ? { contents: { bytes_contents: a.map((x) => Buffer.from(x)) } } : {}) },
+    ];
+    const err = await failure(unary(s.client, 'ModelInfer', { model_name: 'simple_string', inputs, raw_input_contents: n ? [] : c['raw_input_contents'] }));
+    assert.deepEqual([err.code, err.details], [grpc.status.INVALID_ARGUMENT, message]);
+  }
+});
+
 test('errors: unknown model, wrong shape, wrong datatype, both contents kinds, missing or extra raw data, bad version', async () => {
   const cases: [Record<string, unknown>, grpc.status, RegExp][] = [
     // Triton answers a name the repository does not have with INVALID_ARG.
