@@ -26,7 +26,7 @@ before(async () => {
   const gen = spawnSync(PYTHON, ['-m', 'grpc_tools.protoc', `-I${PROTO_DIR}`, `--python_out=${stubs}`, `--grpc_python_out=${stubs}`, 'grpc_service.proto', 'model_config.proto', 'health.proto'], { encoding: 'utf8' });
   assert.equal(gen.status, 0, gen.stderr);
   repo = await tempRepository([{ from: join(EXAMPLES, 'simple') }, { from: join(EXAMPLES, 'sequence_accumulator') }, { from: join(EXAMPLES, 'repeat_int32') }]);
-  s = await startGrpcTestServer({ modelRepositories: [repo.dir] });
+  s = await startGrpcTestServer({ modelRepositories: [repo.dir], allowClientShm: true });
 });
 after(async () => {
   if (skip) return;

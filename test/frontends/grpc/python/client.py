@@ -1,12 +1,14 @@
 """A Python gRPC client built from Nereid's proto/ with grpc_tools, sending what Triton's gRPC example clients
 send (simple_grpc_infer_client, the sequence stream client, the decoupled repeat client, the health and model
-control calls) and checking what they check. Prints one JSON object of results; exits non-zero on a failed check.
+control calls, simple_grpc_shm_client with regions from multiprocessing.shared_memory) and checking what
+they check. Prints one JSON object of results; exits non-zero on a failed check.
 
     python3 client.py <generated stubs dir> <host:port>
 """
 import json
 import struct
 import sys
+from multiprocessing import shared_memory
 
 sys.path.insert(0, sys.argv[1])
 import grpc  # noqa: E402
@@ -119,6 +121,72 @@ check("statistics", stats.model_stats[0].inference_stats.success.count >= 2, sta
 logs = stub.LogSettings(pb.LogSettingsRequest())
 check("log_settings", logs.settings["log_format"].string_param == "default", logs)
 check("shm_status", len(stub.SystemSharedMemoryStatus(pb.SystemSharedMemoryStatusRequest()).regions) == 0)
+
+# simple_grpc_shm_client.py: unregister everything (CUDA too), inputs and outputs in regions that Python's
+# multiprocessing.shared_memory made, outputs read back from the region.
+stub.SystemSharedMemoryUnregister(pb.SystemSharedMemoryUnregisterRequest())
+stub.CudaSharedMemoryUnregister(pb.CudaSharedMemoryUnregisterRequest())
+shm_in = shared_memory.SharedMemory(create=True, size=128)
+shm_out = shared_memory.SharedMemory(create=True, size=128)
+try:
+    struct.pack_into("<16i", shm_in.buf, 0, *range(16))
+    struct.pack_into("<16i", shm_in.buf, 64, *[1] * 16)
+    stub.SystemSharedMemoryRegister(pb.SystemSharedMemoryRegisterRequest(name="input_data", key="/" + shm_in.name, offset=0, byte_size=128))
+    stub.SystemSharedMemoryRegister(pb.SystemSharedMemoryRegisterRequest(name="output_data", key="/" + shm_out.name, offset=0, byte_size=128))
+    regions = stub.SystemSharedMemoryStatus(pb.SystemSharedMemoryStatusRequest()).regions
+    check("shm_registered", sorted(regions) == ["input_data", "output_data"] and regions["input_data"].byte_size == 128, regions)
+    r = pb.ModelInferRequest(model_name="simple")
+    for i, name in enumerate(("INPUT0", "INPUT1")):
+        t = r.inputs.add()
+        t.name, t.datatype = name, "INT32"
+        t.shape.extend([1, 16])
+        t.parameters["shared_memory_region"].string_param = "input_data"
+        t.parameters["shared_memory_byte_size"].int64_param = 64
+        t.parameters["shared_memory_offset"].int64_param = 64 * i
+    for i, name in enumerate(("OUTPUT0", "OUTPUT1")):
+        o = r.outputs.add()
+        o.name = name
+        o.parameters["shared_memory_region"].string_param = "output_data"
+        o.parameters["shared_memory_byte_size"].int64_param = 64
+        o.parameters["shared_memory_offset"].int64_param = 64 * i
+    res = stub.ModelInfer(r)
+    sums = list(struct.unpack_from("<16i", shm_out.buf, 0))
+    diffs = list(struct.unpack_from("<16i", shm_out.buf, 64))
+    check("shm_infer", sums == [v + 1 for v in range(16)] and diffs == [v - 1 for v in range(16)], (sums, diffs))
+    check("shm_outputs_not_in_message", [len(b) for b in res.raw_output_contents] == [0, 0], res.raw_output_contents)
+    # An unknown region is NOT_FOUND; CUDA shared memory cannot be registered without GPUs.
+    r.inputs[0].parameters["shared_memory_region"].string_param = "nope"
+    try:
+        stub.ModelInfer(r)
+        check("shm_unknown_region", False)
+    except grpc.RpcError as e:
+        check("shm_unknown_region", e.code() == grpc.StatusCode.NOT_FOUND and "nope" in e.details(), e)
+    try:
+        stub.CudaSharedMemoryRegister(pb.CudaSharedMemoryRegisterRequest(name="gpu", raw_handle=b"\0" * 64, device_id=0, byte_size=64))
+        check("cuda_register", False)
+    except grpc.RpcError as e:
+        check("cuda_register", e.code() == grpc.StatusCode.INVALID_ARGUMENT and "GPUs not supported" in e.details(), e)
+    check("cuda_status", len(stub.CudaSharedMemoryStatus(pb.CudaSharedMemoryStatusRequest()).regions) == 0)
+    stub.SystemSharedMemoryUnregister(pb.SystemSharedMemoryUnregisterRequest())
+    check("shm_unregistered", len(stub.SystemSharedMemoryStatus(pb.SystemSharedMemoryStatusRequest()).regions) == 0)
+finally:
+    shm_in.close()
+    shm_in.unlink()
+    shm_out.close()
+    shm_out.unlink()
+
+# Typed contents and raw_input_contents together: Triton's exact message.
+r = pb.ModelInferRequest(model_name="simple")
+t0 = r.inputs.add(name="INPUT0", datatype="INT32", shape=[1, 16])
+t0.contents.int_contents.extend(range(16))
+r.inputs.add(name="INPUT1", datatype="INT32", shape=[1, 16])
+r.raw_input_contents.append(struct.pack("<16i", *[1] * 16))
+try:
+    stub.ModelInfer(r)
+    check("typed_and_raw", False)
+except grpc.RpcError as e:
+    check("typed_and_raw", e.code() == grpc.StatusCode.INVALID_ARGUMENT
+          and e.details() == "contents field must not be specified when using raw_input_contents for 'INPUT0' for model 'simple'", e)
 try:
     stub.TraceSetting(pb.TraceSettingRequest())
     check("trace", False)
