@@ -96,6 +96,11 @@ export interface ExecutionTimes {
   inputNs: number;
   inferNs: number;
   outputNs: number;
+  /**
+   * How long the execution waited inside the instance behind an earlier one before it started (an instance with
+   * a pipelineDepth above 1); the scheduler counts it as queue time. Absent: 0.
+   */
+  waitNs?: number;
 }
 
 export interface BackendInstance {
@@ -105,6 +110,14 @@ export interface BackendInstance {
    * turn's network reads, rather than one by one as they arrive (see scheduler/direct.ts).
    */
   readonly synchronous?: boolean;
+  /**
+   * How many executions the direct scheduler may hand this instance at once; absent: 1. An instance whose
+   * executions run one after another in another process (the Python stub) gets the next one while the current
+   * one runs, so the next starts as soon as the current one ends, rather than after the server has read the
+   * answer and sent the next request: that round trip then overlaps the work instead of adding to it. The
+   * batchers ignore it (a batch should grow while its instance is busy, not leave early).
+   */
+  readonly pipelineDepth?: number;
   /**
    * Runs the requests as one execution (a batch of one or more). Every request's sender is resolved (sent or
    * failed) before the promise settles, except for decoupled models, whose senders may go on sending after

@@ -8,7 +8,9 @@ const MAX_RUNS_PER_TURN = 64;
 
 /**
  * Triton's default scheduler: each request runs alone, in arrival order, on whichever instance is free.
- * Instances are handed out from a stack so a lightly loaded model keeps reusing the same warm instance.
+ * Instances are handed out from a stack so a lightly loaded model keeps reusing the same warm instance. An
+ * instance with a pipelineDepth above 1 is on the stack that many times and may run that many requests at once
+ * (one after another, on its side).
  *
  * Synchronous instances (inline ONNX Runtime sessions) run on the event loop itself, so running a request the
  * moment it is read would interleave every run with the next read and write. Instead their requests wait for
@@ -28,7 +30,13 @@ export class DirectScheduler implements Scheduler {
   private drained: (() => void) | undefined;
 
   constructor(instances: readonly BackendInstance[], private readonly onExecution: ExecutionListener) {
-    this.idle = [...instances].reverse();
+    // One entry per execution an instance may hold at once (pipelineDepth): every instance's first entry is on
+    // top, so a second execution goes to a busy instance only when none is idle.
+    this.idle = [];
+    const depth = Math.max(1, ...instances.map((i) => i.pipelineDepth ?? 1));
+    for (let level = depth - 1; level >= 0; level--) {
+      for (const i of [...instances].reverse()) if ((i.pipelineDepth ?? 1) > level) this.idle.push(i);
+    }
     this.deferred = instances.length > 0 && instances.every((i) => i.synchronous === true);
   }
 
@@ -112,7 +120,7 @@ export class DirectScheduler implements Scheduler {
       try {
         const times = await instance.execute([next]);
         this.onExecution(next.rows, times, instance);
-        next.finish(start, times);
+        next.finish(times.waitNs ? start + BigInt(Math.round(times.waitNs)) : start, times);
       } catch (e) {
         next.reject(isNereidError(e) ? e : new NereidError('INTERNAL', (e as Error).message));
       }

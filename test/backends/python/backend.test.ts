@@ -130,6 +130,40 @@ test('a hung execute past the model\'s NEREID_EXECUTE_TIMEOUT_MS fails, the stub
   });
 });
 
+test('an execution waiting in the stub behind another: the execute timeout counts from its start, the wait is queue time', { skip }, async () => {
+  await withServer([PYTHON_FIXTURES], ['faulty'], async (s) => {
+    // Both go to the stub at once and run one after the other (1.8 s in all, past the 1.5 s timeout, which
+    // each execution only starts when the stub starts it).
+    const t0 = Date.now();
+    const both = await Promise.all([5, 6].map(() => s.server.infer({ model: 'faulty', inputs: [int32('IN', [-5])] })));
+    assert.ok(Date.now() - t0 >= 1700, 'they ran one after the other');
+    for (const r of both) assert.deepEqual(int32s(output(r.outputs, 'OUT')), [10]);
+    const stats = s.server.statistics('faulty').model_stats[0] as any;
+    const queueMs = Number(stats.inference_stats.queue.ns) / 1e6;
+    const inferMs = Number(stats.inference_stats.compute_infer.ns) / 1e6;
+    const outputMs = Number(stats.inference_stats.compute_output.ns) / 1e6;
+    assert.ok(queueMs >= 800, `the second one's wait is queue time (${queueMs} ms)`);
+    assert.ok(inferMs >= 1700 && inferMs < 2500, `compute infer is the two executions (${inferMs} ms)`);
+    assert.ok(outputMs < 500, `compute output holds no wait (${outputMs} ms)`);
+  });
+});
+
+test('a stub that dies with an execution waiting behind the one it ran: that one runs on the next stub', { skip }, async () => {
+  await withServer([PYTHON_FIXTURES], ['faulty'], async (s) => {
+    const before = int32s(output((await s.server.infer({ model: 'faulty', inputs: [int32('IN', [1])] })).outputs, 'PID'))[0];
+    const [crashed, waited] = await Promise.allSettled([
+      s.server.infer({ model: 'faulty', inputs: [int32('IN', [-3])] }),
+      s.server.infer({ model: 'faulty', inputs: [int32('IN', [7])] }),
+    ]);
+    assert.equal(crashed.status, 'rejected');
+    assert.match(String((crashed as PromiseRejectedResult).reason), /its Python stub stopped \(exit code 3\)/);
+    assert.equal(waited.status, 'fulfilled', String((waited as PromiseRejectedResult).reason));
+    const r = (waited as PromiseFulfilledResult<Awaited<ReturnType<typeof s.server.infer>>>).value;
+    assert.deepEqual(int32s(output(r.outputs, 'OUT')), [14]);
+    assert.notEqual(int32s(output(r.outputs, 'PID'))[0], before, 'answered by the restarted stub');
+  });
+});
+
 test('a model.py failing in initialize is UNAVAILABLE with the traceback; other models load', { skip }, async () => {
   const s = await startTestServer({ modelRepositories: [PYTHON_FIXTURES], modelControlMode: 'explicit' });
   try {

@@ -1,0 +1,90 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { DirectScheduler } from '../../src/scheduler/direct.js';
+import type { BackendInstance, BackendRequest, ExecutionTimes } from '../../src/backends/backend.js';
+import type { Job } from '../../src/scheduler/scheduler.js';
+
+const WAIT_NS = 10e9;
+
+/** An instance whose executions end when the test says so; it records which job it got, in order. */
+class HeldInstance implements BackendInstance {
+  readonly got: string[] = [];
+  readonly calledNs = new Map<string, bigint>();
+  private readonly pending: (() => void)[] = [];
+
+  constructor(readonly name: string, readonly pipelineDepth: number | undefined, private readonly log: string[]) {}
+
+  execute(requests: readonly BackendRequest[]): Promise<ExecutionTimes> {
+    for (const r of requests) {
+      this.got.push(r.id!);
+      this.calledNs.set(r.id!, process.hrtime.bigint());
+      this.log.push(`${this.name}:${r.id}`);
+    }
+    return new Promise((resolve) => this.pending.push(() => resolve({ inputNs: 0, inferNs: 0, outputNs: 0, waitNs: WAIT_NS })));
+  }
+
+  /** Ends the oldest execution it holds. */
+  end(): void {
+    this.pending.shift()!();
+  }
+
+  get held(): number {
+    return this.pending.length;
+  }
+
+  close(): Promise<void> {
+    return Promise.resolve();
+  }
+}
+
+function job(id: string, starts: Map<string, bigint>): Job {
+  return {
+    id, rows: 1, enqueuedNs: process.hrtime.bigint(), signal: undefined, priority: undefined, timeoutUs: undefined,
+    sequenceId: undefined, sequenceStart: false, sequenceEnd: false, state: 'queued', inputs: [], outputs: [],
+    parameters: undefined, sender: { send: () => undefined, fail: () => undefined } as unknown as Job['sender'],
+    finish: (execStartNs) => void starts.set(id, execStartNs),
+    reject: () => assert.fail(`job ${id} was rejected`),
+  };
+}
+
+const turn = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+test('pipelineDepth: an instance takes that many requests at once, a second one only when no instance is idle', async () => {
+  const log: string[] = [];
+  const a = new HeldInstance('a', 2, log);
+  const b = new HeldInstance('b', 2, log);
+  const starts = new Map<string, bigint>();
+  const s = new DirectScheduler([a, b], () => undefined);
+  for (const id of ['1', '2', '3', '4', '5']) s.enqueue(job(id, starts));
+  await turn();
+  assert.deepEqual(log, ['a:1', 'b:2', 'a:3', 'b:4'], 'first entries of every instance first, then the second ones');
+  assert.equal(s.waiting(), 1);
+  a.end();
+  await turn();
+  assert.deepEqual(a.got, ['1', '3', '5'], 'the next request goes to the instance that made room');
+  assert.equal(a.held, 2);
+  // The time a request waited inside the instance counts as queue time: its execution start moves by waitNs.
+  const moved = starts.get('1')! - a.calledNs.get('1')!;
+  assert.ok(moved > BigInt(WAIT_NS) - 1_000_000_000n && moved <= BigInt(WAIT_NS), `execution start moved by ${moved} ns`);
+  a.end();
+  await turn();
+  for (const i of [a, b, b]) i.end();
+  await turn();
+  assert.equal(s.inflight(), 0);
+});
+
+test('without pipelineDepth an instance runs one request at a time', async () => {
+  const log: string[] = [];
+  const a = new HeldInstance('a', undefined, log);
+  const s = new DirectScheduler([a], () => undefined);
+  const starts = new Map<string, bigint>();
+  for (const id of ['1', '2']) s.enqueue(job(id, starts));
+  await turn();
+  assert.deepEqual(log, ['a:1']);
+  a.end();
+  await turn();
+  assert.deepEqual(log, ['a:1', 'a:2']);
+  a.end();
+  await turn();
+  assert.equal(s.inflight(), 0);
+});
