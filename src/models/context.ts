@@ -1,6 +1,6 @@
 import { invalidArg } from '../errors.js';
 import type { ModelConfig } from '../config/types.js';
-import { fromConfigType, type DataType } from '../tensor/datatype.js';
+import { byteSize, fromConfigType, type DataType } from '../tensor/datatype.js';
 import { elementCount, formatShape, type Tensor } from '../tensor/tensor.js';
 
 /**
@@ -16,6 +16,8 @@ export interface InputInfo {
   readonly dims: readonly number[];
   readonly reshape: readonly number[] | undefined;
   readonly optional: boolean;
+  /** Bytes per element; 0 for BYTES, whose elements are counted instead. */
+  readonly elementBytes: number;
 }
 
 export interface OutputInfo {
@@ -44,7 +46,7 @@ export class ModelContext {
       const datatype = dataType(i.data_type, i.name);
       const info: InputInfo = {
         name: i.name, datatype, dims: i.dims, shape: batched ? [-1, ...i.dims] : i.dims,
-        reshape: i.reshape?.shape, optional: i.optional,
+        reshape: i.reshape?.shape, optional: i.optional, elementBytes: datatype === 'BYTES' ? 0 : byteSize(datatype),
       };
       return [i.name, info];
     }));
@@ -88,6 +90,7 @@ export class ModelContext {
       if (!shapeMatches(t.shape, info.shape)) {
         throw invalidArg(`unexpected shape for input '${t.name}' for model '${this.name}'. Expected ${formatShape(info.shape)}, got ${formatShape(t.shape)}`);
       }
+      this.checkData(t, info);
     }
     if (required < this.requiredInputs) throw this.missingInputs(inputs);
     if (this.maxBatchSize > 0) {
@@ -98,6 +101,24 @@ export class ModelContext {
       return Math.max(batch, 1);
     }
     return 1;
+  }
+
+  /**
+   * The data must fill the shape, checked after the shape as Triton's core checks it (so a wrong shape is
+   * reported as such, whatever data came with it), with the core's messages.
+   */
+  private checkData(t: Tensor, info: InputInfo): void {
+    const count = elementCount(t.shape);
+    if (t.datatype === 'BYTES') {
+      const got = t.data.length;
+      if (got < count) throw invalidArg(`expected ${count} string elements for inference input '${t.name}' for model '${this.name}', got ${got}`);
+      if (got > count) throw invalidArg(`unexpected number of string elements ${count + 1} for inference input '${t.name}' for model '${this.name}', expecting ${count}`);
+      return;
+    }
+    const expected = count * info.elementBytes;
+    if (t.data.byteLength !== expected) {
+      throw invalidArg(`input byte size mismatch for input '${t.name}' for model '${this.name}'. Expected ${expected}, got ${t.data.byteLength}`);
+    }
   }
 
   private missingInputs(inputs: readonly Tensor[]) {

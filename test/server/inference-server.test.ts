@@ -38,6 +38,10 @@ test('the in-process API: create, metadata, infer, statistics, close', async () 
     assert.deepEqual(Object.keys(stats.inference_stats), ['success', 'fail', 'queue', 'compute_input', 'compute_infer', 'compute_output', 'cache_hit', 'cache_miss']);
 
     await assert.rejects(server.infer({ model: 'simple', inputs: [int32('INPUT0', a)] }), (e) => isNereidError(e) && e.code === 'INVALID_ARG');
+    // Data that does not fill the declared shape is refused before any backend sees it, with Triton's message.
+    const short: Tensor = { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: new Uint8Array(60) };
+    await assert.rejects(server.infer({ model: 'simple', inputs: [short, int32('INPUT1', a)] }),
+      (e) => isNereidError(e) && e.code === 'INVALID_ARG' && e.message === "input byte size mismatch for input 'INPUT0' for model 'simple'. Expected 64, got 60");
     assert.ok((server.statistics('simple').model_stats[0] as any).inference_stats.fail.count >= 1);
     await assert.rejects(server.unloadModel('simple'), (e) => isNereidError(e) && e.code === 'UNSUPPORTED');
   } finally {

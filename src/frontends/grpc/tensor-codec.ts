@@ -1,6 +1,6 @@
 import { invalidArg } from '../../errors.js';
 import { deserializeBytes, serializeBytes } from '../../tensor/bytes.js';
-import { byteSize, isDataType, type DataType } from '../../tensor/datatype.js';
+import { isDataType, type DataType } from '../../tensor/datatype.js';
 import { elementCount, type Tensor } from '../../tensor/tensor.js';
 import { bytesOf } from '../../tensor/view.js';
 import type { InferInputTensorMsg, Int64, TensorContentsMsg } from './messages.js';
@@ -50,17 +50,13 @@ export function decodeShape(shape: readonly Int64[], input: string): number[] {
   return out;
 }
 
-/** An input whose data is the next raw_input_contents entry (a view, no copy). */
+/**
+ * An input whose data is the next raw_input_contents entry (a view, no copy). Whether the bytes fill the
+ * shape is checked by the model against its config, after the shape itself, as in Triton's core.
+ */
 export function rawTensor(name: string, datatype: DataType, shape: number[], bytes: Buffer, model: string): Tensor {
-  const count = elementCount(shape);
-  if (datatype === 'BYTES') return { name, datatype, shape, data: deserializeBytes(bytes, count, name, model) };
-  checkByteSize(name, model, count * byteSize(datatype), bytes.byteLength);
+  if (datatype === 'BYTES') return { name, datatype, shape, data: deserializeBytes(bytes, elementCount(shape), name, model) };
   return { name, datatype, shape, data: bytes };
-}
-
-/** Triton's (core) answer when a tensor's data and its shape disagree. */
-function checkByteSize(name: string, model: string, expected: number, got: number): void {
-  if (got !== expected) throw invalidArg(`input byte size mismatch for input '${name}' for model '${model}'. Expected ${expected}, got ${got}`);
 }
 
 /** The repeated fields of InferTensorContents in the order Triton's gRPC frontend looks at them. */
@@ -85,8 +81,8 @@ function fieldType(field: ContentsField, declared: DataType): DataType {
 
 /**
  * An input given in typed `contents`: copied once into little-endian bytes (the wire held varints or packed
- * values). As in Triton, the one non-empty field must be the declared datatype's, and the element count must
- * fill the shape; an input whose fields are all empty has no data.
+ * values). As in Triton, the one non-empty field must be the declared datatype's; an input whose fields are
+ * all empty has no data.
  */
 export function contentsTensor(t: InferInputTensorMsg, datatype: DataType, shape: number[], model: string): Tensor {
   const c = t.contents!;
@@ -103,16 +99,8 @@ export function contentsTensor(t: InferInputTensorMsg, datatype: DataType, shape
     }
     field = f;
   }
-  const count = elementCount(shape);
-  if (datatype === 'BYTES') {
-    const values = c.bytes_contents;
-    if (values.length < count) throw invalidArg(`expected ${count} string elements for inference input '${name}' for model '${model}', got ${values.length}`);
-    if (values.length > count) throw invalidArg(`unexpected number of string elements ${count + 1} for inference input '${name}' for model '${model}', expecting ${count}`);
-    return { name, datatype, shape, data: values };
-  }
-  const got = field === undefined ? 0 : c[field].length;
-  const size = byteSize(datatype);
-  checkByteSize(name, model, count * size, got * size);
+  // Whether the elements fill the shape is checked by the model, after the shape, as in Triton's core.
+  if (datatype === 'BYTES') return { name, datatype, shape, data: c.bytes_contents };
   return { name, datatype, shape, data: field === undefined ? new Uint8Array(0) : typedBytes(datatype, c) };
 }
 

@@ -1,6 +1,6 @@
 import { invalidArg } from '../../errors.js';
 import type { InferenceRequest, Parameters, RequestedOutput, SharedMemoryInput, SharedMemoryRef } from '../../inference/index.js';
-import { byteSize, isDataType, type DataType } from '../../tensor/datatype.js';
+import { isDataType, type DataType } from '../../tensor/datatype.js';
 import { deserializeBytes } from '../../tensor/bytes.js';
 import { elementCount, type Tensor } from '../../tensor/tensor.js';
 import { decodeJsonData } from './json-data.js';
@@ -105,11 +105,7 @@ function jsonData(data: unknown, name: string, datatype: DataType, count: number
 
 function binaryTensor(name: string, datatype: DataType, shape: number[], count: number, bytes: Buffer, model: string): Tensor {
   if (datatype === 'BYTES') return { name, datatype, shape, data: deserializeBytes(bytes, count, name, model) };
-  const expected = count * byteSize(datatype);
-  if (bytes.byteLength !== expected) {
-    // Triton's core words it this way for every protocol.
-    throw invalidArg(`input byte size mismatch for input '${name}' for model '${model}'. Expected ${expected}, got ${bytes.byteLength}`);
-  }
+  // Whether the bytes fill the shape is checked by the model, after the shape itself, as in Triton's core.
   return { name, datatype, shape, data: bytes };
 }
 

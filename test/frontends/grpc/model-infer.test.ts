@@ -149,7 +149,9 @@ test('errors: unknown model, wrong shape, wrong datatype, both contents kinds, m
   const cases: [Record<string, unknown>, grpc.status, RegExp][] = [
     // Triton answers a name the repository does not have with INVALID_ARG.
     [simpleRaw({ model_name: 'nope' }), grpc.status.INVALID_ARGUMENT, /Request for unknown model: 'nope' is not found/],
-    [{ ...simpleRaw(), inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1, 8] }, { name: 'INPUT1', datatype: 'INT32', shape: [1, 16] }] }, grpc.status.INVALID_ARGUMENT, /^input byte size mismatch for input 'INPUT0' for model 'simple'\. Expected 32, got 64$/],
+    // The shape is checked before the data, as in Triton's core: a wrong shape is reported as such.
+    [{ ...simpleRaw(), inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1, 8] }, { name: 'INPUT1', datatype: 'INT32', shape: [1, 16] }] }, grpc.status.INVALID_ARGUMENT, /^unexpected shape for input 'INPUT0' for model 'simple'\. Expected \[-1,16\], got \[1,8\]$/],
+    [{ ...simpleRaw(), inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [2, 16] }, { name: 'INPUT1', datatype: 'INT32', shape: [2, 16] }] }, grpc.status.INVALID_ARGUMENT, /^input byte size mismatch for input 'INPUT0' for model 'simple'\. Expected 128, got 64$/],
     [{ ...simpleRaw(), inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [1, 16] }, { name: 'INPUT1', datatype: 'INT32', shape: [1, 16] }] }, grpc.status.INVALID_ARGUMENT, /INPUT0/],
     [{ ...simpleRaw(), inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1, 16], contents: { int_contents: IN0 } }, { name: 'INPUT1', datatype: 'INT32', shape: [1, 16] }] }, grpc.status.INVALID_ARGUMENT, /^contents field must not be specified when using raw_input_contents for 'INPUT0' for model 'simple'$/],
     [{ ...simpleRaw(), raw_input_contents: [int32Bytes(IN0)] }, grpc.status.INVALID_ARGUMENT, /^unable to find data for input tensor 'INPUT1' for model 'simple' in request\.$/],
