@@ -55,8 +55,9 @@ export interface Logger {
   /**
    * Applies a `POST /v2/logging` body. Keys with a `null` value and unknown keys are ignored, as in Triton. All
    * keys are checked before any is applied, so a rejected update changes nothing. Throws NereidError:
-   * UNSUPPORTED for a non-null `log_file`; INTERNAL for a value of the wrong JSON type (Triton's HTTP frontend
-   * answers 500 there; a gRPC frontend checks the oneof type itself and answers INVALID_ARGUMENT); UNAVAILABLE
+   * UNSUPPORTED for a non-null `log_file`; INVALID_ARG for a value of the wrong JSON type, with Triton's words
+   * (Triton's HTTP frontend answers 500 there, one of the client mistakes Nereid answers 400; a gRPC frontend
+   * checks the oneof type itself and answers INVALID_ARGUMENT, as Triton's); UNAVAILABLE
    * for a `log_format` other than `default` or `ISO8601` (Triton's HTTP status 503).
    */
   update(partial: Readonly<Record<string, unknown>>): void;
@@ -214,20 +215,20 @@ function applyUpdate(current: LogSettings, body: Readonly<Record<string, unknown
 
 function asBool(body: Readonly<Record<string, unknown>>, key: string): boolean {
   const v = body[key];
-  if (typeof v !== 'boolean') throw new NereidError('INTERNAL', `attempt to access JSON non-boolean as boolean ('${key}')`);
+  if (typeof v !== 'boolean') throw new NereidError('INVALID_ARG', `attempt to access JSON non-boolean as boolean ('${key}')`);
   return v;
 }
 
 function asVerboseLevel(v: unknown): number {
   // Triton reads a JSON unsigned integer and keeps it as an int32.
   if (typeof v !== 'number' || !Number.isInteger(v) || v < 0 || v > 0x7fffffff) {
-    throw new NereidError('INTERNAL', "attempt to access JSON non-unsigned-integer as unsigned-integer ('log_verbose_level')");
+    throw new NereidError('INVALID_ARG', "attempt to access JSON non-unsigned-integer as unsigned-integer ('log_verbose_level')");
   }
   return v;
 }
 
 function asFormat(v: unknown): LogFormat {
-  if (typeof v !== 'string') throw new NereidError('INTERNAL', "attempt to access JSON non-string as string ('log_format')");
+  if (typeof v !== 'string') throw new NereidError('INVALID_ARG', "attempt to access JSON non-string as string ('log_format')");
   if (v !== 'default' && v !== 'ISO8601') throw new NereidError('UNAVAILABLE', `invalid argument for --log_format, got: ${v}`);
   return v;
 }

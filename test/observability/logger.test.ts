@@ -124,11 +124,11 @@ test('settings() reports the full set under Triton\'s keys', async () => {
 test('update() validates every key before applying any', async () => {
   const { log, done } = fileLogger();
   rejects(() => log.update({ log_file: 'other.log' }), 'UNSUPPORTED', /^log file location can not be updated through network protocol$/);
-  // Triton's JSON wrapper reports a value of the wrong type as INTERNAL.
-  rejects(() => log.update({ log_info: 'true' }), 'INTERNAL', /non-boolean as boolean/);
-  rejects(() => log.update({ log_verbose_level: -1 }), 'INTERNAL', /unsigned-integer/);
-  rejects(() => log.update({ log_verbose_level: 1.5 }), 'INTERNAL', /unsigned-integer/);
-  rejects(() => log.update({ log_format: 7 }), 'INTERNAL', /non-string as string/);
+  // Triton's JSON wrapper reports a value of the wrong type as INTERNAL; Nereid says INVALID_ARG, with its words.
+  rejects(() => log.update({ log_info: 'true' }), 'INVALID_ARG', /non-boolean as boolean/);
+  rejects(() => log.update({ log_verbose_level: -1 }), 'INVALID_ARG', /unsigned-integer/);
+  rejects(() => log.update({ log_verbose_level: 1.5 }), 'INVALID_ARG', /unsigned-integer/);
+  rejects(() => log.update({ log_format: 7 }), 'INVALID_ARG', /non-string as string/);
   rejects(() => log.update({ log_format: 'iso8601' }), 'UNAVAILABLE', /^invalid argument for --log_format, got: iso8601$/);
   rejects(() => log.update({ log_info: false, log_format: 'json' }), 'UNAVAILABLE', /json/);
   assert.equal(log.settings().log_info, true, 'a rejected update changes nothing');

@@ -1,6 +1,6 @@
 import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { NereidError, internal, invalidArg, isNereidError, unavailable, unsupported } from '../../errors.js';
+import { NereidError, invalidArg, isNereidError, unavailable, unsupported } from '../../errors.js';
 import type { InferenceServer } from '../../server/inference-server.js';
 import type { Logger } from '../../observability/logger.js';
 import { readBody } from './body.js';
@@ -286,8 +286,8 @@ async function handleLogging(ctx: Context, req: IncomingMessage, res: ServerResp
       try {
         j = JSON.parse(body.toString('utf8'));
       } catch (e) {
-        // Triton's JSON wrapper reports parse errors as INTERNAL, so its /v2/logging answers 500.
-        throw internal(`failed to parse the request JSON buffer: ${(e as Error).message}`);
+        // Triton answers 500 (its JSON wrapper's INTERNAL); a client's mistake is 400 here, as on every path.
+        throw invalidArg(`failed to parse the request JSON buffer: ${(e as Error).message}`);
       }
       if (!isObject(j)) throw invalidArg('the logging settings must be a JSON object');
       ctx.logger.update(j);
