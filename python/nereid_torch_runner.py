@@ -7,6 +7,7 @@ inputs go by forward's argument names and outputs in config order. Requests of o
 along the batch dimension (max_batch_size > 0), run once, and split back.
 """
 
+import ctypes
 import json
 import os
 import re
@@ -24,6 +25,37 @@ def _index(name):
     return int(m.group(2)) if m else None
 
 
+def _openblas():
+    """The OpenBLAS this process loaded (Debian's torch and numpy do their matrix products in it), or None."""
+    try:
+        with open("/proc/self/maps") as f:
+            paths = {line.split()[-1] for line in f if "openblas" in line and ".so" in line}
+    except OSError:
+        return None
+    for path in sorted(paths):
+        try:
+            lib = ctypes.CDLL(path)
+            if hasattr(lib, "openblas_set_num_threads") and hasattr(lib, "openblas_get_num_threads"):
+                return lib
+        except OSError:
+            continue
+    return None
+
+
+def _set_blas_threads(n):
+    """torch.set_num_threads sizes torch's own pool (and MKL's), not an OpenBLAS torch was built against, which
+    keeps one thread per core: INTRA_OP_THREAD_COUNT reaches it here, so a count chosen to keep instances off each
+    other's cores holds for the matrix products too."""
+    lib = _openblas()
+    if lib is not None:
+        lib.openblas_set_num_threads(n)
+
+
+def _blas_threads():
+    lib = _openblas()
+    return lib.openblas_get_num_threads() if lib is not None else None
+
+
 class TritonPythonModel:
     def initialize(self, args):
         config = json.loads(args["model_config"])
@@ -31,14 +63,17 @@ class TritonPythonModel:
         params = {k: v.get("string_value", "") for k, v in config.get("parameters", {}).items()}
         if params.get("INTRA_OP_THREAD_COUNT"):
             torch.set_num_threads(int(params["INTRA_OP_THREAD_COUNT"]))
+            _set_blas_threads(int(params["INTRA_OP_THREAD_COUNT"]))
         if params.get("INTER_OP_THREAD_COUNT"):
             torch.set_num_interop_threads(int(params["INTER_OP_THREAD_COUNT"]))
         path = os.path.join(args["model_repository"], args["model_version"],
                             config.get("default_model_filename") or "model.pt")
         self.module = torch.jit.load(path, map_location="cpu")
         self.module.eval()
+        blas = _blas_threads()
         pb_utils.Logger.log_verbose(f"loaded {path} with torch {torch.__version__}, "
-                                    f"{torch.get_num_threads()} intra-op thread(s)")
+                                    f"{torch.get_num_threads()} intra-op thread(s)"
+                                    + (f", OpenBLAS {blas} thread(s)" if blas is not None else ""))
 
         inputs = [i["name"] for i in config.get("input", [])]
         if all(_index(n) is not None for n in inputs):

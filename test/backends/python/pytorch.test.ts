@@ -1,6 +1,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { startTestServer } from '../../helpers/server.js';
+import { spawnSync } from 'node:child_process';
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { InferenceServer } from '../../../src/index.js';
+import type { Logger } from '../../../src/observability/logger.js';
+import { startTestServer, tempRepository } from '../../helpers/server.js';
 import { postJson } from '../../helpers/http.js';
 import { EXAMPLES } from '../../helpers/paths.js';
 import { PYTHON_EXAMPLES, fp32, fp32s, output, pythonSkip, text } from './helpers.js';
@@ -22,6 +27,31 @@ test('a TorchScript model.pt answers with INPUT__0 / OUTPUT__0 naming, a batch o
     assert.deepEqual(fp32s(output(r.outputs, 'OUTPUT__1')), [0, 1, 2, 3, 3, 4, 5, 6]);
   } finally {
     await s.close();
+  }
+});
+
+test('INTRA_OP_THREAD_COUNT sizes torch\'s threads and OpenBLAS\'s, which torch.set_num_threads leaves alone', { skip }, async () => {
+  const repo = await tempRepository([{ from: join(PYTHON_EXAMPLES, 'add_sub_torch') }]);
+  const lines: string[] = [];
+  const l: Logger = {
+    error: () => undefined, warn: () => undefined, warning: () => undefined, info: () => undefined, verbose: (_n, m) => void lines.push(m),
+    isVerbose: () => true, child: () => l,
+    settings: () => ({ log_file: '', log_info: false, log_warning: false, log_error: false, log_verbose_level: 1, log_format: 'default' }),
+    update: () => undefined, close: () => Promise.resolve(),
+  };
+  const config = join(repo.dir, 'add_sub_torch', 'config.pbtxt');
+  await writeFile(config, `${await readFile(config, 'utf8')}parameters { key: "INTRA_OP_THREAD_COUNT" value { string_value: "1" } }\n`);
+  const server = await InferenceServer.create({ modelRepositories: [repo.dir], modelControlMode: 'explicit', loadModels: ['add_sub_torch'] }, { logger: l });
+  try {
+    const loaded = lines.find((m) => m.includes('loaded ') && m.includes('model.pt'));
+    assert.ok(loaded, lines.join('\n'));
+    assert.match(loaded, /, 1 intra-op thread\(s\)/);
+    // Debian's torch does its matrix products in OpenBLAS; a torch built on MKL loads none.
+    const probe = spawnSync('/usr/bin/python3', ['-c', 'import torch; print(any("openblas" in l for l in open("/proc/self/maps")))']);
+    if (probe.stdout.toString().trim() === 'True') assert.match(loaded, /OpenBLAS 1 thread\(s\)/);
+  } finally {
+    await server.close();
+    await repo.remove();
   }
 });
 
