@@ -1,8 +1,9 @@
-import { NereidError, isNereidError, unavailable } from '../errors.js';
+import { NereidError, isNereidError } from '../errors.js';
 import type { ModelConfig } from '../config/types.js';
 import { NO_RESPONSE, type InferenceRequest, type InferenceResponse } from '../inference/index.js';
-import type { Job, Scheduler } from '../scheduler/scheduler.js';
+import type { Job } from '../scheduler/scheduler.js';
 import type { Tensor } from '../tensor/tensor.js';
+import { ForwardingScheduler } from './forwarding.js';
 
 /** What an ensemble needs of a composing model: the same infer every frontend calls. */
 export interface ComposingModel {
@@ -65,18 +66,15 @@ interface StepPlan {
  * when the request starts, so a reload in the middle of a request does not mix versions. The request's
  * priority, timeout, parameters and cancellation carry into every step.
  */
-export class EnsembleScheduler implements Scheduler {
+export class EnsembleScheduler extends ForwardingScheduler {
   private readonly steps: readonly StepPlan[];
   /** Ensemble tensor → the steps that read it. */
   private readonly consumers: ReadonlyMap<string, readonly number[]>;
-  private running = 0;
-  private stopped = false;
-  private drained: (() => void) | undefined;
-
   /** Some step is decoupled: the ensemble is too, and streams a response per result that reaches its outputs. */
   private readonly streaming: boolean;
 
   constructor(private readonly name: string, config: ModelConfig, private readonly resolve: ModelResolver) {
+    super();
     this.streaming = config.model_transaction_policy?.decoupled ?? false;
     const optional = new Set(config.input.filter((i) => i.optional).map((i) => i.name));
     this.steps = config.ensemble_scheduling!.step.map((s) => {
@@ -108,59 +106,9 @@ export class EnsembleScheduler implements Scheduler {
   }
 
   enqueue(job: Job): void {
-    if (this.stopped) {
-      job.reject(unavailable('model is unloading; request refused'));
-      return;
-    }
-    this.running++;
-    job.state = 'running';
-    const start = process.hrtime.bigint();
-    if (this.streaming) {
-      this.runStreaming(job).then(
-        () => job.sender.send(NO_RESPONSE, true),
-        (e: unknown) => job.sender.fail(isNereidError(e) ? e : new NereidError('INTERNAL', (e as Error).message)),
-      ).finally(() => {
-        job.finish(start, { inputNs: 0, inferNs: Number(process.hrtime.bigint() - start), outputNs: 0 });
-        this.running--;
-        this.checkDrained();
-      });
-      return;
-    }
-    this.run(job).then(
-      (outputs) => job.sender.send(outputs, true),
-      (e: unknown) => job.sender.fail(isNereidError(e) ? e : new NereidError('INTERNAL', (e as Error).message)),
-    ).finally(() => {
-      job.finish(start, { inputNs: 0, inferNs: Number(process.hrtime.bigint() - start), outputNs: 0 });
-      this.running--;
-      this.checkDrained();
-    });
-  }
-
-  inflight(): number {
-    return this.running;
-  }
-
-  /** An ensemble hands each request to its first steps at once: it waits in the composing models' queues. */
-  waiting(): number {
-    return 0;
-  }
-
-  drain(): Promise<void> {
-    this.stopped = true;
-    if (this.running === 0) return Promise.resolve();
-    return new Promise((resolve) => {
-      this.drained = resolve;
-    });
-  }
-
-  /** Nothing waits here: an ensemble's steps wait in the composing models' schedulers. */
-  rejectQueued(): void {}
-
-  private checkDrained(): void {
-    if (this.drained && this.running === 0) {
-      this.drained();
-      this.drained = undefined;
-    }
+    if (this.refuseWhenStopped(job, 'model is unloading; request refused')) return;
+    if (this.streaming) this.forward(job, () => this.runStreaming(job).then(() => job.sender.send(NO_RESPONSE, true)));
+    else this.forward(job, () => this.run(job).then((outputs) => job.sender.send(outputs, true)));
   }
 
   private run(job: Job): Promise<Tensor[]> {

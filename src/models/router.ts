@@ -1,8 +1,9 @@
 import { NereidError, invalidArg, isNereidError, unavailable } from '../errors.js';
 import type { ModelConfig, ModelInput, ModelOutput } from '../config/types.js';
 import { NO_RESPONSE, type InferenceRequest, type Parameters } from '../inference/index.js';
-import type { Job, Scheduler } from '../scheduler/scheduler.js';
+import type { Job } from '../scheduler/scheduler.js';
 import type { ComposingModel } from './ensemble.js';
+import { ForwardingScheduler } from './forwarding.js';
 import { parseRoutes, WeightedRoutes, type Route } from './routing.js';
 
 /** The config parameter of a `router` model: its targets and their weights, "model:weight,…". */
@@ -92,20 +93,18 @@ function tensorsDifference(kind: string, a: readonly (ModelInput | ModelOutput)[
  * key), through that target's own scheduler, so its batching, limits and statistics apply; responses, streamed
  * ones included, come back as the router's. Targets without a ready version are skipped.
  */
-export class RouterScheduler implements Scheduler {
-  private running = 0;
-  private stopped = false;
-  private drained: (() => void) | undefined;
-
+export class RouterScheduler extends ForwardingScheduler {
   constructor(
     private readonly name: string,
     readonly routes: WeightedRoutes,
     private readonly resolve: RouteResolver,
     private readonly usable: (target: string) => boolean,
-  ) {}
+  ) {
+    super();
+  }
 
   enqueue(job: Job): void {
-    if (this.stopped) return job.reject(unavailable(`model '${this.name}' is unloading; request refused`));
+    if (this.refuseWhenStopped(job, `model '${this.name}' is unloading; request refused`)) return;
     const key = routingKey(job.parameters, job.sequenceId);
     const target = this.routes.pick(key, this.usable);
     if (target === undefined) return job.reject(unavailable(`router '${this.name}': none of its targets (${this.routes.routes.map((r) => r.target).join(', ')}) is ready`));
@@ -115,43 +114,16 @@ export class RouterScheduler implements Scheduler {
     } catch (e) {
       return job.reject(isNereidError(e) ? e : new NereidError('INTERNAL', String(e)));
     }
-    this.running++;
-    job.state = 'running';
-    const start = process.hrtime.bigint();
     const request: InferenceRequest = {
       model: target, version: model.version, id: job.id, inputs: job.inputs, outputs: job.outputs.map((name) => ({ name })),
       parameters: job.parameters, priority: job.priority, timeoutUs: job.timeoutUs, signal: job.signal,
       sequenceId: job.sequenceId, sequenceStart: job.sequenceStart, sequenceEnd: job.sequenceEnd,
     };
-    const forwarded = model.decoupled ? this.stream(model, request, job) : model.infer(request).then((r) => job.sender.send(r.outputs, true, r.parameters));
-    forwarded.catch((e: unknown) => job.sender.fail(isNereidError(e) ? e : new NereidError('INTERNAL', (e as Error).message))).finally(() => {
-      job.finish(start, { inputNs: 0, inferNs: Number(process.hrtime.bigint() - start), outputNs: 0 });
-      this.running--;
-      if (this.drained && this.running === 0) this.drained();
-    });
+    this.forward(job, () => (model.decoupled ? this.stream(model, request, job) : model.infer(request).then((r) => job.sender.send(r.outputs, true, r.parameters))));
   }
 
   private async stream(model: ComposingModel, request: InferenceRequest, job: Job): Promise<void> {
     for await (const r of model.inferStream(request)) job.sender.send(r.outputs, false, r.parameters);
     job.sender.send(NO_RESPONSE, true);
   }
-
-  inflight(): number {
-    return this.running;
-  }
-
-  /** Nothing waits here: requests wait in the targets' schedulers. */
-  waiting(): number {
-    return 0;
-  }
-
-  drain(): Promise<void> {
-    this.stopped = true;
-    if (this.running === 0) return Promise.resolve();
-    return new Promise((resolve) => {
-      this.drained = resolve;
-    });
-  }
-
-  rejectQueued(): void {}
 }
