@@ -222,11 +222,9 @@ export class InferenceServer {
   }
 
   infer(request: InferenceRequest): Promise<InferenceResponse> {
-    if (this.state !== 'ready') return Promise.reject(unavailable('Server is not ready: it is shutting down'));
-    if (request.signal?.aborted) return Promise.reject(new NereidError('CANCELLED', 'request cancelled'));
     let model;
     try {
-      model = this.manager.resolveRouted(request.model, request.version, routingKey(request.parameters, request.sequenceId));
+      model = this.admit(request);
     } catch (e) {
       return Promise.reject(e);
     }
@@ -276,11 +274,9 @@ export class InferenceServer {
    * ```
    */
   inferStream(request: InferenceRequest): ResponseStream {
-    if (this.state !== 'ready') return ResponseStream.failed(unavailable('Server is not ready: it is shutting down'));
-    if (request.signal?.aborted) return ResponseStream.failed(new NereidError('CANCELLED', 'request cancelled'));
     let model;
     try {
-      model = this.manager.resolveRouted(request.model, request.version, routingKey(request.parameters, request.sequenceId));
+      model = this.admit(request);
     } catch (e) {
       return ResponseStream.failed(e);
     }
@@ -289,6 +285,13 @@ export class InferenceServer {
     void stream.settled.then(this.requestDone);
     if (this.logger.isVerbose(1)) this.logRequest(request, stream.settled);
     return stream;
+  }
+
+  /** The model version a request goes to (a router's or weighted pick made); throws when it cannot be taken. */
+  private admit(request: InferenceRequest): ModelVersion {
+    if (this.state !== 'ready') throw unavailable('Server is not ready: it is shutting down');
+    if (request.signal?.aborted) throw new NereidError('CANCELLED', 'request cancelled');
+    return this.manager.resolveRouted(request.model, request.version, routingKey(request.parameters, request.sequenceId));
   }
 
   /** inferStream with shared memory: each response writes its outputs into the regions (a later one overwrites). */
