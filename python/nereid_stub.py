@@ -9,9 +9,19 @@ shared memory instead (see ``shm.py``): inputs in regions the server writes and 
 ``as_numpy()`` is a view of them; outputs in regions this process owns and the server maps, each block freed
 when the server says it has read it.
 
-Threads: the main thread runs the model (initialize, execute, finalize); a reader thread takes every message
-from fd 3, so BLS answers, cancellations and releases arrive while execute() runs; an asyncio loop in a third
-thread runs ``async def execute`` coroutines, as Triton's stub does.
+Threads: the main thread runs the model (initialize, execute, finalize) and, between executions, reads fd 3
+itself. While it runs the model, messages are read only when something needs them: a thread about to wait for
+the server's answer (BLS, model management, metrics; an ``async def execute`` awaited) hands the pipe to a
+reader thread until the execution ends, and ``is_cancelled()`` and each response sent take what has arrived
+without waiting (cancellations; output blocks the server has read, so a streaming execute reuses them). Waking
+a reader thread for every execution would cost more than the work of most. An asyncio loop in a third thread
+runs ``async def execute`` coroutines, as Triton's stub does.
+
+Waiting for the next execution, the main thread first polls fd 3 for a short while (``spinUs`` of the init
+message: NEREID_STUB_SPIN_US in the model's config, 200 by default) before it sleeps in select(): a request that
+follows its predecessor closely then finds the stub awake, which saves the server's write the cost of waking a
+sleeping thread and the stub the cost of waking up (70-90 us a request on the two-core virtual machine the
+benchmarks ran on).
 """
 
 import asyncio
@@ -20,6 +30,7 @@ import inspect
 import json
 import os
 import queue
+import select
 import struct
 import sys
 import threading
@@ -49,6 +60,15 @@ class Pipe:
         self._buf = bytearray()
         self._holder = None
         self._held = []
+        # Who reads fd 3: "main" (the main thread between executions; during one, only polls) or "reader" (the
+        # reader thread, from when something waits for an answer until the execution ends). read_lock is held
+        # while a frame is read and dispatched, so no two threads split one.
+        self.read_lock = threading.Lock()
+        self.turn = threading.Condition()
+        self.role = "main"
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_w, False)
+        self.spin_ns = 0
 
     def send(self, header, tail=None):
         body = _ENCODER.encode(header).encode()
@@ -85,10 +105,71 @@ class Pipe:
 
     def _fill(self, n):
         while len(self._buf) < n:
-            chunk = os.read(IN_FD, max(1 << 16, n - len(self._buf)))
+            try:
+                chunk = os.read(IN_FD, max(1 << 16, n - len(self._buf)))
+            except BlockingIOError:
+                select.select([IN_FD], [], [])
+                continue
             if not chunk:
                 raise EOFError
             self._buf += chunk
+
+    def available(self):
+        """Reads what fd 3 holds without waiting; True when a message (or the start of one) is buffered."""
+        if len(self._buf) > 0:
+            return True
+        try:
+            chunk = os.read(IN_FD, 1 << 16)
+        except BlockingIOError:
+            return False
+        if not chunk:
+            raise EOFError
+        self._buf += chunk
+        return True
+
+    def wait(self, spin_ns, wakeable):
+        """Until fd 3 may have data: polls for spin_ns, then sleeps in select(). A wakeable wait (the reader
+        thread's) also ends when the main thread takes the pipe back."""
+        if spin_ns:
+            deadline = time.perf_counter_ns() + spin_ns
+            while time.perf_counter_ns() < deadline:
+                if self.available():
+                    return
+        fds = [IN_FD, self._wake_r] if wakeable else [IN_FD]
+        ready, _, _ = select.select(fds, [], [])
+        if self._wake_r in ready:
+            os.read(self._wake_r, 1 << 12)
+
+    def need_reader(self):
+        """Before a thread waits for a message: the reader thread reads until the main thread takes back."""
+        if self.role == "reader":
+            return
+        with self.turn:
+            self.role = "reader"
+            self.turn.notify()
+
+    def take_back(self):
+        """The main thread reads again; a reader thread waiting in select() is woken to step aside."""
+        if self.role == "main":
+            return
+        with self.turn:
+            self.role = "main"
+        try:
+            os.write(self._wake_w, b"x")
+        except BlockingIOError:
+            pass  # wake-ups the reader has not read yet are as good
+
+    def poll(self, dispatch):
+        """Dispatches what has arrived, without waiting, unless another thread is reading."""
+        if self.role == "reader" or not self.read_lock.acquire(blocking=False):
+            return
+        try:
+            while self.available():
+                dispatch(*self.receive())
+        except EOFError:
+            pass  # the server is gone; the thread that reads next finds out
+        finally:
+            self.read_lock.release()
 
     def receive(self):
         """(header, tail) of the next message; raises EOFError once the server has gone."""
@@ -105,6 +186,7 @@ class Pipe:
 
 pipe = Pipe()
 send = pipe.send
+os.set_blocking(IN_FD, False)
 
 
 # ---- errors as the client reads them ---------------------------------------------------------------------
@@ -180,6 +262,7 @@ class Runtime:
             call.answers.put(None)
 
     def request(self, kind, payload, blobs=None):
+        pipe.need_reader()
         call = self._open()
         tail = b"".join(bytes(b) for b in blobs) if blobs else None
         if blobs:
@@ -194,6 +277,7 @@ class Runtime:
         send(dict(payload, t=kind))
 
     def bls(self, request, decoupled):
+        pipe.need_reader()
         call = self._open()
         descs, parts, at = [], [], 0
         for t in request.inputs():
@@ -274,6 +358,8 @@ class Channel:
             self.stub.send_response(self, response, final)
 
     def is_cancelled(self):
+        if not self.cancelled:
+            pipe.poll(self.stub.dispatch)
         return self.cancelled
 
     def flush(self):
@@ -305,28 +391,59 @@ class Stub:
     # -- messages in --
 
     def read_forever(self):
+        """The reader thread: reads while the main thread runs the model."""
         try:
             while True:
-                header, tail = pipe.receive()
-                t = header["t"]
-                if "release" in header:
-                    self.outputs.free(header["release"])
-                if t == "exec" or t == "finalize":
-                    self.work.put(header)
-                elif t == "cancel":
-                    ch = self.channels.get(header["rid"])
-                    if ch is not None:
-                        ch.cancelled = True
-                elif t == "release":
-                    self.outputs.free(header["blocks"])
-                elif t == "drop":
-                    self.inputs.drop(header["r"])
-                elif t in ("bls-resp", "reply"):
-                    self.runtime.deliver(header, tail)
+                with pipe.turn:
+                    while pipe.role != "reader":
+                        pipe.turn.wait()
+                pipe.wait(0, True)
+                # Dispatched under the lock: once the main thread holds it, every message read so far is in place.
+                with pipe.read_lock:
+                    while pipe.role == "reader" and pipe.available():
+                        self.dispatch(*pipe.receive())
         except EOFError:
             pass
         except Exception:  # a broken frame: nothing sensible can follow
             traceback.print_exc()
+        self.server_gone()
+
+    def next_work(self):
+        """The main thread, between executions: reads messages itself until an execution (or finalize) comes."""
+        try:
+            while True:
+                with pipe.read_lock:
+                    while pipe.available():
+                        self.dispatch(*pipe.receive())
+                    try:
+                        return self.work.get_nowait()
+                    except queue.Empty:
+                        pass
+                    pipe.wait(pipe.spin_ns, False)
+        except EOFError:
+            pass
+        except Exception:  # a broken frame: nothing sensible can follow
+            traceback.print_exc()
+        self.server_gone()
+
+    def dispatch(self, header, tail):
+        t = header["t"]
+        if "release" in header:
+            self.outputs.free(header["release"])
+        if t == "exec" or t == "finalize":
+            self.work.put(header)
+        elif t == "cancel":
+            ch = self.channels.get(header["rid"])
+            if ch is not None:
+                ch.cancelled = True
+        elif t == "release":
+            self.outputs.free(header["blocks"])
+        elif t == "drop":
+            self.inputs.drop(header["r"])
+        elif t in ("bls-resp", "reply"):
+            self.runtime.deliver(header, tail)
+
+    def server_gone(self):
         # The server is gone (or closed our pipe): nothing will read our answers. Remove the instance's regions,
         # the server's included, in case it went without closing them (a server being killed).
         self.outputs.close()
@@ -346,6 +463,7 @@ class Stub:
         send({"t": "resp", "rid": rid, "final": True, "error": {"code": code, "message": message}})
 
     def send_response(self, ch, response, final):
+        pipe.poll(self.dispatch)
         error = response.error() if isinstance(response, pb_utils.InferenceResponse) else None
         if not isinstance(response, pb_utils.InferenceResponse):
             ch.close()
@@ -407,6 +525,7 @@ class Stub:
                     send({"t": "done", "batch": m["batch"], "inferNs": time.perf_counter_ns() - start, "running": True})
                     future.add_done_callback(lambda f: self.async_ended(m["batch"], made, f))
                     return
+                pipe.need_reader()
                 result = future.result()
             error = self.check_result(result, made)
         except Exception as e:
@@ -496,6 +615,7 @@ class Stub:
         return cls
 
     def run_instance(self):
+        pipe.need_reader()
         try:
             cls = self.load_class()
             model = cls()
@@ -506,9 +626,10 @@ class Stub:
         except Exception as e:
             send({"t": "init-error", "message": describe(e)})
             return
+        pipe.take_back()
         send({"t": "ready"})
         while True:
-            m = self.work.get()
+            m = self.next_work()
             if m["t"] == "exec":
                 # A decoupled model may stream from inside execute(): its responses must leave as they are sent.
                 if not self.decoupled:
@@ -517,8 +638,10 @@ class Stub:
                     self.execute(model, m)
                 finally:
                     pipe.release()
+                    pipe.take_back()
                 continue
             error = None
+            pipe.need_reader()
             try:
                 if hasattr(model, "finalize"):
                     r = model.finalize()
@@ -530,6 +653,7 @@ class Stub:
             return
 
     def run_auto_complete(self):
+        pipe.need_reader()
         try:
             cls = self.load_class()
             fn = getattr(cls, "auto_complete_config", None)
@@ -546,6 +670,7 @@ class Stub:
 
 def main():
     header, _ = pipe.receive()
+    pipe.spin_ns = int(header.get("spinUs", 0)) * 1000
     stub = Stub(header)
     threading.Thread(target=stub.read_forever, name="nereid-reader", daemon=True).start()
     try:

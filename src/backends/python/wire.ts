@@ -41,6 +41,8 @@ export interface StubInit {
   readonly args: Readonly<Record<string, string>>;
   /** autocomplete: the config in Triton's JSON form, as text. */
   readonly config?: string;
+  /** How long the stub polls its pipe for the next execution before it sleeps, in microseconds (instances). */
+  readonly spinUs?: number;
   /** A built-in module the stub imports instead of the model file (the TorchScript runner). */
   readonly runner?: string;
   /**

@@ -235,6 +235,16 @@ test('a decoupled model streaming from inside a synchronous execute: each respon
     }
     assert.deepEqual(got, [0, 1, 2, 3]);
     assert.ok(arrivals[3]! - arrivals[0]! >= 300, `responses arrived at ${arrivals.join(', ')} ms: held until execute() returned`);
+    // is_cancelled() inside a synchronous execute sees a stream dropped by its client (nothing else reads the
+    // stub's pipe while it runs), so the 5 s execution ends early and the next request does not wait for it.
+    const stream = s.server.inferStream({ model: 'stream_in_execute', inputs: [int32('COUNT', [1000]), int32('DELAY_MS', [5])] });
+    let n = 0;
+    for await (const _ of stream) if (++n === 3) break;
+    const t1 = Date.now();
+    const next: number[] = [];
+    for await (const r of s.server.inferStream({ model: 'stream_in_execute', inputs: [int32('COUNT', [2]), int32('DELAY_MS', [0])] })) next.push(...int32s(output(r.outputs, 'INDEX')));
+    assert.deepEqual(next, [0, 1]);
+    assert.ok(Date.now() - t1 < 2000, `the next request waited ${Date.now() - t1} ms`);
   });
 });
 
