@@ -393,10 +393,15 @@ class Stub:
     def read_forever(self):
         """The reader thread: reads while the main thread runs the model."""
         try:
+            parent = os.getppid()
             while True:
                 with pipe.turn:
                     while pipe.role != "reader":
-                        pipe.turn.wait()
+                        # Not reading, it would not see the server go: a server killed while a long execute() runs
+                        # is noticed here, within a second, and the stub cleans up and exits as on end of input.
+                        pipe.turn.wait(1.0)
+                        if os.getppid() != parent:
+                            raise EOFError
                 pipe.wait(0, True)
                 # Dispatched under the lock: once the main thread holds it, every message read so far is in place.
                 with pipe.read_lock:

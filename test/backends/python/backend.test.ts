@@ -2,7 +2,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { startTestServer, tempRepository, type TestServer } from '../../helpers/server.js';
+import { readFile, writeFile } from 'node:fs/promises';
+import { spawnServer, startTestServer, tempRepository, type TestServer } from '../../helpers/server.js';
 import { postJson } from '../../helpers/http.js';
 import { isNereidError } from '../../../src/index.js';
 import { PYTHON_EXAMPLES, PYTHON_FIXTURES, fp32, fp32s, int32, int32s, output, pythonSkip, strings, text } from './helpers.js';
@@ -162,6 +163,40 @@ test('a stub that dies with an execution waiting behind the one it ran: that one
     assert.deepEqual(int32s(output(r.outputs, 'OUT')), [14]);
     assert.notEqual(int32s(output(r.outputs, 'PID'))[0], before, 'answered by the restarted stub');
   });
+});
+
+test('a server killed while a stub hangs in execute: the stub notices within a second or two, removes the regions and exits', { skip }, async () => {
+  const repo = await tempRepository([{ from: join(PYTHON_FIXTURES, 'faulty') }]);
+  const config = join(repo.dir, 'faulty', 'config.pbtxt');
+  // No execute timeout: nothing but the server's death ends the hung execute.
+  await writeFile(config, (await readFile(config, 'utf8')).replace(/^parameters .*$/m, ''));
+  const server = await spawnServer([`--model-repository=${repo.dir}`, '--model-control-mode=explicit', '--load-model=faulty']);
+  try {
+    const first = await postJson(`${server.url}/v2/models/faulty/infer`, { inputs: [{ name: 'IN', shape: [1], datatype: 'INT32', data: [1] }] });
+    assert.equal(first.status, 200, first.body.toString());
+    const stubPid = first.json().outputs.find((o: any) => o.name === 'PID').data[0] as number;
+    void postJson(`${server.url}/v2/models/faulty/infer`, { inputs: [{ name: 'IN', shape: [1], datatype: 'INT32', data: [-4] }] }).catch(() => undefined);
+    await new Promise((r) => setTimeout(r, 300));
+    const serverPid = server.child.pid!;
+    server.child.kill('SIGKILL');
+    await server.exited;
+    const alive = (pid: number): boolean => {
+      try {
+        process.kill(pid, 0);
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    const t0 = Date.now();
+    while (alive(stubPid) && Date.now() - t0 < 5000) await new Promise((r) => setTimeout(r, 50));
+    assert.equal(alive(stubPid), false, 'the stub exited');
+    assert.ok(Date.now() - t0 < 3000, `the stub took ${Date.now() - t0} ms to exit`);
+    assert.deepEqual(readdirSync('/dev/shm').filter((n) => n.startsWith(`nereid_python_${serverPid}_`)), [], 'its regions are gone');
+  } finally {
+    server.child.kill('SIGKILL');
+    await repo.remove();
+  }
 });
 
 test('a model.py failing in initialize is UNAVAILABLE with the traceback; other models load', { skip }, async () => {
