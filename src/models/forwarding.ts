@@ -28,7 +28,14 @@ export abstract class ForwardingScheduler implements Scheduler {
     this.running++;
     job.state = 'running';
     const start = process.hrtime.bigint();
-    work().catch((e: unknown) => job.sender.fail(isNereidError(e) ? e : new NereidError('INTERNAL', (e as Error).message))).finally(() => {
+    let running: Promise<void>;
+    try {
+      running = work();
+    } catch (e) {
+      // A throw before the work's promise exists still ends the job, or drain would wait for it forever.
+      running = Promise.reject(e);
+    }
+    running.catch((e: unknown) => job.sender.fail(isNereidError(e) ? e : new NereidError('INTERNAL', (e as Error).message))).finally(() => {
       job.finish(start, { inputNs: 0, inferNs: Number(process.hrtime.bigint() - start), outputNs: 0 });
       this.running--;
       if (this.drained && this.running === 0) {
