@@ -380,6 +380,7 @@ class Stub:
         self.name = init["modelName"]
         self.decoupled = bool(init.get("decoupled"))
         self.channels = {}
+        self.pending_cancels = set()
         self.work = queue.SimpleQueue()
         shm = init["shm"]
         self.inputs = InputRegions()
@@ -438,7 +439,13 @@ class Stub:
         if t == "exec" or t == "finalize":
             self.work.put(header)
         elif t == "cancel":
-            ch = self.channels.get(header["rid"])
+            rid = header["rid"]
+            ch = self.channels.get(rid)
+            if ch is None:
+                # Its execution still waits here behind another: remembered, so that it is skipped (or, if it
+                # has started meanwhile, sees the flag: the channel is looked up again after the note).
+                self.pending_cancels.add(rid)
+                ch = self.channels.get(rid)
             if ch is not None:
                 ch.cancelled = True
         elif t == "release":
@@ -510,7 +517,8 @@ class Stub:
                 model_name=self.name, flags=w["flags"], timeout=w["timeout"], parameters=w["params"])
             ch = Channel(self, w["rid"], set(w["outputs"]))
             self.channels[w["rid"]] = ch
-            if w.get("cancelled"):
+            if w.get("cancelled") or w["rid"] in self.pending_cancels:
+                self.pending_cancels.discard(w["rid"])
                 ch.cancelled = True
             request._channel = ch
             made.append((request, ch))
@@ -518,6 +526,13 @@ class Stub:
 
     def execute(self, model, m):
         start = time.perf_counter_ns()
+        rids = [w["rid"] for w in m["requests"]]
+        if rids and all(rid in self.pending_cancels for rid in rids):
+            # Every request was cancelled while the execution waited here: it never runs, as a scheduler drops
+            # requests cancelled in its queue.
+            self.pending_cancels.difference_update(rids)
+            send({"t": "done", "batch": m["batch"], "inferNs": 0, "unanswered": rids, "cancelled": True})
+            return
         made = self.requests_of(m)
         requests = [r for r, _ in made]
         error = None

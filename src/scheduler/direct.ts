@@ -122,7 +122,10 @@ export class DirectScheduler implements Scheduler {
         this.onExecution(next.rows, times, instance);
         next.finish(times.waitNs ? start + BigInt(Math.round(times.waitNs)) : start, times);
       } catch (e) {
-        next.reject(isNereidError(e) ? e : new NereidError('INTERNAL', (e as Error).message));
+        // An instance that gives an execution back unrun with CANCELLED (its request was cancelled while it
+        // waited inside the instance) has it counted as a request cancelled in the queue.
+        if (isNereidError(e)) next.reject(e, e.code === 'CANCELLED' ? 'CANCELED' : undefined);
+        else next.reject(new NereidError('INTERNAL', (e as Error).message));
       }
     }
     this.running--;

@@ -89,9 +89,20 @@ export function pythonBackend(name: string, source: ModelSource): Backend {
         shmDefaultBytes: byteSetting(bc, 'shm-default-byte-size', SHM_DEFAULT_BYTES, SHM_DEFAULT_BYTES),
         shmGrowthBytes: byteSetting(bc, 'shm-growth-byte-size', SHM_GROWTH_BYTES, 1),
         executeTimeoutMs: executeTimeout(spec.config),
+        pipelineDepth: pipelineDepth(spec.config),
       });
     },
   };
+}
+
+/**
+ * Executions one instance may hold at once (see PythonInstanceOptions.pipelineDepth): two for a model with a
+ * single instance, so its stub never idles between executions; one otherwise, so that a request never waits in
+ * a busy stub while another instance of the model is free.
+ */
+function pipelineDepth(config: ModelConfig): number {
+  const instances = config.instance_group.reduce((n, g) => n + (g.count ?? 1), 0);
+  return instances <= 1 ? 2 : 1;
 }
 
 export const pythonModelBackend = pythonBackend('python', { defaultFile: 'model.py' });

@@ -30,6 +30,14 @@ export interface PythonInstanceOptions {
   readonly shmGrowthBytes: number;
   /** The model's execute timeout (a Nereid config parameter); undefined: none, as in Triton. */
   readonly executeTimeoutMs: number | undefined;
+  /**
+   * Executions the scheduler may hand this instance at once: the stub runs them one after another, and the
+   * next one waits in the stub rather than in the server, so it starts as soon as the current one ends. Without
+   * it the stub idles for a round trip per execution (its answer read and the next request sent: about
+   * 0.3-0.5 ms on a loaded two-core machine). A request cancelled while it waits in the stub is skipped there,
+   * as the scheduler would have skipped it.
+   */
+  readonly pipelineDepth: number;
 }
 
 /** One start of the stub process, with what belongs to it alone. */
@@ -47,6 +55,8 @@ interface Batch {
   open: number;
   executing: boolean;
   resolve: ((inferNs: number) => void) | undefined;
+  /** Gives the execution back to the scheduler unrun (all its requests were cancelled while it waited). */
+  withdraw: (() => void) | undefined;
   timer: NodeJS.Timeout | undefined;
   id: number;
   /** Its requests as the stub reads them: sent again to a restarted stub when it never ran. */
@@ -55,14 +65,6 @@ interface Batch {
   sentNs: bigint;
   startedNs: bigint;
 }
-
-/**
- * Executions the scheduler may hand one instance at once: the stub runs them one after another, and the next
- * one waits in the stub rather than in the server, so it starts as soon as the current one ends. Without it the
- * stub idles for a round trip per execution (its answer read and the next request sent: about 0.3-0.5 ms on a
- * loaded two-core machine), which for a model whose execution takes a few ms costs a tenth of its throughput.
- */
-const PIPELINE_DEPTH = 2;
 
 interface OpenRequest {
   readonly request: BackendRequest;
@@ -77,7 +79,7 @@ interface OpenRequest {
  * initialize() included; the model object's state starts over.
  */
 export class PythonInstance implements BackendInstance {
-  readonly pipelineDepth = PIPELINE_DEPTH;
+  readonly pipelineDepth: number;
   private life: Life | undefined;
   private starting: Promise<Life> | undefined;
   private readonly open = new Map<number, OpenRequest>();
@@ -95,6 +97,7 @@ export class PythonInstance implements BackendInstance {
   private releaseScheduled = false;
 
   private constructor(private readonly opts: PythonInstanceOptions) {
+    this.pipelineDepth = opts.pipelineDepth;
     this.arena = new InputArena(opts.shmPrefix, opts.shmDefaultBytes, opts.shmGrowthBytes, (name) => this.life?.stub.send({ t: 'drop', r: name }));
     this.calls = new StubCalls(opts.calls);
   }
@@ -172,7 +175,10 @@ export class PythonInstance implements BackendInstance {
     const batch = this.writeBatch(requests);
     batch.id = this.nextBatch++;
     const inputNs = Number(process.hrtime.bigint() - t0);
-    const done = new Promise<number>((resolve) => (batch.resolve = resolve));
+    const done = new Promise<number>((resolve, reject) => {
+      batch.resolve = resolve;
+      batch.withdraw = () => reject(new NereidError('CANCELLED', 'request cancelled'));
+    });
     this.batches.set(batch.id, batch);
     this.dispatch(life, batch);
     const inferNs = await done;
@@ -199,7 +205,7 @@ export class PythonInstance implements BackendInstance {
     // Tensors with no bytes still name a block, so every input descriptor has a region.
     const block = requests.some((r) => r.inputs.length > 0) ? this.arena.alloc(Math.max(total, align(1))) : undefined;
     const batch: Batch = {
-      block, open: requests.length, executing: true, resolve: undefined, timer: undefined, id: 0, wire: [], sentNs: 0n, startedNs: 0n,
+      block, open: requests.length, executing: true, resolve: undefined, withdraw: undefined, timer: undefined, id: 0, wire: [], sentNs: 0n, startedNs: 0n,
     };
     let at = block?.offset ?? 0;
     batch.wire = requests.map((r): WireRequest => {
@@ -224,7 +230,23 @@ export class PythonInstance implements BackendInstance {
     let onAbort: (() => void) | undefined;
     const cancelled = r.signal?.aborted ?? false;
     if (r.signal && !cancelled) {
-      onAbort = (): void => this.life?.stub.send({ t: 'cancel', rid });
+      onAbort = (): void => {
+        this.life?.stub.send({ t: 'cancel', rid });
+        // Still waiting in the stub behind another execution: answered now, as a scheduler answers a request
+        // cancelled in its queue; the stub skips the execution when all of its requests are cancelled.
+        const o = this.open.get(rid);
+        if (o && this.inStub.indexOf(batch) > 0) {
+          this.forget(rid, o);
+          if (batch.open > 0 || !batch.resolve) {
+            r.sender.fail(new NereidError('CANCELLED', 'request cancelled'));
+            return;
+          }
+          // Nothing of it is left to run: the execution goes back to the scheduler unrun, which answers the
+          // request as cancelled in its queue. The stub skips it in turn; its 'done' then resolves nothing.
+          batch.resolve = undefined;
+          batch.withdraw?.();
+        }
+      };
       r.signal.addEventListener('abort', onAbort, { once: true });
     }
     this.open.set(rid, { request: r, batch, onAbort });
@@ -251,7 +273,7 @@ export class PythonInstance implements BackendInstance {
       case 'done': {
         const batch = this.batches.get(m.batch);
         if (!batch) return;
-        this.failUnanswered(m.unanswered, m.error);
+        this.failUnanswered(m.unanswered, m.error, m.cancelled === true);
         if (batch.timer) clearTimeout(batch.timer);
         batch.timer = undefined;
         batch.executing = m.running === true;
@@ -324,12 +346,14 @@ export class PythonInstance implements BackendInstance {
     });
   }
 
-  private failUnanswered(rids: readonly number[] | undefined, error: string | undefined): void {
+  private failUnanswered(rids: readonly number[] | undefined, error: string | undefined, cancelled = false): void {
     for (const rid of rids ?? []) {
       const o = this.open.get(rid);
       if (!o) continue;
       this.forget(rid, o);
-      o.request.sender.fail(new NereidError('INTERNAL', error ?? `model '${this.opts.init.modelName}' sent no response for a request`));
+      // A cancelled execution never ran: its requests were cancelled while they waited in the stub.
+      o.request.sender.fail(cancelled ? new NereidError('CANCELLED', 'request cancelled')
+        : new NereidError('INTERNAL', error ?? `model '${this.opts.init.modelName}' sent no response for a request`));
     }
   }
 
@@ -403,7 +427,8 @@ export class PythonInstance implements BackendInstance {
     // Executions waiting in the stub behind the one that was running never ran: they go to the next stub, as
     // they would have had they waited in the scheduler. Every 'done' the stub wrote was read before its exit
     // is reported, so the first execution still held is the one that was running.
-    const waiting = this.closed ? [] : this.inStub.slice(1).map((b) => this.detach(b));
+    // One given back to the scheduler already (withdrawn: its requests were cancelled) is not sent again.
+    const waiting = this.closed ? [] : this.inStub.slice(1).filter((b) => b.resolve !== undefined).map((b) => this.detach(b));
     this.failAll(new NereidError('INTERNAL', `Failed to process the request(s) for model instance '${name}', message: ${why}`));
     if (this.closed) return;
     this.start().then(

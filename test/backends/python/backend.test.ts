@@ -165,6 +165,43 @@ test('a stub that dies with an execution waiting behind the one it ran: that one
   });
 });
 
+test('a request cancelled while it waits in the stub is answered CANCELLED at once and never runs', { skip }, async () => {
+  await withServer([PYTHON_FIXTURES], ['faulty'], async (s) => {
+    const t0 = Date.now();
+    const running = s.server.infer({ model: 'faulty', inputs: [int32('IN', [-5])] });
+    const ac = new AbortController();
+    const waiting = s.server.infer({ model: 'faulty', inputs: [int32('IN', [7])], signal: ac.signal });
+    setTimeout(() => ac.abort(), 100);
+    await assert.rejects(waiting, (e: unknown) => isNereidError(e) && e.code === 'CANCELLED');
+    assert.ok(Date.now() - t0 < 700, `answered before the running execution ended (${Date.now() - t0} ms)`);
+    assert.deepEqual(int32s(output((await running).outputs, 'OUT')), [10]);
+    // The stub skipped the cancelled execution and serves the next request.
+    assert.deepEqual(int32s(output((await s.server.infer({ model: 'faulty', inputs: [int32('IN', [3])] })).outputs, 'OUT')), [6]);
+    const stats = s.server.statistics('faulty').model_stats[0] as any;
+    assert.equal(Number(stats.execution_count), 2, 'the cancelled request never executed');
+  });
+});
+
+test('a model with two instances: a request waits for a free instance, never behind a busy one', { skip }, async () => {
+  const repo = await tempRepository([{ from: join(PYTHON_FIXTURES, 'faulty'), name: 'faulty2' }]);
+  try {
+    const config = join(repo.dir, 'faulty2', 'config.pbtxt');
+    const text = (await readFile(config, 'utf8')).replace('name: "faulty"', 'name: "faulty2"');
+    await writeFile(config, `${text}\ninstance_group [ { count: 2 kind: KIND_CPU } ]\n`);
+    await withServer([repo.dir], ['faulty2'], async (s) => {
+      const t0 = Date.now();
+      const done: number[] = [];
+      const slow = s.server.infer({ model: 'faulty2', inputs: [int32('IN', [-5])] }).then(() => done.push(Date.now() - t0));
+      const quick = [1, 2, 3].map((v) => s.server.infer({ model: 'faulty2', inputs: [int32('IN', [v])] }).then(() => done.push(Date.now() - t0)));
+      await Promise.all(quick);
+      assert.ok(Date.now() - t0 < 600, `the quick ones ran on the free instance while the slow one ran (${done.join(', ')} ms)`);
+      await slow;
+    });
+  } finally {
+    await repo.remove();
+  }
+});
+
 test('a server killed while a stub hangs in execute: the stub notices within a second or two, removes the regions and exits', { skip }, async () => {
   const repo = await tempRepository([{ from: join(PYTHON_FIXTURES, 'faulty') }]);
   const config = join(repo.dir, 'faulty', 'config.pbtxt');
