@@ -48,7 +48,9 @@ test('INTRA_OP_THREAD_COUNT sizes torch\'s threads and OpenBLAS\'s, which torch.
     assert.match(loaded, /, 1 intra-op thread\(s\)/);
     // Debian's torch does its matrix products in OpenBLAS; a torch built on MKL loads none.
     const probe = spawnSync('/usr/bin/python3', ['-c', 'import torch; print(any("openblas" in l for l in open("/proc/self/maps")))']);
-    if (probe.stdout.toString().trim() === 'True') assert.match(loaded, /OpenBLAS 1 thread\(s\)/);
+    const answer = probe.stdout.toString().trim();
+    assert.ok(answer === 'True' || answer === 'False', `the OpenBLAS probe failed: ${probe.stderr.toString()}`);
+    if (answer === 'True') assert.match(loaded, /OpenBLAS 1 thread\(s\)/);
   } finally {
     await server.close();
     await repo.remove();
