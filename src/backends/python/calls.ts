@@ -1,6 +1,7 @@
 import { isNereidError, toNereidError, type ErrorCode } from '../../errors.js';
 import { modelConfigFromJson } from '../../config/index.js';
 import type { InferenceRequest, InferenceResponse, Parameters } from '../../inference/index.js';
+import { serializeBytes } from '../../tensor/bytes.js';
 import type { DataType } from '../../tensor/datatype.js';
 import type { Tensor } from '../../tensor/tensor.js';
 import type { CustomMetric, CustomMetricFamily, ModelCalls } from '../backend.js';
@@ -188,7 +189,7 @@ function sendResponse(send: Send, call: number, r: InferenceResponse, final: boo
     let data: Uint8Array;
     let count: number | null = null;
     if (t.datatype === 'BYTES') {
-      data = serialized(t.data);
+      data = serializeBytes(t.data);
       count = t.data.length;
     } else {
       data = t.data;
@@ -199,19 +200,6 @@ function sendResponse(send: Send, call: number, r: InferenceResponse, final: boo
   }
   const params = r.parameters ? JSON.stringify(r.parameters, (_k, v: unknown) => (typeof v === 'bigint' ? Number(v) : v)) : undefined;
   send({ t: 'bls-resp', call, final, outputs: descs, ...(params ? { params } : {}) }, parts.length > 0 ? Buffer.concat(parts, at) : undefined);
-}
-
-function serialized(elements: readonly Uint8Array[]): Uint8Array {
-  let n = 0;
-  for (const e of elements) n += 4 + e.byteLength;
-  const out = Buffer.allocUnsafe(n);
-  let at = 0;
-  for (const e of elements) {
-    out.writeUInt32LE(e.byteLength, at);
-    out.set(e, at + 4);
-    at += 4 + e.byteLength;
-  }
-  return out;
 }
 
 function sendFailure(send: Send, call: number, e: unknown): void {
