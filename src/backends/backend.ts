@@ -89,6 +89,11 @@ export interface BackendRequest {
   readonly timeoutUs?: number;
   /** Aborts once nobody wants the answer any more (client gone, stream dropped): a backend may stop early. */
   readonly signal?: AbortSignal;
+  /**
+   * The sender takes a `release` with the outputs (see ResponseSender.send): the backend may lend memory of its
+   * own instead of copying outputs out of it. Absent or false: outputs must stay valid for good.
+   */
+  readonly borrowOutputs?: boolean;
 }
 
 /** Where an execution's time went, for statistics: compute input, compute infer, compute output. */

@@ -57,4 +57,11 @@ export interface InferenceRequest {
   readonly sequenceEnd?: boolean;
   /** Aborts a request that has not finished: a disconnected client or an expired deadline. */
   readonly signal?: AbortSignal;
+  /**
+   * The caller calls the response's release() once it is done with the outputs' data. Until then a backend
+   * may lend it memory of its own rather than copy each output into a fresh buffer (a Python stub's shared
+   * memory: Triton's response allocator, whose buffers live until the response is deleted). The outputs of a
+   * response with no release() are the caller's to keep.
+   */
+  readonly borrowOutputs?: boolean;
 }

@@ -13,6 +13,11 @@ export interface InferenceResponse {
    * shape but carry no data, and frontends answer them without data (Triton's shared-memory outputs).
    */
   readonly sharedMemoryOutputs?: ReadonlySet<string>;
+  /**
+   * Present when the outputs' data is lent (the request asked with borrowOutputs): gives it back. The data must
+   * not be read afterwards; calling it again does nothing.
+   */
+  readonly release?: () => void;
 }
 
 /**
@@ -21,7 +26,11 @@ export interface InferenceResponse {
  * call exactly one of send(final=true) or fail, once.
  */
 export interface ResponseSender {
-  send(outputs: readonly Tensor[], final: boolean, parameters?: Parameters): void;
+  /**
+   * `release`, only for a request whose BackendRequest.borrowOutputs is set: the outputs' data is lent, and
+   * whoever ends up holding the response calls it once done with them (the backend's memory is reused after).
+   */
+  send(outputs: readonly Tensor[], final: boolean, parameters?: Parameters, release?: () => void): void;
   fail(error: NereidError): void;
 }
 

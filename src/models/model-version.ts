@@ -70,14 +70,14 @@ export class ModelVersion {
       return Promise.reject(new NereidError('UNSUPPORTED', `model '${ctx.name}' uses the decoupled transaction policy: read its responses with inferStream()`));
     }
     if (this.cache) return this.inferCached(request, outputs, rows, start);
-    return this.run(request, outputs, rows, start);
+    return this.run(request, outputs, rows, start, request.borrowOutputs === true);
   }
 
-  private run(request: InferenceRequest, outputs: readonly string[], rows: number, start: bigint): Promise<InferenceResponse> {
+  private run(request: InferenceRequest, outputs: readonly string[], rows: number, start: bigint, borrow: boolean): Promise<InferenceResponse> {
     const ctx = this.context;
     const inputs = ctx.reshapes ? request.inputs.map((t) => ctx.toBackend(t)) : request.inputs;
     return new Promise((resolve, reject) => {
-      const job = new InferJob(this, request, inputs, outputs, rows, start, resolve, reject);
+      const job = new InferJob(this, request, inputs, outputs, rows, start, borrow, resolve, reject);
       this.scheduler.enqueue(job);
     });
   }
@@ -98,7 +98,8 @@ export class ModelVersion {
         return Promise.resolve({ model: ctx.name, version: ctx.version, id: request.id ?? '', outputs: hit });
       }
       const lookupNs = Number(looked - start);
-      return this.run(request, outputs, rows, start).then((res) => {
+      // Not borrowed: the cache keeps the outputs.
+      return this.run(request, outputs, rows, start, false).then((res) => {
         const t = process.hrtime.bigint();
         // A remote insert is not waited for: the client has its answer either way.
         const stored = cache.insert(key, res.outputs);
@@ -175,6 +176,7 @@ class InferJob implements Job {
   state: 'queued' | 'running' | 'done' = 'queued';
   private result: Tensor[] | undefined;
   private resultParams: Parameters | undefined;
+  private release: (() => void) | undefined;
   private error: NereidError | undefined;
 
   constructor(
@@ -184,6 +186,7 @@ class InferJob implements Job {
     readonly outputs: readonly string[],
     readonly rows: number,
     start: bigint,
+    readonly borrowOutputs: boolean,
     private readonly resolve: (r: InferenceResponse) => void,
     private readonly rejectPromise: (e: NereidError) => void,
   ) {
@@ -202,9 +205,11 @@ class InferJob implements Job {
     return this;
   }
 
-  send(outputs: readonly Tensor[], _final: boolean, parameters?: Parameters): void {
+  send(outputs: readonly Tensor[], _final: boolean, parameters?: Parameters, release?: () => void): void {
+    this.release?.(); // a response replaced by a later one (only one is kept)
     this.result = outputs as Tensor[];
     this.resultParams = parameters;
+    this.release = release;
   }
 
   fail(error: NereidError): void {
@@ -216,6 +221,7 @@ class InferJob implements Job {
     const stats = this.model.stats;
     const now = process.hrtime.bigint();
     if (this.error || !this.result) {
+      this.release?.();
       stats.recordFailure(Number(now - this.enqueuedNs), 'BACKEND');
       this.rejectPromise(this.error ?? new NereidError('INTERNAL', 'backend sent no response'));
       return;
@@ -224,6 +230,7 @@ class InferJob implements Job {
     try {
       outputs = this.shapeOutputs(this.result);
     } catch (e) {
+      this.release?.();
       stats.recordFailure(Number(now - this.enqueuedNs));
       this.rejectPromise(e as NereidError);
       return;
@@ -231,7 +238,10 @@ class InferJob implements Job {
     stats.recordSuccess(Number(now - this.enqueuedNs), Number(execStartNs - this.enqueuedNs), times.inputNs, times.inferNs, times.outputNs);
     countTokens(stats, this.resultParams);
     const ctx = this.model.context;
-    this.resolve({ model: ctx.name, version: ctx.version, id: this.request.id ?? '', outputs, ...(this.resultParams ? { parameters: this.resultParams } : {}) });
+    this.resolve({
+      model: ctx.name, version: ctx.version, id: this.request.id ?? '', outputs,
+      ...(this.resultParams ? { parameters: this.resultParams } : {}), ...(this.release ? { release: this.release } : {}),
+    });
   }
 
   reject(error: NereidError, reason?: FailureReason): void {

@@ -261,7 +261,23 @@ export class InferenceServer {
       binding.release();
       return Promise.reject(e);
     }
-    return model.infer(bound).then((r) => binding.writeOutputs(r)).finally(() => binding.release());
+    // Outputs that all go into regions are copied there straight from the backend's memory, which is then given
+    // back: borrowed, whether or not the caller borrows.
+    const own = !request.borrowOutputs && request.outputs !== undefined && request.outputs.length > 0 && request.outputs.every((o) => o.sharedMemory);
+    if (own) bound = { ...bound, borrowOutputs: true };
+    return model.infer(bound).then((r) => {
+      let written: InferenceResponse;
+      try {
+        written = binding.writeOutputs(r);
+      } catch (e) {
+        r.release?.();
+        throw e;
+      }
+      if (!own || !r.release) return written;
+      r.release();
+      const { release: _, ...rest } = written;
+      return rest;
+    }).finally(() => binding.release());
   }
 
   /**

@@ -6,7 +6,7 @@ import { wireByteLength, type Tensor } from '../../tensor/tensor.js';
 import type { BackendInstance, BackendRequest, ExecutionTimes, ModelCalls } from '../backend.js';
 import { StubCalls, splitElements } from './calls.js';
 import type { Interpreter } from './interpreter.js';
-import { InputArena, StubRegions, align, unlinkAll, type ArenaBlock } from './shm.js';
+import { InputArena, StubRegions, align, unlinkAll, type ArenaBlock, type Mapping } from './shm.js';
 import { StubProcess } from './stub.js';
 import { ERROR_CODE_NAMES, type Block, type FromStub, type StubInit, type TensorDesc, type WireRequest } from './wire.js';
 
@@ -318,32 +318,58 @@ export class PythonInstance implements BackendInstance {
     if (m.drop) for (const name of m.drop) life.regions.drop(name);
     const o = this.open.get(m.rid);
     let outputs: readonly Tensor[] = NO_RESPONSE;
+    let lent: Mapping[] | undefined;
     let failure: NereidError | undefined;
     if (o && m.outputs && !m.error) {
       try {
-        outputs = this.readOutputs(life, m.outputs);
+        lent = o.request.borrowOutputs ? [] : undefined;
+        outputs = this.readOutputs(life, m.outputs, lent);
       } catch (e) {
         failure = new NereidError('INTERNAL', `unable to read the outputs of model '${this.opts.init.modelName}': ${(e as Error).message}`);
       }
     }
-    if (m.k) this.release(m.k);
+    const giveBack = lent && lent.length > 0 ? this.lender(life, lent, m.k) : undefined;
+    if (m.k && !giveBack) this.release(m.k);
+    if (!o || m.error || failure) giveBack?.();
     if (!o) return;
     if (m.final || m.error || failure) this.forget(m.rid, o);
     if (m.error) return o.request.sender.fail(new NereidError(errorCode(m.error.code), m.error.message));
     if (failure) return o.request.sender.fail(failure);
     const params = m.params ? (JSON.parse(m.params) as Parameters) : undefined;
-    o.request.sender.send(outputs, m.final, params);
+    o.request.sender.send(outputs, m.final, params, giveBack);
   }
 
-  /** Copies a response's tensors out of shared memory, so the stub may reuse the block at once. */
-  private readOutputs(life: Life, descs: readonly TensorDesc[]): Tensor[] {
+  /**
+   * Reads a response's tensors out of shared memory: copies, so the stub may reuse the block at once, or, when
+   * `lent` is given, views of the stub's region where it is mapped, each mapping pushed to `lent`.
+   */
+  private readOutputs(life: Life, descs: readonly TensorDesc[], lent: Mapping[] | undefined): Tensor[] {
     return descs.map((d): Tensor => {
       const region = d.r!;
-      const bytes = region.startsWith(life.prefix) ? life.regions.copy(region, d.o, d.b) : this.arena.copy(region, d.o, d.b);
+      let bytes: Uint8Array | undefined;
+      if (region.startsWith(life.prefix)) {
+        const view = lent ? life.regions.lend(region, d.o, d.b) : undefined;
+        if (view) lent!.push(view.mapping);
+        bytes = view ? view.data : life.regions.copy(region, d.o, d.b);
+      } else {
+        // An output that is a view of an input: the input block is freed once the execution ends.
+        bytes = this.arena.copy(region, d.o, d.b);
+      }
       if (!bytes) throw new Error(`output '${d.n}' names an unknown region`);
       if (d.d === 'BYTES') return { name: d.n, datatype: 'BYTES', shape: d.s, data: splitElements(bytes, d.c ?? 0) };
       return { name: d.n, datatype: d.d as Exclude<DataType, 'BYTES'>, shape: d.s, data: bytes };
     });
+  }
+
+  /** Gives lent views back, once: their mappings, then the block to the stub that wrote it (if it still runs). */
+  private lender(life: Life, lent: readonly Mapping[], k: Block | undefined): () => void {
+    let done = false;
+    return () => {
+      if (done) return;
+      done = true;
+      for (const mapping of lent) life.regions.giveBack(mapping);
+      if (k && life === this.life) this.release(k);
+    };
   }
 
   private failUnanswered(rids: readonly number[] | undefined, error: string | undefined, cancelled = false): void {

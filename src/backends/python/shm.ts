@@ -7,8 +7,9 @@ import { nativeShm } from '../../sharedmemory/native.js';
  * The server owns the input regions (InputArena): each execution's input tensors are written into one block of
  * a region, the stub maps the region and views them in place, and the block is freed once the stub is done
  * with them. The stub owns the output regions; the server maps them (StubRegions), copies a response's tensors
- * out and tells the stub to free the block. Mapping is the shared-memory addon's (sharedmemory/native.ts);
- * without it, positional reads and writes on the /dev/shm file reach the same pages.
+ * out (or lends views of them until the caller gives them back) and tells the stub to free the block. Mapping
+ * is the shared-memory addon's (sharedmemory/native.ts); without it, positional reads and writes on the
+ * /dev/shm file reach the same pages.
  */
 
 const SHM_DIR = '/dev/shm';
@@ -186,35 +187,70 @@ function unlinkQuietly(name: string): void {
   }
 }
 
-/** The stub's output regions, mapped on first sight of each name. */
+/**
+ * The stub's output regions, mapped on first sight of each name. Outputs are copied out of them, or lent as
+ * views to a caller that gives them back (InferenceRequest.borrowOutputs); a region with views out stays
+ * mapped until the last comes back, even after the stub dropped it or stopped.
+ */
 export class StubRegions {
   private readonly mapped = new Map<string, Mapping>();
+  /** Views out, per mapping. */
+  private readonly lent = new Map<Mapping, number>();
+  /** Dropped or closed while views were out: closed when the last comes back. */
+  private readonly retired = new Set<Mapping>();
 
   copy(name: string, offset: number, length: number): Uint8Array {
-    let m = this.mapped.get(name);
-    if (!m) {
-      const fd = openSync(`${SHM_DIR}/${name}`, 'r+');
-      let size: number;
-      try {
-        size = fstatSync(fd).size;
-        m = new Mapping(name, size, fd);
-      } catch (e) {
-        closeSync(fd);
-        throw e;
-      }
-      this.mapped.set(name, m);
+    return this.map(name).copy(offset, length);
+  }
+
+  /** A view of the bytes, lent until giveBack(mapping); undefined when the region is not mapped (no addon). */
+  lend(name: string, offset: number, length: number): { data: Uint8Array; mapping: Mapping } | undefined {
+    const mapping = this.map(name);
+    const data = mapping.view(offset, length);
+    if (!data) return undefined;
+    this.lent.set(mapping, (this.lent.get(mapping) ?? 0) + 1);
+    return { data, mapping };
+  }
+
+  giveBack(mapping: Mapping): void {
+    const n = (this.lent.get(mapping) ?? 1) - 1;
+    if (n > 0) {
+      this.lent.set(mapping, n);
+      return;
     }
-    return m.copy(offset, length);
+    this.lent.delete(mapping);
+    if (this.retired.delete(mapping)) mapping.close();
   }
 
   drop(name: string): void {
-    this.mapped.get(name)?.close();
+    const m = this.mapped.get(name);
+    if (!m) return;
     this.mapped.delete(name);
+    this.retire(m);
   }
 
   close(): void {
-    for (const m of this.mapped.values()) m.close();
+    for (const m of this.mapped.values()) this.retire(m);
     this.mapped.clear();
+  }
+
+  private retire(m: Mapping): void {
+    if (this.lent.has(m)) this.retired.add(m);
+    else m.close();
+  }
+
+  private map(name: string): Mapping {
+    let m = this.mapped.get(name);
+    if (m) return m;
+    const fd = openSync(`${SHM_DIR}/${name}`, 'r+');
+    try {
+      m = new Mapping(name, fstatSync(fd).size, fd);
+    } catch (e) {
+      closeSync(fd);
+      throw e;
+    }
+    this.mapped.set(name, m);
+    return m;
   }
 }
 

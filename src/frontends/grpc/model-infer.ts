@@ -36,10 +36,16 @@ export function handleModelInfer(ctx: InferContext): (call: ServerUnaryCall<Mode
     call.once('cancelled', () => {
       if (running) abort.abort();
     });
-    server.infer(request).then(
+    // Borrowed outputs: grpc-js serializes the message inside callback() (no server interceptors here), copying
+    // the tensors' bytes, so they are given back as soon as it returns.
+    server.infer({ ...request, borrowOutputs: true }).then(
       (res) => {
         running = false;
-        callback(null, encodeInferResponse(res));
+        try {
+          callback(null, encodeInferResponse(res));
+        } finally {
+          res.release?.();
+        }
       },
       (e: unknown) => {
         running = false;

@@ -152,7 +152,13 @@ async function handleInfer(ctx: Context, model: string, version: number | undefi
   const json = await ctx.json.parse(body, jsonLength);
   const signal = connectionSignal(req.socket);
   const decoded = decodeInfer(json, body, jsonLength, { model, version, signal, forwarded: ctx.forwarded(req.headers) });
-  const response = await ctx.server.infer(decoded.request);
+  // Borrowed outputs go to the socket without a copy; they are given back once the response is over ('close'
+  // follows 'finish', and also comes when the connection drops first).
+  const response = await ctx.server.infer({ ...decoded.request, borrowOutputs: true });
+  if (response.release) {
+    if (signal.aborted) return response.release();
+    res.once('close', response.release);
+  }
   if (signal.aborted) return;
   const encoded = ctx.json.encode(response, decoded.binaryOutputs, decoded.binaryDefault);
   const { json: header, blobs } = encoded instanceof Promise ? await encoded : encoded;
