@@ -11,11 +11,12 @@
 //             torch.jit called directly in Python on the same batch, as throughput. Target: >= 0.9x. Measured
 //             twice: outputs borrowed (views of the stub's shared memory until release()) and copied out.
 //
-//   node bench/python.mjs [--rounds N] [--sections overhead,big,torch] [--torch-batch 256]
+//   node bench/python.mjs [--rounds N] [--sections overhead,big,torch] [--torch-batch 256] [--torch-requests 300]
+//                      [--torch-threads N]
 //
 // Needs the build (npx tsc -p .), /usr/bin/python3 with numpy, and torch for the last section.
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { appendFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
@@ -32,6 +33,9 @@ const opt = (name, dflt) => {
 };
 const rounds = Number(opt('rounds', 7));
 const sections = opt('sections', 'overhead,big,torch').split(',');
+// Threads of the forward pass on both sides (INTRA_OP_THREAD_COUNT; torch.set_num_threads and OpenBLAS's in the
+// reference); absent: the defaults, OpenBLAS on every core.
+const torchThreads = opt('torch-threads', '');
 
 const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -61,6 +65,7 @@ const mlpDir = mkdtempSync(join(tmpdir(), 'nereid-bench-torch-'));
 if (sections.includes('torch')) {
   const made = spawnSync('/usr/bin/python3', [join(ROOT, 'scripts', 'models', 'make_torch_examples.py'), '--bench-mlp', mlpDir], { stdio: 'inherit' });
   if (made.status !== 0) throw new Error('make_torch_examples.py --bench-mlp failed');
+  if (torchThreads) appendFileSync(join(mlpDir, 'mlp_torch', 'config.pbtxt'), `parameters { key: "INTRA_OP_THREAD_COUNT" value: { string_value: "${torchThreads}" } }\n`);
 }
 const server = await InferenceServer.create({
   modelRepositories: [join(ROOT, 'examples', 'python_repository'), join(ROOT, 'test', 'fixtures', 'python'), mlpDir],
@@ -128,7 +133,7 @@ if (sections.includes('torch')) {
   const values = Array.from({ length: batch * 256 }, (_, i) => ((i * 7919) % 1000) / 1000);
   const inputs = [fp32('INPUT__0', values, [batch, 256])];
   const model = join(mlpDir, 'mlp_torch', '1', 'model.pt');
-  const perRound = 100;
+  const perRound = Number(opt('torch-requests', 300));
   // Two ways of taking the answer: borrowed (the output is a view of the stub's shared memory until release(),
   // as Triton's in-process API holds a response's buffers until the response is deleted), and copied out into a
   // fresh buffer of the caller's to keep (the default).
@@ -139,7 +144,7 @@ if (sections.includes('torch')) {
     return first;
   };
   for (let i = 0; i < 30; i++) await call(i % 2 === 0);
-  await ref.ask(`torch ${model} 30 ${batch}`);
+  await ref.ask(`torch ${model} 30 ${batch} ${torchThreads}`);
   const ways = { borrowed: { rates: [], ratios: [], cpu: [] }, copied: { rates: [], ratios: [], cpu: [] } };
   const direct = [];
   for (let r = 0; r < rounds; r++) {
@@ -158,15 +163,15 @@ if (sections.includes('torch')) {
       const used = process.cpuUsage(c0);
       ways[way].cpu.push((used.user + used.system) / perRound);
     }
-    const directRate = 1e6 / (await ref.ask(`torch ${model} ${perRound} ${batch}`));
+    const directRate = 1e6 / (await ref.ask(`torch ${model} ${perRound} ${batch} ${torchThreads}`));
     direct.push(directRate);
     for (const way of ['borrowed', 'copied']) {
       ways[way].rates.push(measured[way]);
       ways[way].ratios.push(measured[way] / directRate);
     }
   }
-  results.torch = { batch, directPerS: median(direct) };
-  console.log(`torch: MLP batch ${batch}, torch.jit in Python ${median(direct).toFixed(0)}/s`);
+  results.torch = { batch, threads: torchThreads || 'default', directPerS: median(direct) };
+  console.log(`torch: MLP batch ${batch}, ${torchThreads ? `${torchThreads} thread(s)` : 'default threads'}, torch.jit in Python ${median(direct).toFixed(0)}/s`);
   for (const way of ['borrowed', 'copied']) {
     const w = ways[way];
     results.torch[way] = { nereidPerS: median(w.rates), ratio: median(w.ratios), serverCpuUsPerRequest: median(w.cpu) };

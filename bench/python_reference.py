@@ -3,8 +3,10 @@
 Reads commands on stdin, one per line, and answers one line each:
   add_sub N      -> the median, in microseconds, of N calls of add_sub's execute() on one request
                     (numpy work and pb_utils objects, as the stub runs it, without the server)
-  torch PATH N B -> the mean, in microseconds, of N calls of torch.jit's forward in a loop on a batch of B rows
-                    of 256 (the model.pt at PATH): the wall time of the loop over N, as throughput's reference
+  torch PATH N B [T] -> the mean, in microseconds, of N calls of torch.jit's forward in a loop on a batch of B
+                    rows of 256 (the model.pt at PATH): the wall time of the loop over N, as throughput's
+                    reference; with T, torch and its OpenBLAS on T threads (what INTRA_OP_THREAD_COUNT sets in
+                    Nereid's runner), else their defaults
 """
 
 import importlib.util
@@ -48,8 +50,14 @@ def time_add_sub(model, n):
     return statistics.median(samples) / 1000
 
 
-def time_torch(state, path, n, batch):
+def time_torch(state, path, n, batch, threads=None):
     import torch
+    if threads is not None and state.get("threads") != threads:
+        sys.path.insert(0, os.path.join(ROOT, "python"))
+        import nereid_torch_runner
+        torch.set_num_threads(threads)
+        nereid_torch_runner._set_blas_threads(threads)
+        state["threads"] = threads
     if state.get("path") != path:
         state["module"] = torch.jit.load(path)
         state["path"] = path
@@ -76,7 +84,8 @@ def main():
         if words[0] == "add_sub":
             print(time_add_sub(model, int(words[1])), flush=True)
         elif words[0] == "torch":
-            print(time_torch(state, words[1], int(words[2]), int(words[3])), flush=True)
+            threads = int(words[4]) if len(words) > 4 else None
+            print(time_torch(state, words[1], int(words[2]), int(words[3]), threads), flush=True)
 
 
 if __name__ == "__main__":

@@ -66,6 +66,8 @@ class Pipe:
         self.read_lock = threading.Lock()
         self.turn = threading.Condition()
         self.role = "main"
+        self._chunk = bytearray(1 << 16)
+        self._view = memoryview(self._chunk)
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_w, False)
         self.spin_ns = 0
@@ -103,28 +105,37 @@ class Pipe:
         if held:
             self._write(b"".join(held))
 
+    def _read(self, n):
+        """One read of fd 3 appended to the buffer (n: the bytes still wanted, 0 if unknown); raises
+        BlockingIOError when nothing is there. Reads go through one preallocated chunk: a fresh 64 KiB bytes
+        object per read cost 100-130 us of CPU per execution right after a TorchScript forward pass on BLAS
+        threads (3 us in a loop alone)."""
+        if n > len(self._chunk):
+            data = os.read(IN_FD, n)
+            if not data:
+                raise EOFError
+            self._buf += data
+            return
+        got = os.readv(IN_FD, [self._chunk])
+        if got == 0:
+            raise EOFError
+        self._buf += self._view[:got]
+
     def _fill(self, n):
         while len(self._buf) < n:
             try:
-                chunk = os.read(IN_FD, max(1 << 16, n - len(self._buf)))
+                self._read(n - len(self._buf))
             except BlockingIOError:
                 select.select([IN_FD], [], [])
-                continue
-            if not chunk:
-                raise EOFError
-            self._buf += chunk
 
     def available(self):
         """Reads what fd 3 holds without waiting; True when a message (or the start of one) is buffered."""
         if len(self._buf) > 0:
             return True
         try:
-            chunk = os.read(IN_FD, 1 << 16)
+            self._read(0)
         except BlockingIOError:
             return False
-        if not chunk:
-            raise EOFError
-        self._buf += chunk
         return True
 
     def wait(self, spin_ns, wakeable):
