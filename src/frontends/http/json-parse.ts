@@ -82,8 +82,10 @@ export class JsonParser {
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
-      // Structured clone copies the output tensors once; the worker transfers the text and blobs back.
-      w.postMessage({ id, encode: { response, binaryOutputs, binaryDefault } });
+      // Structured clone copies the output tensors once; the worker transfers the text and blobs back. A
+      // function (release() of borrowed outputs) cannot be cloned: the worker does not need it.
+      const { release: _, ...plain } = response;
+      w.postMessage({ id, encode: { response: plain, binaryOutputs, binaryDefault } });
     });
   }
 

@@ -4,7 +4,7 @@ import { appendFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { startTestServer, tempRepository, type TestServer } from '../../helpers/server.js';
-import { binaryBody, request, splitBinary } from '../../helpers/http.js';
+import { binaryBody, postJson, request, splitBinary } from '../../helpers/http.js';
 import { startGrpcTestServer } from '../../helpers/grpc.js';
 import { startHttpFrontend } from '../../../src/frontends/http/server.js';
 import type { InferenceResponse } from '../../../src/index.js';
@@ -132,4 +132,26 @@ test('HTTP binary and JSON outputs and gRPC answers from borrowed outputs: concu
     await http.close();
     await s.close();
   }
+});
+
+test('a large JSON answer encoded off the event loop from borrowed outputs', { skip }, async () => {
+  await withServer([PYTHON_FIXTURES], ['scale_fp32'], async (s) => {
+    // 160 KB of output data: above OFF_THREAD_JSON_BYTES, so the JSON is written in the worker thread, which
+    // gets a copy of the response without its release().
+    const n = 40_000;
+    const values = Array.from({ length: n }, (_, i) => i % 977);
+    const replies = await Promise.all([0, 1, 2].map((k) => postJson(`${s.url}/v2/models/scale_fp32/infer`, {
+      inputs: [{ name: 'INPUT0', shape: [n], datatype: 'FP32', data: values.map((v) => v + k) }],
+    })));
+    replies.forEach((r, k) => {
+      assert.equal(r.status, 200, r.body.toString().slice(0, 300));
+      const data = r.json().outputs[0].data as number[];
+      assert.equal(data.length, n);
+      assert.equal(data[n - 1], 2 * (((n - 1) % 977) + k));
+      assert.equal(data[5], 2 * (5 + k));
+    });
+    const borrowed = await s.server.infer({ model: 'scale_fp32', inputs: [fp32('INPUT0', [1, 2])], borrowOutputs: true });
+    assert.equal(typeof borrowed.release, 'function', 'the output lies in the stub region and is lent');
+    borrowed.release!();
+  });
 });
