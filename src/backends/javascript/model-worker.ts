@@ -5,9 +5,9 @@
  * object lives as long as the worker, so state it keeps between executions stays (a sequence's running
  * total, say) until the instance is unloaded or its worker crashes.
  */
-import { register } from 'node:module';
+import { createRequire, register } from 'node:module';
 import { basename } from 'node:path';
-import { pathToFileURL } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parentPort, workerData } from 'node:worker_threads';
 import * as utils from './utils.js';
 import { bytesElements, fixedBytes, pack, type FromWorker, type PlainTensor, type ToWorker, type WireRequest } from './wire.js';
@@ -49,13 +49,27 @@ const describe = (e: unknown): string => String(e);
 const isThenable = (v: unknown): v is PromiseLike<unknown> => typeof v === 'object' && v !== null && typeof (v as { then?: unknown }).then === 'function';
 
 async function loadClass(): Promise<ModelClass> {
-  register(new URL('./loader-hooks.js', import.meta.url));
+  if (!resolvesToOwnUtils(init.modelFile)) register(new URL('./loader-hooks.js', import.meta.url));
   const mod = (await import(pathToFileURL(init.modelFile).href)) as Record<string, unknown>;
   const cls = [mod.default, mod.Model, mod.TritonPythonModel].find((c) => typeof c === 'function');
   if (!cls) {
     throw new Error(`${basename(init.modelFile)} exports no model class: write \`export default class …\` (or \`export class Model …\`)`);
   }
   return cls as ModelClass;
+}
+
+/**
+ * Whether `nereid/backend-utils` already resolves, from the model file, to this server's utils module: a
+ * repository inside the package (the bundled examples; a package may import itself by name) or below a
+ * node_modules holding this very copy. Then no hooks are needed, and none are registered: in Node 20 each
+ * worker's hooks run on a thread of their own, which cost 40-90 ms and several MiB per worker at startup.
+ */
+function resolvesToOwnUtils(modelFile: string): boolean {
+  try {
+    return createRequire(modelFile).resolve('nereid/backend-utils') === fileURLToPath(new URL('./utils.js', import.meta.url));
+  } catch {
+    return false;
+  }
 }
 
 /** One request's way back: the state of its response sender. */
