@@ -118,8 +118,10 @@ export class RouterScheduler extends ForwardingScheduler {
       model: target, version: model.version, id: job.id, inputs: job.inputs, outputs: job.outputs.map((name) => ({ name })),
       parameters: job.parameters, priority: job.priority, timeoutUs: job.timeoutUs, signal: job.signal,
       sequenceId: job.sequenceId, sequenceStart: job.sequenceStart, sequenceEnd: job.sequenceEnd,
+      // The router keeps nothing of the answer: lent outputs (and their release) pass through to the caller.
+      borrowOutputs: job.borrowOutputs,
     };
-    this.forward(job, () => (model.decoupled ? this.stream(model, request, job) : model.infer(request).then((r) => job.sender.send(r.outputs, true, r.parameters))));
+    this.forward(job, () => (model.decoupled ? this.stream(model, request, job) : model.infer(request).then((r) => job.sender.send(r.outputs, true, r.parameters, r.release))));
   }
 
   private async stream(model: ComposingModel, request: InferenceRequest, job: Job): Promise<void> {

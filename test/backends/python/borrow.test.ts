@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { appendFile } from 'node:fs/promises';
+import { appendFile, mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { startTestServer, tempRepository, type TestServer } from '../../helpers/server.js';
@@ -154,4 +154,28 @@ test('a large JSON answer encoded off the event loop from borrowed outputs', { s
     assert.equal(typeof borrowed.release, 'function', 'the output lies in the stub region and is lent');
     borrowed.release!();
   });
+});
+
+test('a router in front of Python models passes borrowed outputs and their release through', { skip }, async () => {
+  const repo = await tempRepository([{ from: join(PYTHON_EXAMPLES, 'add_sub') }]);
+  try {
+    await mkdir(join(repo.dir, 'add_sub_router', '1'), { recursive: true });
+    await writeFile(join(repo.dir, 'add_sub_router', 'config.pbtxt'),
+      'name: "add_sub_router"\nbackend: "router"\nparameters { key: "nereid_routes" value { string_value: "add_sub:1" } }\n');
+    await withServer([repo.dir], ['add_sub', 'add_sub_router'], async (s) => {
+      const held = await s.server.infer({ model: 'add_sub_router', inputs: addSub(1), borrowOutputs: true });
+      assert.equal(typeof held.release, 'function');
+      for (let i = 10; i < 20; i++) {
+        const r = await s.server.infer({ model: 'add_sub_router', inputs: addSub(i), borrowOutputs: true });
+        assert.deepEqual(fp32s(output(r.outputs, 'OUTPUT0')), sum(i));
+        r.release!();
+      }
+      assert.deepEqual(fp32s(output(held.outputs, 'OUTPUT0')), sum(1));
+      held.release!();
+      const copied = await s.server.infer({ model: 'add_sub_router', inputs: addSub(2) });
+      assert.equal(copied.release, undefined);
+    });
+  } finally {
+    await repo.remove();
+  }
 });
