@@ -238,13 +238,17 @@ class InferJob implements Job {
     stats.recordSuccess(Number(now - this.enqueuedNs), Number(execStartNs - this.enqueuedNs), times.inputNs, times.inferNs, times.outputNs);
     countTokens(stats, this.resultParams);
     const ctx = this.model.context;
+    const release = this.release;
+    this.release = undefined; // the caller's now
     this.resolve({
       model: ctx.name, version: ctx.version, id: this.request.id ?? '', outputs,
-      ...(this.resultParams ? { parameters: this.resultParams } : {}), ...(this.release ? { release: this.release } : {}),
+      ...(this.resultParams ? { parameters: this.resultParams } : {}), ...(release ? { release } : {}),
     });
   }
 
   reject(error: NereidError, reason?: FailureReason): void {
+    this.release?.(); // a response sent before the execution failed: nobody will read it
+    this.release = undefined;
     this.state = 'done';
     this.model.stats.recordFailure(Number(process.hrtime.bigint() - this.enqueuedNs), reason);
     this.rejectPromise(error);

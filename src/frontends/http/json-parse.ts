@@ -1,6 +1,7 @@
 import { Worker } from 'node:worker_threads';
 import { NereidError, invalidArg, type ErrorCode } from '../../errors.js';
 import type { InferenceResponse } from '../../inference/index.js';
+import type { Tensor } from '../../tensor/tensor.js';
 import { encodeInfer, type EncodedInfer } from './infer-response.js';
 
 /**
@@ -82,10 +83,8 @@ export class JsonParser {
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
-      // Structured clone copies the output tensors once; the worker transfers the text and blobs back. A
-      // function (release() of borrowed outputs) cannot be cloned: the worker does not need it.
-      const { release: _, ...plain } = response;
-      w.postMessage({ id, encode: { response: plain, binaryOutputs, binaryDefault } });
+      // Structured clone copies the output tensors once; the worker transfers the text and blobs back.
+      w.postMessage({ id, encode: { response: forWorker(response), binaryOutputs, binaryDefault } });
     });
   }
 
@@ -121,4 +120,29 @@ export class JsonParser {
   async close(): Promise<void> {
     await this.worker?.terminate();
   }
+}
+
+/**
+ * The response as the worker gets it. Without release(): a function cannot be cloned, and the worker does not
+ * need it. Outputs that view part of a larger buffer (borrowed outputs view a whole stub region) as copies of
+ * just their bytes: structured clone copies a view's entire buffer.
+ */
+export function forWorker(response: InferenceResponse): InferenceResponse {
+  const { release: _, ...plain } = response;
+  return { ...plain, outputs: plain.outputs.map(compact) };
+}
+
+function compact(t: Tensor): Tensor {
+  if (t.datatype !== 'BYTES') return t.data.byteLength < t.data.buffer.byteLength ? { ...t, data: t.data.slice() } : t;
+  let total = 0;
+  for (const e of t.data) total += e.byteLength;
+  if (t.data.every((e) => e.buffer.byteLength <= total + 4 * t.data.length)) return t;
+  const all = new Uint8Array(total);
+  let at = 0;
+  const data = t.data.map((e) => {
+    all.set(e, at);
+    at += e.byteLength;
+    return all.subarray(at - e.byteLength, at);
+  });
+  return { ...t, data };
 }

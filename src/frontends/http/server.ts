@@ -12,7 +12,7 @@ import { route, type Route } from './routes.js';
 import { HTTP_STATUS } from './status.js';
 import { handleGenerate } from './generate.js';
 import { handleLoad, handleRepoIndex, handleUnload } from './repository.js';
-import { JSON_HEADERS, sendEmpty, sendJson } from './reply.js';
+import { JSON_HEADERS, releaseWhenDone, sendEmpty, sendJson } from './reply.js';
 
 export interface HttpOptions {
   port: number;
@@ -152,13 +152,9 @@ async function handleInfer(ctx: Context, model: string, version: number | undefi
   const json = await ctx.json.parse(body, jsonLength);
   const signal = connectionSignal(req.socket);
   const decoded = decodeInfer(json, body, jsonLength, { model, version, signal, forwarded: ctx.forwarded(req.headers) });
-  // Borrowed outputs go to the socket without a copy; they are given back once the response is over ('close'
-  // follows 'finish', and also comes when the connection drops first).
+  // Borrowed outputs go to the socket without a copy; they are given back once the response is over.
   const response = await ctx.server.infer({ ...decoded.request, borrowOutputs: true });
-  if (response.release) {
-    if (signal.aborted) return response.release();
-    res.once('close', response.release);
-  }
+  if (response.release) releaseWhenDone(res, signal, response.release);
   if (signal.aborted) return;
   const encoded = ctx.json.encode(response, decoded.binaryOutputs, decoded.binaryDefault);
   const { json: header, blobs } = encoded instanceof Promise ? await encoded : encoded;
