@@ -25,11 +25,18 @@ const BRAND = Symbol.for('nereid.error');
 
 export class NereidError extends Error {
   readonly code: ErrorCode;
+  /**
+   * The name of the server limit that refused the request (a flag's name without dashes, such as
+   * `http-max-input-size`), undefined for every other error. Frontends count such refusals (metric
+   * `nereid_limit_refusal_count`) and log them at most once per interval.
+   */
+  readonly limit: string | undefined;
   readonly [BRAND] = true;
 
-  constructor(code: ErrorCode, message: string, options?: { cause?: unknown }) {
+  constructor(code: ErrorCode, message: string, options?: { cause?: unknown; limit?: string }) {
     super(message, options);
     this.code = code;
+    this.limit = options?.limit;
     this.name = 'NereidError';
   }
 }
@@ -50,3 +57,6 @@ export const notFound = (message: string): NereidError => new NereidError('NOT_F
 export const unavailable = (message: string): NereidError => new NereidError('UNAVAILABLE', message);
 export const unsupported = (message: string): NereidError => new NereidError('UNSUPPORTED', message);
 export const internal = (message: string): NereidError => new NereidError('INTERNAL', message);
+
+/** A refusal by one of the server's limits: counted and logged by the frontend that answers it. */
+export const limitExceeded = (code: ErrorCode, limit: string, message: string): NereidError => new NereidError(code, message, { limit });

@@ -1,4 +1,4 @@
-import { NereidError, invalidArg, toNereidError, unavailable, unsupported } from '../errors.js';
+import { NereidError, invalidArg, isNereidError, toNereidError, unavailable, unsupported } from '../errors.js';
 import type { ModelConfig } from '../config/types.js';
 import { modelConfigToJson } from '../config/index.js';
 import type { ModelCalls } from '../backends/backend.js';
@@ -9,6 +9,7 @@ import { ModelManager, type IndexEntry, type LoadRequest } from '../models/manag
 import type { ModelVersion } from '../models/model-version.js';
 import { routingKey } from '../models/router.js';
 import { createLogger, type Logger } from '../observability/logger.js';
+import { LimitRefusals } from '../observability/limit-refusals.js';
 import { RateLimiter } from '../scheduler/rate-limiter.js';
 import { LocalResponseCache } from '../cache/local.js';
 import { RedisResponseCache } from '../cache/redis.js';
@@ -77,14 +78,17 @@ export class InferenceServer {
   readonly sharedMemory: SharedMemoryRegistry;
 
   private readonly metrics: ServerMetrics | undefined;
+  private readonly refusals: LimitRefusals;
 
   private constructor(private readonly options: ServerOptions, created: CreateOptions, Metrics: typeof ServerMetrics | undefined) {
     this.logger = created.logger ?? createLogger({ info: true, warning: true, error: true, verbose: 0, format: 'default', file: '' });
+    this.refusals = new LimitRefusals(this.logger.child('limits'));
     const m = options.metrics;
     this.metrics = Metrics && m ? new Metrics(() => this.manager.loadedVersions(), {
       settings: parseMetricsConfig(m.config ?? [], (w) => this.logger.error(w)),
       intervalMs: m.intervalMs ?? 2000,
       cpu: m.cpu ?? true,
+      limitRefusals: () => this.refusals.entries(),
     }) : undefined;
     this.sharedMemory = new SharedMemoryRegistry(options.allowClientShm ?? false);
     this.cache = responseCache(options.responseCache, this.logger);
@@ -419,6 +423,14 @@ export class InferenceServer {
    */
   get metricsRegistry(): Registry | undefined {
     return this.metrics?.registry;
+  }
+
+  /**
+   * Frontends call this with every error they answer: a refusal by one of the server's limits (an error with
+   * a `limit`) is counted in `nereid_limit_refusal_count` and logged at most once a minute per limit.
+   */
+  reportError(e: unknown): void {
+    if (isNereidError(e) && e.limit !== undefined) this.refusals.refused(e.limit, e.message);
   }
 
   /**

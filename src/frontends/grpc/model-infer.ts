@@ -26,7 +26,7 @@ export function handleModelInfer(ctx: InferContext): (call: ServerUnaryCall<Mode
     try {
       request = decodeInferRequest(call.request, abort.signal, ctx.forwarded(call.metadata)).request;
     } catch (e) {
-      callback(toServiceError(e, logger));
+      callback(toServiceError(e, ctx));
       return;
     }
     // grpc-js emits 'cancelled' whenever a call's stream closes, also after the answer has gone out. Only a
@@ -49,7 +49,7 @@ export function handleModelInfer(ctx: InferContext): (call: ServerUnaryCall<Mode
       },
       (e: unknown) => {
         running = false;
-        callback(toServiceError(decoupledRefusal(server, request.model, request.version, e), logger));
+        callback(toServiceError(decoupledRefusal(server, request.model, request.version, e), ctx));
       },
     );
   };

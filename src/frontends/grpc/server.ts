@@ -65,10 +65,10 @@ function unary(
     try {
       result = rpc(ctx, call.request);
     } catch (e) {
-      callback(toServiceError(e, ctx.logger));
+      callback(toServiceError(e, ctx));
       return;
     }
-    if (result instanceof Promise) result.then((r) => callback(null, r), (e: unknown) => callback(toServiceError(e, ctx.logger)));
+    if (result instanceof Promise) result.then((r) => callback(null, r), (e: unknown) => callback(toServiceError(e, ctx)));
     else callback(null, result);
   }, guard);
 }

@@ -1,6 +1,13 @@
 import { status as Status, type StatusObject } from '@grpc/grpc-js';
 import { isNereidError, type ErrorCode } from '../../errors.js';
 import type { Logger } from '../../observability/logger.js';
+import type { InferenceServer } from '../../server/inference-server.js';
+
+/** What answering an error needs: the log for bugs, and the server that counts refusals by its limits. */
+export interface ErrorContext {
+  readonly logger: Logger;
+  readonly server: InferenceServer;
+}
 
 /** The one table from error codes to gRPC status codes (Triton's GrpcStatusUtil::CodeToStatus, plus Nereid's own codes). */
 export const GRPC_STATUS: Record<ErrorCode, Status> = {
@@ -20,8 +27,11 @@ export const GRPC_STATUS: Record<ErrorCode, Status> = {
  * Any thrown value as the status a call ends with: a NereidError by its code, with its message as the status
  * details; anything else is a bug, logged in full and answered INTERNAL with a generic message.
  */
-export function toServiceError(e: unknown, logger: Logger): Partial<StatusObject> {
-  if (isNereidError(e)) return { code: GRPC_STATUS[e.code], details: e.message };
-  logger.error(`unexpected error in the gRPC frontend: ${(e as Error)?.stack ?? String(e)}`);
+export function toServiceError(e: unknown, ctx: ErrorContext): Partial<StatusObject> {
+  if (isNereidError(e)) {
+    if (e.limit !== undefined) ctx.server.reportError(e);
+    return { code: GRPC_STATUS[e.code], details: e.message };
+  }
+  ctx.logger.error(`unexpected error in the gRPC frontend: ${(e as Error)?.stack ?? String(e)}`);
   return { code: Status.INTERNAL, details: 'internal error' };
 }

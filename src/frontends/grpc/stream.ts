@@ -126,10 +126,10 @@ class InferStream {
     if (this.grpcErrorMode) {
       this.closed = true;
       this.abort.abort();
-      this.call.emit('error', toServiceError(e, this.ctx.logger));
+      this.call.emit('error', toServiceError(e, this.ctx));
       return;
     }
-    const message = toServiceError(e, this.ctx.logger).details ?? '';
+    const message = toServiceError(e, this.ctx).details ?? '';
     const infer_response = started
       ? { id: msg.id, model_name: msg.model_name, model_version: msg.model_version, parameters: FINAL, outputs: [], raw_output_contents: [] }
       : { id: msg.id, model_name: '', model_version: '', outputs: [], raw_output_contents: [] };

@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import { invalidArg } from '../../errors.js';
+import { limitExceeded } from '../../errors.js';
 
 /**
  * Reads a request body up to `limit` bytes. A declared Content-Length over the limit is refused before a byte
@@ -31,5 +31,5 @@ export function readBody(req: IncomingMessage, limit: number, tooLarge: (size: n
 }
 
 function bodyTooLarge(size: number, limit: number): Error {
-  return invalidArg(`request body of ${size} bytes exceeds the maximum input size of ${limit} bytes (--http-max-input-size)`);
+  return limitExceeded('INVALID_ARG', 'http-max-input-size', `request body of ${size} bytes exceeds the maximum input size of ${limit} bytes (--http-max-input-size)`);
 }

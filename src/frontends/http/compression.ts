@@ -1,6 +1,6 @@
 import { promisify } from 'node:util';
 import { gzip, deflate, unzip } from 'node:zlib';
-import { invalidArg, unsupported } from '../../errors.js';
+import { invalidArg, limitExceeded, unsupported } from '../../errors.js';
 
 const gzipAsync = promisify(gzip);
 const deflateAsync = promisify(deflate);
@@ -26,7 +26,7 @@ export async function decompress(body: Buffer, limit: number): Promise<Buffer> {
   } catch (e) {
     const err = e as NodeJS.ErrnoException;
     if (err.code === 'ERR_BUFFER_TOO_LARGE' || /Cannot create a Buffer larger|maxOutputLength/.test(err.message)) {
-      throw invalidArg(`request body exceeds the maximum input size of ${limit} bytes after decompression`);
+      throw limitExceeded('INVALID_ARG', 'http-max-input-size', `request body exceeds the maximum input size of ${limit} bytes after decompression`);
     }
     throw invalidArg(`failed to decompress the request body: ${err.message}`);
   }

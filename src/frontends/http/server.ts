@@ -41,7 +41,7 @@ export async function startHttpFrontend(server: InferenceServer, options: HttpOp
     server, options, json: new JsonParser(), logger, restrict: restriction(options.restricted), forwarded: headerForwarder(options.headerForwardPattern),
   };
   const http = createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
-    handle(ctx, req, res).catch((e) => sendError(res, e, logger));
+    handle(ctx, req, res).catch((e) => sendError(res, e, ctx));
   });
   http.on('clientError', (_err, socket) => {
     if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n');
@@ -298,9 +298,10 @@ async function handleLogging(ctx: Context, req: IncomingMessage, res: ServerResp
   sendJson(res, 200, JSON.stringify(ctx.logger.settings()));
 }
 
-function sendError(res: ServerResponse, e: unknown, logger: Logger): void {
+function sendError(res: ServerResponse, e: unknown, ctx: Context): void {
   const err = isNereidError(e) ? e : new NereidError('INTERNAL', 'internal error');
-  if (!isNereidError(e)) logger.error(`unexpected error in the HTTP frontend: ${(e as Error)?.stack ?? String(e)}`);
+  if (err.limit !== undefined) ctx.server.reportError(err);
+  if (!isNereidError(e)) ctx.logger.error(`unexpected error in the HTTP frontend: ${(e as Error)?.stack ?? String(e)}`);
   if (res.headersSent) {
     res.destroy();
     return;

@@ -31,7 +31,7 @@ const DEFAULT_MAX_INPUT_SIZE = 64 * 1024 * 1024;
 export async function startOpenAiFrontend(server: InferenceServer, options: OpenAiOptions, logger: Logger): Promise<OpenAiFrontend> {
   const ctx: Context = { server, logger, maxInputSize: options.maxInputSize ?? DEFAULT_MAX_INPUT_SIZE, started: Math.floor(Date.now() / 1000) };
   const http = createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
-    handle(ctx, req, res).catch((e: unknown) => sendError(res, e, logger));
+    handle(ctx, req, res).catch((e: unknown) => sendError(res, e, ctx));
   });
   http.on('clientError', (_err, socket) => {
     if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n');
@@ -122,8 +122,9 @@ function sendJson(res: ServerResponse, status: number, body: string): void {
   res.end(body);
 }
 
-function sendError(res: ServerResponse, e: unknown, logger: Logger): void {
-  if (!(e instanceof OpenAiError) && !isNereidError(e)) logger.error(`OpenAI frontend: ${String((e as Error)?.stack ?? e)}`);
+function sendError(res: ServerResponse, e: unknown, ctx: Context): void {
+  ctx.server.reportError(e);
+  if (!(e instanceof OpenAiError) && !isNereidError(e)) ctx.logger.error(`OpenAI frontend: ${String((e as Error)?.stack ?? e)}`);
   if (res.headersSent) {
     if (!res.destroyed) res.end();
     return;

@@ -158,3 +158,9 @@ export function nereidFamilies(versions: Versions): ScrapeFamily[] {
       versions().flatMap((v) => [...(v.stats.routes ?? [])].map(([target, n]) => ({ value: n, labels: sortedLabels({ ...v.reporter.labels, target }) })))),
   ];
 }
+
+/** `nereid_limit_refusal_count{limit}`: requests a server limit refused, one sample per limit that has fired. */
+export function limitRefusalFamily(refusals: () => Iterable<[string, number]>): ScrapeFamily {
+  return new ScrapeFamily('nereid_limit_refusal_count', 'Number of requests refused by each of the server\'s limits', 'counter', () =>
+    [...refusals()].map(([limit, value]) => ({ value, labels: { limit } })));
+}

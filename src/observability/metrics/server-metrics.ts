@@ -1,7 +1,7 @@
 import { Gauge, Registry, type Metric } from 'prom-client';
 import type { ModelStatistics } from '../statistics.js';
 import { CpuPoller } from './cpu.js';
-import { cacheFamilies, histogramFamilies, inferenceFamilies, nereidFamilies, summaryFamilies, type ScrapeFamily, type ScrapedVersion } from './families.js';
+import { cacheFamilies, histogramFamilies, inferenceFamilies, limitRefusalFamily, nereidFamilies, summaryFamilies, type ScrapeFamily, type ScrapedVersion } from './families.js';
 import { MetricModelReporter, type VersionInfo } from './reporter.js';
 import { DEFAULT_METRICS_SETTINGS, type MetricsSettings } from './settings.js';
 import { AGE_BUCKETS, SUMMARY_MAX_AGE_MS } from './summary.js';
@@ -21,6 +21,8 @@ export interface MetricsOptions {
   readonly intervalMs?: number;
   /** --allow-cpu-metrics (default true). */
   readonly cpu?: boolean;
+  /** Refusals by the server's limits so far, by limit name (`nereid_limit_refusal_count`). */
+  readonly limitRefusals?: () => Iterable<[string, number]>;
 }
 
 /**
@@ -58,6 +60,8 @@ export class ServerMetrics {
       this.cpuGauges(this.cpu);
     }
     for (const f of nereidFamilies(scraped)) this.registry.registerMetric(f as unknown as Metric);
+    const refusals = options.limitRefusals;
+    if (refusals) this.registry.registerMetric(limitRefusalFamily(refusals) as unknown as Metric);
     if (this.settings.summaryLatencies) {
       this.rotation = setInterval(() => this.rotate(), SUMMARY_MAX_AGE_MS / AGE_BUCKETS).unref();
     }
