@@ -8,6 +8,11 @@
  * Triton. Levels: E (error), W (warning), I (info), V (verbose, numbered: `verbose(2, …)` prints when the
  * verbose level is 2 or more).
  *
+ * Messages are escaped as Triton escapes them: written as a JSON string (`] "Started HTTPService at …"`), so
+ * client-chosen text (a model or input name, a header) can neither break a record over several lines nor
+ * forge one. TRITON_SERVER_ESCAPE_LOG_MESSAGES=0 turns the quoting off, as in Triton; unlike Triton, control
+ * characters (newlines, terminal escape sequences) are still escaped then, so a record stays one line.
+ *
  * Cost when disabled: each level method is swapped for one shared `noop` whenever the settings change (pino's
  * `setLevel`), so a disabled `info(...)` is one empty call. A caller whose message is expensive to build should
  * test `isVerbose(n)` first.
@@ -70,13 +75,16 @@ function noop(): void {}
 /** The output and settings one root logger shares with all its children. */
 class Sink {
   settings: LogSettings;
+  /** Triton's TRITON_SERVER_ESCAPE_LOG_MESSAGES: true unless it is '0'. Read once, when the logger is made. */
+  private readonly quote: boolean;
   private fd: number;
   private readonly loggers = new Set<WeakRef<TaggedLogger>>();
   private stampSecond = -1;
   private stampText = '';
 
-  constructor(settings: LogSettings) {
+  constructor(settings: LogSettings, quote: boolean) {
     this.settings = { ...settings };
+    this.quote = quote;
     this.fd = settings.file === '' ? -1 : openLogFile(settings.file);
   }
 
@@ -95,7 +103,8 @@ class Sink {
   }
 
   /** `tail` is ` <pid> <tag>] `, built once per logger. */
-  write(level: string, tail: string, msg: string): void {
+  write(level: string, tail: string, message: string): void {
+    const msg = this.quote ? escapeControls(JSON.stringify(message)) : escapeControls(message);
     const us = Math.floor((performance.timeOrigin + performance.now()) * 1000);
     const line = this.settings.format === 'ISO8601'
       ? `${this.isoStamp(us)} ${level}${tail}${msg}\n`
@@ -127,6 +136,23 @@ class Sink {
 }
 
 const pad2 = (n: number): string => (n < 10 ? `0${n}` : String(n));
+
+/** C0 and C1 control characters, DEL, and the Unicode line and paragraph separators. */
+const CONTROLS = /[\u0000-\u001f\u007f-\u009f\u2028\u2029]/g;
+
+/**
+ * Control characters as JSON escapes (`\n`, `\u001b`), so a message is one line whatever it holds. After
+ * JSON.stringify only the ones JSON leaves alone remain: DEL, C1 (U+0085 is a line break to some readers) and
+ * the Unicode line separators.
+ */
+function escapeControls(message: string): string {
+  CONTROLS.lastIndex = 0;
+  if (!CONTROLS.test(message)) return message;
+  return message.replace(CONTROLS, (c) => {
+    const json = JSON.stringify(c).slice(1, -1);
+    return json.length > 1 ? json : `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`;
+  });
+}
 
 function openLogFile(path: string): number {
   try {
@@ -235,10 +261,10 @@ function asFormat(v: unknown): LogFormat {
 
 /**
  * The root logger for one server. Opens `settings.file` (append) at once; throws NereidError INVALID_ARG when
- * it cannot be opened. Call `close()` at shutdown.
+ * it cannot be opened. Call `close()` at shutdown. `env` gives TRITON_SERVER_ESCAPE_LOG_MESSAGES.
  */
-export function createLogger(settings: LogSettings): Logger {
-  return new TaggedLogger(new Sink(settings), ROOT_TAG);
+export function createLogger(settings: LogSettings, env: NodeJS.ProcessEnv = process.env): Logger {
+  return new TaggedLogger(new Sink(settings, env['TRITON_SERVER_ESCAPE_LOG_MESSAGES'] !== '0'), ROOT_TAG);
 }
 
 const NOOP_SETTINGS: LogSettings = { info: false, warning: false, error: false, verbose: 0, format: 'default', file: '' };

@@ -9,10 +9,10 @@ import { createLogger, NOOP_LOGGER, type LogSettings, type Logger } from '../../
 const ALL_ON: LogSettings = { info: true, warning: true, error: true, verbose: 0, format: 'default', file: '' };
 
 /** A logger writing to a fresh temp file; `lines()` closes nothing and reads what was written so far. */
-function fileLogger(settings: Partial<LogSettings> = {}): { log: Logger; lines: () => string[]; done: () => Promise<void> } {
+function fileLogger(settings: Partial<LogSettings> = {}, env: NodeJS.ProcessEnv = {}): { log: Logger; lines: () => string[]; done: () => Promise<void> } {
   const dir = mkdtempSync(join(tmpdir(), 'nereid-log-'));
   const file = join(dir, 'server.log');
-  const log = createLogger({ ...ALL_ON, ...settings, file });
+  const log = createLogger({ ...ALL_ON, ...settings, file }, env);
   return {
     log,
     lines: () => readFileSync(file, 'utf8').split('\n').filter((l) => l !== ''),
@@ -39,14 +39,14 @@ test('default format: LMMDD hh:mm:ss.uuuuuu <pid> <tag>] msg, in UTC', async () 
   log.warn('careful');
   log.error('broken');
   const [info, warn, error] = lines();
-  const m = /^I(\d\d)(\d\d) (\d\d):(\d\d):(\d\d)\.(\d{6}) (\d+) nereid\] hello world$/.exec(info!);
+  const m = /^I(\d\d)(\d\d) (\d\d):(\d\d):(\d\d)\.(\d{6}) (\d+) nereid\] "hello world"$/.exec(info!);
   assert.ok(m, info);
   // Either side of a UTC midnight the line was written on.
   const days = [before, new Date()].map((d) => `${d.getUTCMonth() + 1}/${d.getUTCDate()}`);
   assert.ok(days.includes(`${Number(m[1])}/${Number(m[2])}`), info);
   assert.equal(Number(m[7]), process.pid);
-  assert.match(warn!, /^W\d{4} \d\d:\d\d:\d\d\.\d{6} \d+ nereid\] careful$/);
-  assert.match(error!, /^E\d{4} \d\d:\d\d:\d\d\.\d{6} \d+ nereid\] broken$/);
+  assert.match(warn!, /^W\d{4} \d\d:\d\d:\d\d\.\d{6} \d+ nereid\] "careful"$/);
+  assert.match(error!, /^E\d{4} \d\d:\d\d:\d\d\.\d{6} \d+ nereid\] "broken"$/);
   await done();
 });
 
@@ -55,7 +55,7 @@ test('ISO8601 format: YYYY-MM-DDThh:mm:ssZ L <pid> <tag>] msg', async () => {
   const year = new Date().getUTCFullYear();
   log.child('http').info('Started HTTPService at 0.0.0.0:8000');
   const [line] = lines();
-  assert.match(line!, new RegExp(`^${year}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\dZ I ${process.pid} http\\] Started HTTPService at 0\\.0\\.0\\.0:8000$`));
+  assert.match(line!, new RegExp(`^${year}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\dZ I ${process.pid} http\\] "Started HTTPService at 0\\.0\\.0\\.0:8000"$`));
   await done();
 });
 
@@ -64,8 +64,8 @@ test('children carry their tag, nest it, and share the output', async () => {
   const model = log.child('model').child('simple');
   model.info('loaded');
   log.info('root');
-  assert.match(lines()[0]!, / model\/simple\] loaded$/);
-  assert.match(lines()[1]!, / nereid\] root$/);
+  assert.match(lines()[0]!, / model\/simple\] "loaded"$/);
+  assert.match(lines()[1]!, / nereid\] "root"$/);
   await done();
 });
 
@@ -74,7 +74,7 @@ test('verbose levels: printed up to the configured level, as V lines', async () 
   log.verbose(1, 'one');
   log.verbose(2, 'two');
   log.verbose(3, 'three');
-  assert.deepEqual(lines().map((l) => l.replace(/^(.).*\] /, '$1 ')), ['V one', 'V two']);
+  assert.deepEqual(lines().map((l) => l.replace(/^(.).*\] /, '$1 ')), ['V "one"', 'V "two"']);
   assert.equal(log.isVerbose(2), true);
   assert.equal(log.isVerbose(3), false);
   await done();
@@ -95,7 +95,7 @@ test('disabled levels are the one shared no-op; update swaps methods on every lo
   log.update({ log_info: false, log_error: false });
   child.info('hidden again');
   child.error('hidden again');
-  assert.deepEqual(lines().map((l) => l.replace(/^.*\] /, '')), ['shown', 'detail']);
+  assert.deepEqual(lines().map((l) => l.replace(/^.*\] /, '')), ['"shown"', '"detail"']);
   await done();
 });
 

@@ -37,7 +37,7 @@ test('verbose request logs: off by default, on through /v2/logging, tagged with 
   const log = await readFile(file, 'utf8');
   await rm(dir, { recursive: true, force: true });
   assert.doesNotMatch(log, /quiet-1/);
-  assert.match(log, /^V.*\[request id: loud-2\] infer model 'simple': 2 input\(s\)$/m);
-  assert.match(log, /^V.*\[request id: loud-2\] model 'simple' ended after [0-9.]+ ms$/m);
+  assert.match(log, /^V.*\[request id: loud-2\] infer model 'simple': 2 input\(s\)"$/m);
+  assert.match(log, /^V.*\[request id: loud-2\] model 'simple' ended after [0-9.]+ ms"$/m);
   assert.match(log, /^V.*\[request id: bad-3\] model 'simple' failed after [0-9.]+ ms: .*INPUT0/m);
 });
