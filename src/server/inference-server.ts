@@ -362,19 +362,20 @@ export class InferenceServer {
   }
 
   async loadModel(name: string, request: LoadRequest = {}): Promise<void> {
-    this.checkControlMode('load');
+    this.checkControlMode();
     await this.manager.load(name, request);
   }
 
   async unloadModel(name: string, _options: { unloadDependents?: boolean } = {}): Promise<void> {
-    this.checkControlMode('unload');
+    this.checkControlMode();
     // Without ensembles no model depends on another yet, so unload_dependents has nothing more to unload.
     await this.manager.unload(name);
   }
 
-  private checkControlMode(op: string): void {
+  /** Triton's words and code when model control is off, in modes none and poll alike (its model_control_enabled). */
+  private checkControlMode(): void {
     if ((this.options.modelControlMode ?? 'none') !== 'explicit') {
-      throw unsupported(`explicit model ${op} is not allowed if polling is enabled`);
+      throw unavailable('explicit model load / unload is not allowed if polling is enabled');
     }
   }
 
