@@ -9,6 +9,7 @@ import type { Logger } from '../observability/logger.js';
 import { ModelStatistics, type InstanceStatistics } from '../observability/statistics.js';
 import type { VersionInfo } from '../observability/metrics/reporter.js';
 import { DirectScheduler } from '../scheduler/direct.js';
+import type { Scheduler } from '../scheduler/scheduler.js';
 import { SequenceBatcher } from '../scheduler/sequence.js';
 import { DynamicBatcher } from '../scheduler/dynamic.js';
 import type { RateLimiter } from '../scheduler/rate-limiter.js';
@@ -21,6 +22,7 @@ import { warmUp } from './warmup.js';
 import { EnsembleScheduler, type ModelResolver } from './ensemble.js';
 import { checkVersionWeights, completeRouterConfig, routerTargets, RouterScheduler, type RouteResolver } from './router.js';
 import { WeightedRoutes } from './routing.js';
+import { instanceCount, type InstanceBudget } from './instance-budget.js';
 
 /** What loading needs from the server's options. */
 export interface LoaderOptions {
@@ -31,6 +33,8 @@ export interface LoaderOptions {
   readonly logger: Logger;
   /** --model-load-thread-count: models loading at once. */
   readonly loadThreads: number;
+  /** --model-max-instances and --server-max-instances. */
+  readonly instances: InstanceBudget;
   /** --rate-limit: instances with rate_limiter resources run only while those are free. */
   readonly rateLimiter?: RateLimiter;
   /** The server's response cache (--cache-config), for models with response_cache { enable: true }. */
@@ -101,6 +105,7 @@ export async function prepareModel(name: string, modelDir: string, given: ModelC
   }
   normalizeModelConfig(config, { modelName: name, preferredInstanceCount: backend.name === 'onnxruntime' ? 2 : 1 });
   validateModelConfig(config, { modelName: name });
+  opts.instances.check(name, config);
   return { name, modelDir, config, backend, backendConfig, labels: await readLabels(config, name, modelDir), configFromRequest: given !== undefined };
 }
 
@@ -160,6 +165,7 @@ async function loadInstances(model: PreparedModel, context: ModelContext, opts: 
     await checkModelFileInside(folder, file, `cc_model_filenames '${cc}'`);
   }
   const initialStates = await readInitialStates(model);
+  const release = opts.instances.reserve(model.name, version, instanceCount(model.config));
   try {
     for (const group of model.config.instance_group) {
       for (let i = 0; i < group.count; i++) {
@@ -178,25 +184,30 @@ async function loadInstances(model: PreparedModel, context: ModelContext, opts: 
         if (!group.passive) scheduled.push(limited);
       }
     }
+    if (instances.length === 0) throw invalidArg(`model '${model.name}' has no instances (instance_group count is 0)`);
+    if (scheduled.length === 0) throw invalidArg(`model '${model.name}' has no instances to run requests on: every instance_group is passive`);
   } catch (e) {
     await Promise.all(instances.map((i) => i.close().catch(() => undefined)));
+    release();
     throw isNereidError(e) ? e : new NereidError('INTERNAL', (e as Error).message);
-  }
-  if (instances.length === 0) throw invalidArg(`model '${model.name}' has no instances (instance_group count is 0)`);
-  if (scheduled.length === 0) {
-    await Promise.all(instances.map((i) => i.close().catch(() => undefined)));
-    throw invalidArg(`model '${model.name}' has no instances to run requests on: every instance_group is passive`);
   }
   let versionRef: ModelVersion | undefined;
   const onExecution = (rows: number, times: ExecutionTimes, instance?: BackendInstance): void =>
     versionRef!.recordExecution(rows, times, instance && byInstance.get(instance));
-  const scheduler = model.config.sequence_batching
-    ? new SequenceBatcher(model.name, model.config, initialStates, scheduled, onExecution)
-    // Without max_batch_size a dynamic batcher still keeps its priority levels and queue policies (batches of one).
-    : model.config.dynamic_batching
-      ? new DynamicBatcher(model.config, scheduled, onExecution)
-      : new DirectScheduler(scheduled, onExecution);
-  versionRef = new ModelVersion(context, stats, scheduler, instances, cacheFor(model.config, opts));
+  let scheduler: Scheduler;
+  try {
+    scheduler = model.config.sequence_batching
+      ? new SequenceBatcher(model.name, model.config, initialStates, scheduled, onExecution)
+      // Without max_batch_size a dynamic batcher still keeps its priority levels and queue policies (batches of one).
+      : model.config.dynamic_batching
+        ? new DynamicBatcher(model.config, scheduled, onExecution)
+        : new DirectScheduler(scheduled, onExecution);
+  } catch (e) {
+    await Promise.all(instances.map((i) => i.close().catch(() => undefined)));
+    release();
+    throw e;
+  }
+  versionRef = new ModelVersion(context, stats, scheduler, instances, cacheFor(model.config, opts), release);
   return versionRef;
 }
 

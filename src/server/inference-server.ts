@@ -6,6 +6,7 @@ import { defaultBackends, type BackendRegistry } from '../backends/registry.js';
 import type { InferenceRequest, InferenceResponse } from '../inference/index.js';
 import { ResponseStream } from '../inference/stream.js';
 import { ModelManager, type IndexEntry, type LoadRequest } from '../models/manager.js';
+import { InstanceBudget } from '../models/instance-budget.js';
 import type { ModelVersion } from '../models/model-version.js';
 import { routingKey } from '../models/router.js';
 import { createLogger, type Logger } from '../observability/logger.js';
@@ -99,6 +100,7 @@ export class InferenceServer {
       backendConfig: options.backendConfig ?? {},
       logger: this.logger,
       loadThreads: options.modelLoadThreadCount ?? 4,
+      instances: new InstanceBudget(options.modelMaxInstances, options.serverMaxInstances),
       rateLimiter: new RateLimiter(options.rateLimit === 'execution_count', options.rateLimitResources ?? []),
       responseCache: this.cache,
       calls: this.modelCalls(),
