@@ -70,23 +70,23 @@ export interface PreparedModel {
 
 /** Reads the config file Triton would read: `configs/<name>.pbtxt` when asked for and present, else config.pbtxt. */
 export async function readConfig(modelDir: string, name: string, opts: LoaderOptions): Promise<ModelConfig | undefined> {
+  // Errors name the file from the model's folder on: they reach clients, which must not see the server's paths.
   if (opts.modelConfigName) {
-    const custom = join(modelDir, 'configs', `${opts.modelConfigName}.pbtxt`);
-    const text = await readText(custom);
-    if (text !== undefined) return parseModelConfig(text, custom);
+    const custom = join('configs', `${opts.modelConfigName}.pbtxt`);
+    const text = await readText(join(modelDir, custom));
+    if (text !== undefined) return parseModelConfig(text, join(name, custom));
   }
-  const file = join(modelDir, 'config.pbtxt');
-  const text = await readText(file);
-  if (text !== undefined) return parseModelConfig(text, file);
+  const text = await readText(join(modelDir, 'config.pbtxt'));
+  if (text !== undefined) return parseModelConfig(text, join(name, 'config.pbtxt'));
   if (opts.strictModelConfig) {
-    throw invalidArg(`failed to load '${name}': model configuration file ${file} not found and auto-complete is disabled (--strict-model-config / --disable-auto-complete-config)`);
+    throw invalidArg(`failed to load '${name}': model configuration file ${join(name, 'config.pbtxt')} not found and auto-complete is disabled (--strict-model-config / --disable-auto-complete-config)`);
   }
   return undefined;
 }
 
 /** Everything that happens once per model, before any version loads. */
 export async function prepareModel(name: string, modelDir: string, given: ModelConfig | undefined, opts: LoaderOptions): Promise<PreparedModel> {
-  const config = given ?? (await readConfig(modelDir, name, opts)) ?? parseModelConfig('', join(modelDir, 'config.pbtxt'));
+  const config = given ?? (await readConfig(modelDir, name, opts)) ?? parseModelConfig('', join(name, 'config.pbtxt'));
   const versions = await listVersions(modelDir);
   const firstEntries = await firstVersionEntries(modelDir);
   autoCompleteBackendFields(config, firstEntries, name);

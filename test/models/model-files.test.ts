@@ -160,6 +160,15 @@ describe('a file named by the config must stay inside its folder', () => {
     assert.ok(!r.error.includes(outside) && !r.error.includes(repo.dir), `the error shows a server path: ${r.error}`);
   });
 
+  test("a repository config that does not parse is named from the model's folder on, not by its server path", async () => {
+    await mkdir(join(repo.dir, 'badcfg', '1'), { recursive: true });
+    await writeFile(join(repo.dir, 'badcfg', 'config.pbtxt'), 'name: "badcfg"\nmax_batch_size: [\n');
+    const r = await postJson(`${s.url}/v2/repository/models/badcfg/load`, {});
+    assert.equal(r.status, 400);
+    assert.match(r.json().error, /badcfg\/config\.pbtxt:2:/);
+    assert.ok(!r.json().error.includes(repo.dir), r.json().error);
+  });
+
   test('a file inside the folder, also through a symlink that stays inside, still loads', async () => {
     await symlink('model.onnx', join(repo.dir, 'simple', '1', 'inside.onnx'));
     const cfg = await configOf('simple');
