@@ -169,6 +169,17 @@ describe('a file named by the config must stay inside its folder', () => {
     assert.ok(!r.json().error.includes(repo.dir), r.json().error);
   });
 
+  test("an absolute EXECUTION_ENV_PATH stays the operator's choice in a repository's config, as in Triton", async () => {
+    const dir = join(repo.dir, 'shared_env');
+    await mkdir(join(dir, '1'), { recursive: true });
+    await copyFile(join(FIXTURES, 'python', 'identity_fp32', '1', 'model.py'), join(dir, '1', 'model.py'));
+    const text = (await readFile(join(FIXTURES, 'python', 'identity_fp32', 'config.pbtxt'), 'utf8')).replace('identity_fp32', 'shared_env');
+    await writeFile(join(dir, 'config.pbtxt'), `${text}\nparameters { key: "EXECUTION_ENV_PATH" value { string_value: "${outside}/no-env" } }\n`);
+    const r = await postJson(`${s.url}/v2/repository/models/shared_env/load`, {});
+    assert.equal(r.status, 400);
+    assert.match(r.json().error, /EXECUTION_ENV_PATH '.*no-env' does not exist/);
+  });
+
   test('a file inside the folder, also through a symlink that stays inside, still loads', async () => {
     await symlink('model.onnx', join(repo.dir, 'simple', '1', 'inside.onnx'));
     const cfg = await configOf('simple');
