@@ -1,4 +1,6 @@
+import { relative } from 'node:path';
 import type { ModelConfig } from '../config/types.js';
+import type { ModelFolder } from '../config/model-files.js';
 import type { Logger } from '../observability/logger.js';
 import type { InferenceRequest, InferenceResponse, Parameters, ResponseSender } from '../inference/index.js';
 import type { Tensor } from '../tensor/tensor.js';
@@ -27,6 +29,16 @@ export interface ModelFiles {
   readonly versionDir: string;
   /** --backend-config values for this backend, global ones underneath. */
   readonly backendConfig: Readonly<Record<string, string>>;
+  /**
+   * True when the config came with a load request rather than from the repository: then even the paths Triton
+   * lets a config point anywhere (an absolute EXECUTION_ENV_PATH) must stay inside the model folder.
+   */
+  readonly configFromRequest?: boolean;
+}
+
+/** The version folder, for config/model-files.ts: where a backend looks for its model file. */
+export function versionFolder(files: ModelFiles): ModelFolder {
+  return { model: files.name, modelDir: files.modelDir, sub: relative(files.modelDir, files.versionDir) };
 }
 
 export interface InstanceSpec extends ModelFiles {

@@ -55,6 +55,8 @@ interface ServerDraft {
   backendConfig: Record<string, Record<string, string>>;
   id: string;
   modelLoadThreadCount: number;
+  modelMaxInstances?: number;
+  serverMaxInstances?: number;
   rateLimit?: 'off' | 'execution_count';
   rateLimitResources?: { name: string; count: number; device: number | undefined }[];
   responseCache?: Record<string, Record<string, string>>;
@@ -314,6 +316,10 @@ const FLAGS: readonly FlagSpec[] = [
     (d, v) => { d.server.modelConfigName = configName(v); }),
   flag(REPO, 'model-load-thread-count', '<integer>', '4', 'How many models load at the same time (at least 1).',
     (d, v) => { d.server.modelLoadThreadCount = Math.max(1, int(v)); }),
+  flag(REPO, 'model-max-instances', '<integer>', '128', "Most instances one model version may have (its instance_group counts summed, at least 1); a load asking for more fails. Nereid's own flag.",
+    (d, v) => { d.server.modelMaxInstances = int(v, 1, INT32_MAX, 'an integer of at least 1'); }),
+  flag(REPO, 'server-max-instances', '<integer>', '1024', "Most instances of all loaded model versions together (at least 1); a load that would pass it fails. Nereid's own flag.",
+    (d, v) => { d.server.serverMaxInstances = int(v, 1, INT32_MAX, 'an integer of at least 1'); }),
   flag(REPO, 'model-load-retry-count', '<integer>', '0', 'How many times a failed model load is retried.', (d, v, id) => keep(d, id, String(Math.max(0, int(v))))),
   flag(REPO, 'model-namespacing', BOOL_ARG, 'false', 'Let models of the same name live in different repositories, each in its own namespace.', keepBool),
 

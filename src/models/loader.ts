@@ -9,17 +9,20 @@ import type { Logger } from '../observability/logger.js';
 import { ModelStatistics, type InstanceStatistics } from '../observability/statistics.js';
 import type { VersionInfo } from '../observability/metrics/reporter.js';
 import { DirectScheduler } from '../scheduler/direct.js';
+import type { Scheduler } from '../scheduler/scheduler.js';
 import { SequenceBatcher } from '../scheduler/sequence.js';
 import { DynamicBatcher } from '../scheduler/dynamic.js';
 import type { RateLimiter } from '../scheduler/rate-limiter.js';
 import type { ResponseCache } from '../cache/cache.js';
-import { isInside, listEntries, listVersions, readText } from '../repository/local.js';
+import { listEntries, listVersions, readText } from '../repository/local.js';
+import { checkModelFileInside, resolveModelFileOnly } from '../config/model-files.js';
 import { ModelContext } from './context.js';
 import { ModelVersion } from './model-version.js';
 import { warmUp } from './warmup.js';
 import { EnsembleScheduler, type ModelResolver } from './ensemble.js';
 import { checkVersionWeights, completeRouterConfig, routerTargets, RouterScheduler, type RouteResolver } from './router.js';
 import { WeightedRoutes } from './routing.js';
+import { instanceCount, type InstanceBudget } from './instance-budget.js';
 
 /** What loading needs from the server's options. */
 export interface LoaderOptions {
@@ -30,6 +33,8 @@ export interface LoaderOptions {
   readonly logger: Logger;
   /** --model-load-thread-count: models loading at once. */
   readonly loadThreads: number;
+  /** --model-max-instances and --server-max-instances. */
+  readonly instances: InstanceBudget;
   /** --rate-limit: instances with rate_limiter resources run only while those are free. */
   readonly rateLimiter?: RateLimiter;
   /** The server's response cache (--cache-config), for models with response_cache { enable: true }. */
@@ -59,27 +64,29 @@ export interface PreparedModel {
   readonly backend: Backend | undefined;
   readonly backendConfig: Readonly<Record<string, string>>;
   readonly labels: ReadonlyMap<string, string[]>;
+  /** The config came with the load request (see ModelFiles.configFromRequest). */
+  readonly configFromRequest: boolean;
 }
 
 /** Reads the config file Triton would read: `configs/<name>.pbtxt` when asked for and present, else config.pbtxt. */
 export async function readConfig(modelDir: string, name: string, opts: LoaderOptions): Promise<ModelConfig | undefined> {
+  // Errors name the file from the model's folder on: they reach clients, which must not see the server's paths.
   if (opts.modelConfigName) {
-    const custom = join(modelDir, 'configs', `${opts.modelConfigName}.pbtxt`);
-    const text = await readText(custom);
-    if (text !== undefined) return parseModelConfig(text, custom);
+    const custom = join('configs', `${opts.modelConfigName}.pbtxt`);
+    const text = await readText(join(modelDir, custom));
+    if (text !== undefined) return parseModelConfig(text, join(name, custom));
   }
-  const file = join(modelDir, 'config.pbtxt');
-  const text = await readText(file);
-  if (text !== undefined) return parseModelConfig(text, file);
+  const text = await readText(join(modelDir, 'config.pbtxt'));
+  if (text !== undefined) return parseModelConfig(text, join(name, 'config.pbtxt'));
   if (opts.strictModelConfig) {
-    throw invalidArg(`failed to load '${name}': model configuration file ${file} not found and auto-complete is disabled (--strict-model-config / --disable-auto-complete-config)`);
+    throw invalidArg(`failed to load '${name}': model configuration file ${join(name, 'config.pbtxt')} not found and auto-complete is disabled (--strict-model-config / --disable-auto-complete-config)`);
   }
   return undefined;
 }
 
 /** Everything that happens once per model, before any version loads. */
 export async function prepareModel(name: string, modelDir: string, given: ModelConfig | undefined, opts: LoaderOptions): Promise<PreparedModel> {
-  const config = given ?? (await readConfig(modelDir, name, opts)) ?? parseModelConfig('', join(modelDir, 'config.pbtxt'));
+  const config = given ?? (await readConfig(modelDir, name, opts)) ?? parseModelConfig('', join(name, 'config.pbtxt'));
   const versions = await listVersions(modelDir);
   const firstEntries = await firstVersionEntries(modelDir);
   autoCompleteBackendFields(config, firstEntries, name);
@@ -88,17 +95,18 @@ export async function prepareModel(name: string, modelDir: string, given: ModelC
   if (config.platform === 'ensemble' || config.backend === 'router') {
     normalizeModelConfig(config, { modelName: name, preferredInstanceCount: 1 });
     validateModelConfig(config, { modelName: name });
-    return { name, modelDir, config, backend: undefined, backendConfig: {}, labels: await readLabels(config, modelDir) };
+    return { name, modelDir, config, backend: undefined, backendConfig: {}, labels: await readLabels(config, name, modelDir), configFromRequest: given !== undefined };
   }
   const backend = await opts.backends.get(config.backend);
   const backendConfig = { ...(opts.backendConfig[''] ?? {}), ...(opts.backendConfig[config.backend] ?? {}) };
   if (!opts.strictModelConfig && backend.autoComplete && versions.length > 0) {
-    const files: ModelFiles = { name, modelDir, versionDir: join(modelDir, String(versions[versions.length - 1])), backendConfig };
+    const files: ModelFiles = { name, modelDir, versionDir: join(modelDir, String(versions[versions.length - 1])), backendConfig, configFromRequest: given !== undefined };
     await backend.autoComplete(files, config);
   }
   normalizeModelConfig(config, { modelName: name, preferredInstanceCount: backend.name === 'onnxruntime' ? 2 : 1 });
   validateModelConfig(config, { modelName: name });
-  return { name, modelDir, config, backend, backendConfig, labels: await readLabels(config, modelDir) };
+  opts.instances.check(name, config);
+  return { name, modelDir, config, backend, backendConfig, labels: await readLabels(config, name, modelDir), configFromRequest: given !== undefined };
 }
 
 /** Core's backend detection looks at the lexicographically first subfolder of the model. */
@@ -107,13 +115,14 @@ async function firstVersionEntries(modelDir: string): Promise<{ name: string; is
   return dirs.length > 0 ? listEntries(join(modelDir, dirs[0]!)) : [];
 }
 
-async function readLabels(config: ModelConfig, modelDir: string): Promise<Map<string, string[]>> {
+/** Output label files, relative to the model folder as in Triton. */
+async function readLabels(config: ModelConfig, name: string, modelDir: string): Promise<Map<string, string[]>> {
   const out = new Map<string, string[]>();
   for (const o of config.output) {
     if (!o.label_filename) continue;
-    if (!isInside(modelDir, o.label_filename)) throw invalidArg(`label file '${o.label_filename}' of output '${o.name}' is outside the model folder`);
-    const text = await readFile(join(modelDir, o.label_filename), 'utf8').catch(() => {
-      throw invalidArg(`unable to read label file '${o.label_filename}' of output '${o.name}' for model '${config.name}'`);
+    const file = await resolveModelFileOnly({ model: name, modelDir, sub: '' }, o.label_filename, `label_filename of output '${o.name}'`);
+    const text = await readFile(file, 'utf8').catch(() => {
+      throw invalidArg(`unable to read label file '${o.label_filename}' of output '${o.name}' for model '${name}'`);
     });
     out.set(o.name, text.split(/\r?\n/).filter((l, i, all) => l !== '' || i < all.length - 1));
   }
@@ -151,17 +160,23 @@ async function loadInstances(model: PreparedModel, context: ModelContext, opts: 
   const byInstance = new Map<BackendInstance, InstanceStatistics>();
   // Passive instances are created (and warmed up) but never given requests, as in Triton.
   const scheduled: BackendInstance[] = [];
+  const folder = { model: model.name, modelDir: model.modelDir, sub: String(version) };
+  for (const [cc, file] of Object.entries(model.config.cc_model_filenames)) {
+    await checkModelFileInside(folder, file, `cc_model_filenames '${cc}'`);
+  }
+  const initialStates = await readInitialStates(model);
+  const release = opts.instances.reserve(model.name, version, instanceCount(model.config));
   try {
     for (const group of model.config.instance_group) {
       for (let i = 0; i < group.count; i++) {
         const instanceName = `${group.name}_${i}`;
         const instance = await model.backend!.createInstance({
-          name: model.name, modelDir: model.modelDir, versionDir, backendConfig: model.backendConfig,
+          name: model.name, modelDir: model.modelDir, versionDir, backendConfig: model.backendConfig, configFromRequest: model.configFromRequest,
           version, config: model.config, instanceName, kind: group.kind, logger: opts.logger,
           ...(opts.calls ? { calls: opts.calls } : {}),
         });
         instances.push(instance);
-        await warmUp(instance, model.config, model.modelDir, instanceName);
+        await warmUp(instance, model.config, { model: model.name, modelDir: model.modelDir }, instanceName);
         // Warmup runs unlimited; requests go through the rate limiter when it is on.
         const limited = opts.rateLimiter?.wrap(instance, group.rate_limiter) ?? instance;
         instances[instances.length - 1] = limited;
@@ -169,26 +184,45 @@ async function loadInstances(model: PreparedModel, context: ModelContext, opts: 
         if (!group.passive) scheduled.push(limited);
       }
     }
+    if (instances.length === 0) throw invalidArg(`model '${model.name}' has no instances (instance_group count is 0)`);
+    if (scheduled.length === 0) throw invalidArg(`model '${model.name}' has no instances to run requests on: every instance_group is passive`);
   } catch (e) {
     await Promise.all(instances.map((i) => i.close().catch(() => undefined)));
+    release();
     throw isNereidError(e) ? e : new NereidError('INTERNAL', (e as Error).message);
-  }
-  if (instances.length === 0) throw invalidArg(`model '${model.name}' has no instances (instance_group count is 0)`);
-  if (scheduled.length === 0) {
-    await Promise.all(instances.map((i) => i.close().catch(() => undefined)));
-    throw invalidArg(`model '${model.name}' has no instances to run requests on: every instance_group is passive`);
   }
   let versionRef: ModelVersion | undefined;
   const onExecution = (rows: number, times: ExecutionTimes, instance?: BackendInstance): void =>
     versionRef!.recordExecution(rows, times, instance && byInstance.get(instance));
-  const scheduler = model.config.sequence_batching
-    ? new SequenceBatcher(model.name, model.config, model.modelDir, scheduled, onExecution)
-    // Without max_batch_size a dynamic batcher still keeps its priority levels and queue policies (batches of one).
-    : model.config.dynamic_batching
-      ? new DynamicBatcher(model.config, scheduled, onExecution)
-      : new DirectScheduler(scheduled, onExecution);
-  versionRef = new ModelVersion(context, stats, scheduler, instances, cacheFor(model.config, opts));
+  let scheduler: Scheduler;
+  try {
+    scheduler = model.config.sequence_batching
+      ? new SequenceBatcher(model.name, model.config, initialStates, scheduled, onExecution)
+      // Without max_batch_size a dynamic batcher still keeps its priority levels and queue policies (batches of one).
+      : model.config.dynamic_batching
+        ? new DynamicBatcher(model.config, scheduled, onExecution)
+        : new DirectScheduler(scheduled, onExecution);
+  } catch (e) {
+    await Promise.all(instances.map((i) => i.close().catch(() => undefined)));
+    release();
+    throw e;
+  }
+  versionRef = new ModelVersion(context, stats, scheduler, instances, cacheFor(model.config, opts), release);
   return versionRef;
+}
+
+/** The data files of sequence states' initial_state entries, by file name, from `<model folder>/initial_state`. */
+async function readInitialStates(model: PreparedModel): Promise<Map<string, Uint8Array>> {
+  const out = new Map<string, Uint8Array>();
+  const folder = { model: model.name, modelDir: model.modelDir, sub: 'initial_state' };
+  for (const st of model.config.sequence_batching?.state ?? []) {
+    for (const init of st.initial_state) {
+      if (!init.data_file || out.has(init.data_file)) continue;
+      const file = await resolveModelFileOnly(folder, init.data_file, `data_file of initial state of '${st.input_name}'`);
+      out.set(init.data_file, new Uint8Array(await readFile(file)));
+    }
+  }
+  return out;
 }
 
 /**

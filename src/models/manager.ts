@@ -1,4 +1,4 @@
-import { invalidArg, isNereidError, notFound, unavailable, type NereidError } from '../errors.js';
+import { NereidError, invalidArg, isNereidError, notFound, unavailable } from '../errors.js';
 import type { ModelConfig } from '../config/types.js';
 import { modelConfigToJson } from '../config/index.js';
 import type { Logger } from '../observability/logger.js';
@@ -194,7 +194,7 @@ export class ModelManager {
         return;
       }
       const err = await this.withEntry(name, (e) => this.loadEntry(e, location, {}));
-      if (err) failures.set(name, err);
+      if (err) failures.set(name, err.message);
     };
     await runLimited(ordered.filter((n) => !ensembles.has(n)), this.opts.loadThreads, load);
     // An ensemble may run on another ensemble: load them in dependency order, one pass per level.
@@ -256,7 +256,8 @@ export class ModelManager {
       if (other !== name && this.readyVersions(other).length === 0) await this.load(other, {}).catch(() => undefined);
     }
     const err = await this.withEntry(name, (e) => this.loadEntry(e, location, req));
-    if (err) throw invalidArg(`failed to load '${name}', ${err}`);
+    // A refusal by a limit keeps its code and names the limit, so that the frontend counts it.
+    if (err) throw new NereidError(err.limit ? err.code : 'INVALID_ARG', `failed to load '${name}', ${err.message}`, { limit: err.limit });
   }
 
   async unload(name: string): Promise<void> {
@@ -318,7 +319,7 @@ export class ModelManager {
   }
 
   /** Runs `op` after every earlier operation on the same model. */
-  private withEntry(name: string, op: (e: ModelEntry) => Promise<string | undefined>): Promise<string | undefined> {
+  private withEntry<T>(name: string, op: (e: ModelEntry) => Promise<T>): Promise<T> {
     const e = this.entry(name);
     const run = e.busy.then(() => op(e));
     e.busy = run.then(() => undefined, () => undefined);
@@ -326,10 +327,10 @@ export class ModelManager {
   }
 
   /**
-   * Loads or reloads one model. Returns the failure reason, or undefined on success. On failure the versions
-   * that were serving keep serving.
+   * Loads or reloads one model. Returns the failure (its message is the reason), or undefined on success. On
+   * failure the versions that were serving keep serving.
    */
-  private async loadEntry(e: ModelEntry, location: ModelLocation | undefined, req: LoadRequest): Promise<string | undefined> {
+  private async loadEntry(e: ModelEntry, location: ModelLocation | undefined, req: LoadRequest): Promise<NereidError | undefined> {
     let overrides: OverrideDir | undefined;
     let prepared: PreparedModel;
     let stamps = new Map<string, bigint>();
@@ -343,7 +344,7 @@ export class ModelManager {
       const reason = reasonOf(err);
       this.logger.error(`failed to load '${e.name}': ${reason}`);
       if (e.versions.size === 0) e.failure = reason;
-      return reason;
+      return failure(reason, err);
     }
     const configJson = JSON.stringify(modelConfigToJson(prepared.config));
     const available = await listVersions(prepared.modelDir);
@@ -358,11 +359,11 @@ export class ModelManager {
       try {
         const model = await loadVersion(prepared, v, this.opts);
         this.logger.info(`successfully loaded '${e.name}' version ${v}`);
-        return [v, model, ''] as const;
+        return [v, model, '', undefined] as const;
       } catch (err) {
         const reason = reasonOf(err);
         this.logger.error(`failed to load '${e.name}' version ${v}: ${reason}`);
-        return [v, undefined, reason] as const;
+        return [v, undefined, reason, err] as const;
       }
     }));
     const failed = loaded.filter(([, m]) => !m);
@@ -387,13 +388,21 @@ export class ModelManager {
     e.configJson = configJson;
     e.location = location;
     e.timestamps = stamps;
-    e.overrides = overrides;
     e.unloaded = false;
     e.failure = wanted.length === 0 ? `no version is available for model '${e.name}'` : '';
     await Promise.all([this.retire(e, dropped), ...retired.map((m) => m.unload())]);
+    // The folder of a file-override load goes as soon as nothing runs from it: at once when no version of it
+    // loaded (the versions still serving, if any, came from the previous folder), else when it is replaced.
+    const serving = [...e.versions.values()].some((slot) => slot.model);
+    if (overrides && !loaded.some(([, m]) => m)) {
+      await overrides.remove();
+      overrides = serving ? previous : undefined;
+    }
+    e.overrides = overrides;
     if (previous && previous !== overrides) await previous.remove();
-    if (wanted.length === 0) return e.failure;
-    return failed.length > 0 ? failed.map(([v, , r]) => `version ${v}: ${r}`).join('; ') : undefined;
+    if (wanted.length === 0) return failure(e.failure, undefined);
+    if (failed.length === 0) return undefined;
+    return failure(failed.map(([v, , r]) => `version ${v}: ${r}`).join('; '), failed.find(([, , , err]) => isNereidError(err) && err.limit)?.[3]);
   }
 
   /** Takes versions out of service: new requests stop at once, running ones finish, then they are released. */
@@ -410,6 +419,12 @@ export class ModelManager {
       if (model) this.logger.info(`successfully unloaded '${e.name}' version ${v}`);
     }));
   }
+}
+
+/** A load's failure: `reason`, with the code and limit of `cause` when a limit refused it. */
+function failure(reason: string, cause: unknown): NereidError {
+  if (isNereidError(cause) && cause.limit !== undefined) return new NereidError(cause.code, reason, { limit: cause.limit });
+  return invalidArg(reason);
 }
 
 function reasonOf(err: unknown): string {

@@ -25,6 +25,8 @@ export class ModelVersion {
     private readonly instances: readonly BackendInstance[],
     /** The server's response cache, for a model with response_cache { enable: true }. */
     private readonly cache?: ResponseCache,
+    /** Called once the version is unloaded: gives back what its load took (its instances' share of the budget). */
+    private readonly released?: () => void,
   ) {}
 
   get name(): string {
@@ -157,6 +159,7 @@ export class ModelVersion {
     this.closing ??= (async () => {
       await this.scheduler.drain();
       await Promise.all(this.instances.map((i) => i.close().catch(() => undefined)));
+      this.released?.();
     })();
     return this.closing;
   }

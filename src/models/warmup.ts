@@ -1,24 +1,23 @@
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { NereidError, invalidArg } from '../errors.js';
 import type { ModelConfig } from '../config/types.js';
 import type { BackendInstance } from '../backends/backend.js';
 import { byteSize, fromConfigType } from '../tensor/datatype.js';
 import { deserializeBytes } from '../tensor/bytes.js';
 import { elementCount, type Tensor } from '../tensor/tensor.js';
-import { isInside } from '../repository/local.js';
+import { resolveModelFileOnly } from '../config/model-files.js';
 
 /**
  * Triton's model warmup: every `model_warmup` entry runs `count` times (once when 0) on each instance before
  * the model turns READY. A failure fails the load, as in Triton.
  */
-export async function warmUp(instance: BackendInstance, config: ModelConfig, modelDir: string, instanceName: string): Promise<void> {
+export async function warmUp(instance: BackendInstance, config: ModelConfig, folder: WarmupFolder, instanceName: string): Promise<void> {
   for (const w of config.model_warmup) {
     const batch = Math.max(w.batch_size, 1);
     const inputs: Tensor[] = [];
     for (const [name, spec] of Object.entries(w.inputs)) {
-      inputs.push(await warmupInput(name, spec, config.max_batch_size > 0 ? batch : 0, modelDir));
+      inputs.push(await warmupInput(name, spec, config.max_batch_size > 0 ? batch : 0, folder));
     }
     const outputs = config.output.map((o) => o.name);
     for (let i = 0; i < Math.max(w.count, 1); i++) {
@@ -30,6 +29,12 @@ export async function warmUp(instance: BackendInstance, config: ModelConfig, mod
   }
 }
 
+/** The model whose warmup samples are read: its data files live in `<model folder>/warmup`, as in Triton. */
+export interface WarmupFolder {
+  readonly model: string;
+  readonly modelDir: string;
+}
+
 interface WarmupInputSpec {
   data_type: string;
   dims: number[];
@@ -38,7 +43,7 @@ interface WarmupInputSpec {
   input_data_file?: string;
 }
 
-async function warmupInput(name: string, spec: WarmupInputSpec, batch: number, modelDir: string): Promise<Tensor> {
+async function warmupInput(name: string, spec: WarmupInputSpec, batch: number, folder: WarmupFolder): Promise<Tensor> {
   const datatype = fromConfigType(spec.data_type);
   if (!datatype) throw invalidArg(`warmup input '${name}' has unsupported data type ${spec.data_type}`);
   const itemShape = spec.dims;
@@ -46,9 +51,8 @@ async function warmupInput(name: string, spec: WarmupInputSpec, batch: number, m
   const perItem = elementCount(itemShape);
   const rows = Math.max(batch, 1);
   if (spec.input_data_file) {
-    const dir = join(modelDir, 'warmup');
-    if (!isInside(dir, spec.input_data_file)) throw invalidArg(`warmup data file '${spec.input_data_file}' is outside the model's warmup folder`);
-    const one = await readFile(join(dir, spec.input_data_file));
+    const file = await resolveModelFileOnly({ ...folder, sub: 'warmup' }, spec.input_data_file, `input_data_file of warmup input '${name}'`);
+    const one = await readFile(file);
     if (datatype === 'BYTES') {
       const els = deserializeBytes(one, perItem, name);
       return { name, datatype, shape, data: Array.from({ length: rows }, () => els).flat() };

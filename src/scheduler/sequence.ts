@@ -1,5 +1,3 @@
-import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { NereidError, invalidArg, isNereidError, unavailable } from '../errors.js';
 import type { ModelConfig, SequenceControl, SequenceState } from '../config/types.js';
 import type { BackendInstance, BackendRequest } from '../backends/backend.js';
@@ -75,7 +73,8 @@ export class SequenceBatcher implements Scheduler {
   constructor(
     private readonly name: string,
     private readonly config: ModelConfig,
-    modelDir: string,
+    /** The initial_state data files the states name, read at load (see models/loader.ts), by file name. */
+    initialData: ReadonlyMap<string, Uint8Array>,
     instances: readonly BackendInstance[],
     private readonly onExecution: ExecutionListener,
   ) {
@@ -94,7 +93,7 @@ export class SequenceBatcher implements Scheduler {
     });
     this.states = sb.state;
     this.stateOutputs = new Set(sb.state.map((s) => s.output_name));
-    this.initial = new Map(sb.state.map((s) => [s.output_name, initialState(s, config.max_batch_size > 0, modelDir)]));
+    this.initial = new Map(sb.state.map((s) => [s.output_name, initialState(s, config.max_batch_size > 0, initialData)]));
     this.idleMs = sb.max_sequence_idle_microseconds / 1000;
     this.reaper = setInterval(() => this.reap(), Math.max(10, Math.min(1000, this.idleMs / 2))).unref();
   }
@@ -363,7 +362,7 @@ function scalarBytes(dt: DataType, v: number | bigint | string | boolean): Uint8
 }
 
 /** A state's value at the start of a sequence: zeros, or initial_state's zero_data or data_file. */
-function initialState(st: SequenceState, batched: boolean, modelDir: string): Tensor {
+function initialState(st: SequenceState, batched: boolean, initialData: ReadonlyMap<string, Uint8Array>): Tensor {
   const dt = fromConfigType(st.data_type);
   if (!dt || dt === 'BYTES') throw invalidArg(`state '${st.input_name}' has unsupported data type ${st.data_type}`);
   const init = st.initial_state[0];
@@ -372,7 +371,8 @@ function initialState(st: SequenceState, batched: boolean, modelDir: string): Te
   const size = elementCount(shape) * byteSize(dt);
   let data = new Uint8Array(size);
   if (init?.data_file) {
-    const file = readFileSync(join(modelDir, 'initial_state', init.data_file));
+    const file = initialData.get(init.data_file);
+    if (!file) throw invalidArg(`initial state file '${init.data_file}' of state '${st.input_name}' was not read`);
     if (file.byteLength !== size) throw invalidArg(`initial state file '${init.data_file}' holds ${file.byteLength} bytes; state '${st.input_name}' needs ${size}`);
     data = new Uint8Array(file);
   }

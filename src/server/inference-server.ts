@@ -6,6 +6,7 @@ import { defaultBackends, type BackendRegistry } from '../backends/registry.js';
 import type { InferenceRequest, InferenceResponse } from '../inference/index.js';
 import { ResponseStream } from '../inference/stream.js';
 import { ModelManager, type IndexEntry, type LoadRequest } from '../models/manager.js';
+import { InstanceBudget } from '../models/instance-budget.js';
 import type { ModelVersion } from '../models/model-version.js';
 import { routingKey } from '../models/router.js';
 import { createLogger, type Logger } from '../observability/logger.js';
@@ -99,6 +100,7 @@ export class InferenceServer {
       backendConfig: options.backendConfig ?? {},
       logger: this.logger,
       loadThreads: options.modelLoadThreadCount ?? 4,
+      instances: new InstanceBudget(options.modelMaxInstances, options.serverMaxInstances),
       rateLimiter: new RateLimiter(options.rateLimit === 'execution_count', options.rateLimitResources ?? []),
       responseCache: this.cache,
       calls: this.modelCalls(),
@@ -362,19 +364,20 @@ export class InferenceServer {
   }
 
   async loadModel(name: string, request: LoadRequest = {}): Promise<void> {
-    this.checkControlMode('load');
+    this.checkControlMode();
     await this.manager.load(name, request);
   }
 
   async unloadModel(name: string, _options: { unloadDependents?: boolean } = {}): Promise<void> {
-    this.checkControlMode('unload');
+    this.checkControlMode();
     // Without ensembles no model depends on another yet, so unload_dependents has nothing more to unload.
     await this.manager.unload(name);
   }
 
-  private checkControlMode(op: string): void {
+  /** Triton's words and code when model control is off, in modes none and poll alike (its model_control_enabled). */
+  private checkControlMode(): void {
     if ((this.options.modelControlMode ?? 'none') !== 'explicit') {
-      throw unsupported(`explicit model ${op} is not allowed if polling is enabled`);
+      throw unavailable('explicit model load / unload is not allowed if polling is enabled');
     }
   }
 

@@ -30,6 +30,16 @@ export interface ServerOptions {
   id?: string;
   /** --model-load-thread-count (default 4). */
   modelLoadThreadCount?: number;
+  /**
+   * --model-max-instances (Nereid's, default 128): instances one model version may have, its instance_group counts
+   * summed; a load asking for more fails, naming the limit.
+   */
+  modelMaxInstances?: number;
+  /**
+   * --server-max-instances (Nereid's, default 1024): instances of all loaded model versions together; a version
+   * whose instances would pass it fails to load, naming the limit.
+   */
+  serverMaxInstances?: number;
   /** --rate-limit (default off): execution_count makes instances wait for their rate_limiter resources. */
   rateLimit?: 'off' | 'execution_count';
   /** --rate-limit-resource, parsed: units of a resource on one device (or every device when undefined). */

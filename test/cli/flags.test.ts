@@ -88,6 +88,14 @@ test('--exit-timeout-secs: negative means 0', () => {
   assert.equal(parse('--exit-timeout-secs=7').server.exitTimeoutSecs, 7);
 });
 
+test("--model-max-instances and --server-max-instances (Nereid's) are positive integers; unset, the server's defaults apply", () => {
+  assert.equal(parse('--model-max-instances=16').server.modelMaxInstances, 16);
+  assert.equal(parse('--server-max-instances', '64').server.serverMaxInstances, 64);
+  assert.equal(parse().server.modelMaxInstances, undefined);
+  fails([...REPO, '--model-max-instances=0'], /Bad option "--model-max-instances": got '0', expected an integer of at least 1/);
+  fails([...REPO, '--server-max-instances=x'], /--server-max-instances/);
+});
+
 test('--model-load-thread-count is at least 1', () => {
   assert.equal(parse('--model-load-thread-count=0').server.modelLoadThreadCount, 1);
   assert.equal(parse('--model-load-thread-count=8').server.modelLoadThreadCount, 8);

@@ -43,7 +43,7 @@ test('the in-process API: create, metadata, infer, statistics, close', async () 
     await assert.rejects(server.infer({ model: 'simple', inputs: [short, int32('INPUT1', a)] }),
       (e) => isNereidError(e) && e.code === 'INVALID_ARG' && e.message === "input byte size mismatch for input 'INPUT0' for model 'simple'. Expected 64, got 60");
     assert.ok((server.statistics('simple').model_stats[0] as any).inference_stats.fail.count >= 1);
-    await assert.rejects(server.unloadModel('simple'), (e) => isNereidError(e) && e.code === 'UNSUPPORTED');
+    await assert.rejects(server.unloadModel('simple'), (e) => isNereidError(e) && e.code === 'UNAVAILABLE');
   } finally {
     await server.close();
   }

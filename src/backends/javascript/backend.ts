@@ -1,10 +1,10 @@
-import { readFile, stat } from 'node:fs/promises';
-import { isAbsolute, relative, resolve } from 'node:path';
+import { readFile } from 'node:fs/promises';
 import { Worker } from 'node:worker_threads';
 import { NereidError, invalidArg } from '../../errors.js';
 import { modelConfigFromJson, modelConfigToJson } from '../../config/index.js';
 import type { ModelConfig } from '../../config/types.js';
-import type { Backend, BackendInstance, InstanceSpec, ModelFiles } from '../backend.js';
+import { resolveModelFileOnly } from '../../config/model-files.js';
+import { versionFolder, type Backend, type BackendInstance, type InstanceSpec, type ModelFiles } from '../backend.js';
 import { JsInstance, WORKER_URL } from './instance.js';
 import type { WorkerInit } from './model-worker.js';
 import type { FromWorker } from './wire.js';
@@ -31,7 +31,7 @@ export const javascriptBackend: Backend = {
   name: 'javascript',
 
   async autoComplete(files: ModelFiles, config: ModelConfig): Promise<void> {
-    const file = await findModelFile(files.versionDir, config.default_model_filename, files.name).catch(() => undefined);
+    const file = await findModelFile(files, config.default_model_filename).catch(() => undefined);
     if (!file) return; // createInstance reports the missing file
     // Starting a worker costs tens of milliseconds; a model whose source never names autoComplete has none.
     if (!(await readFile(file, 'utf8')).includes('autoComplete')) return;
@@ -51,7 +51,7 @@ export const javascriptBackend: Backend = {
   },
 
   async createInstance(spec: InstanceSpec): Promise<BackendInstance> {
-    const file = await findModelFile(spec.versionDir, spec.config.default_model_filename, spec.name);
+    const file = await findModelFile(spec, spec.config.default_model_filename);
     const init: WorkerInit = {
       mode: 'instance', modelFile: file, modelDir: spec.modelDir, modelName: spec.name,
       decoupled: spec.config.model_transaction_policy?.decoupled ?? false,
@@ -70,15 +70,14 @@ export const javascriptBackend: Backend = {
 };
 
 /** The model file: the configured name, else model.js, else model.mjs; never outside the version folder. */
-async function findModelFile(versionDir: string, configured: string, name: string): Promise<string> {
-  const candidates = configured ? [configured] : ['model.js', 'model.mjs'];
-  for (const c of candidates) {
-    const p = resolve(versionDir, c);
-    const rel = relative(versionDir, p);
-    if (rel.startsWith('..') || isAbsolute(rel)) throw invalidArg(`default_model_filename '${c}' of model '${name}' is outside its version folder`);
-    if ((await stat(p).catch(() => undefined))?.isFile()) return p;
-  }
-  throw invalidArg(`unable to find '${candidates.join("' or '")}' in ${versionDir} for model '${name}'`);
+async function findModelFile(files: ModelFiles, configured: string): Promise<string> {
+  const folder = versionFolder(files);
+  if (configured) return resolveModelFileOnly(folder, configured, 'default_model_filename');
+  return resolveModelFileOnly(folder, 'model.js', 'default_model_filename')
+    .catch(() => resolveModelFileOnly(folder, 'model.mjs', 'default_model_filename'))
+    .catch(() => {
+      throw invalidArg(`unable to find '${folder.sub}/model.js' or '${folder.sub}/model.mjs' for model '${files.name}'`);
+    });
 }
 
 /** Runs the model class's static autoComplete in a short-lived worker; undefined when it has none. */

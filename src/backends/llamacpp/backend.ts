@@ -1,8 +1,7 @@
-import { stat } from 'node:fs/promises';
-import { isAbsolute, relative, resolve } from 'node:path';
 import { invalidArg } from '../../errors.js';
 import type { ModelConfig } from '../../config/types.js';
-import type { Backend, BackendInstance, InstanceSpec } from '../backend.js';
+import { resolveModelFileOnly, withoutServerPaths } from '../../config/model-files.js';
+import { versionFolder, type Backend, type BackendInstance, type InstanceSpec } from '../backend.js';
 import { llama } from './engine.js';
 import { LlamaInstance } from './instance.js';
 
@@ -26,10 +25,12 @@ export const llamaCppBackend: Backend = {
   name: 'llamacpp',
 
   async createInstance(spec: InstanceSpec): Promise<BackendInstance> {
-    const file = await findModelFile(spec.versionDir, spec.config.default_model_filename, spec.name);
+    const file = await findModelFile(spec);
     const settings = readSettings(spec.config, spec.name);
     const engine = await llama(spec.logger);
-    const model = await engine.loadModel({ modelPath: file, gpuLayers: 0 });
+    const model = await engine.loadModel({ modelPath: file, gpuLayers: 0 }).catch((e: Error) => {
+      throw invalidArg(`failed to load model '${spec.name}': llama.cpp error: ${withoutServerPaths(e.message, spec.modelDir)}`);
+    });
     try {
       const context = await model.createContext({
         sequences: settings.parallel,
@@ -64,11 +65,6 @@ function readSettings(config: ModelConfig, name: string): Settings {
 }
 
 /** The model file: the configured name, else model.gguf; never outside the version folder. */
-async function findModelFile(versionDir: string, configured: string, name: string): Promise<string> {
-  const file = configured || 'model.gguf';
-  const p = resolve(versionDir, file);
-  const rel = relative(versionDir, p);
-  if (rel.startsWith('..') || isAbsolute(rel)) throw invalidArg(`default_model_filename '${file}' of model '${name}' is outside its version folder`);
-  if (!(await stat(p).catch(() => undefined))?.isFile()) throw invalidArg(`unable to find '${file}' in ${versionDir} for model '${name}'`);
-  return p;
+function findModelFile(spec: InstanceSpec): Promise<string> {
+  return resolveModelFileOnly(versionFolder(spec), spec.config.default_model_filename || 'model.gguf', 'default_model_filename');
 }

@@ -1,9 +1,9 @@
-import { stat } from 'node:fs/promises';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import * as ort from 'onnxruntime-node';
 import { invalidArg, NereidError } from '../../errors.js';
 import type { ModelConfig, ModelInput, ModelOutput } from '../../config/types.js';
-import type { Backend, InstanceSpec, ModelFiles } from '../backend.js';
+import { resolveModelFile, withoutServerPaths } from '../../config/model-files.js';
+import { versionFolder, type Backend, type InstanceSpec, type ModelFiles } from '../backend.js';
 import { configTypeOfOrt } from './convert.js';
 import { sessionOptions } from './session-options.js';
 import { OrtInstance } from './instance.js';
@@ -22,11 +22,15 @@ export const onnxRuntimeBackend: Backend = {
   createInstance,
 };
 
+/** `model.onnx` (or default_model_filename) in the version folder: a file, or a folder holding `model.onnx`. */
 export async function modelPath(files: ModelFiles, config: ModelConfig): Promise<string> {
-  const p = join(files.versionDir, config.default_model_filename || 'model.onnx');
-  const s = await stat(p).catch(() => undefined);
-  if (!s) throw invalidArg(`unable to find '${p}' for model '${files.name}'`);
-  return s.isDirectory() ? join(p, 'model.onnx') : p;
+  const name = config.default_model_filename || 'model.onnx';
+  const folder = versionFolder(files);
+  const found = await resolveModelFile(folder, name, 'default_model_filename');
+  if (!found.isDirectory) return found.path;
+  const inner = await resolveModelFile(folder, join(name, 'model.onnx'), 'default_model_filename');
+  if (inner.isDirectory) throw invalidArg(`unable to find '${relative(files.modelDir, inner.path)}' for model '${files.name}'`);
+  return inner.path;
 }
 
 async function openModel(files: ModelFiles, config: ModelConfig): Promise<OrtSession> {
@@ -34,7 +38,7 @@ async function openModel(files: ModelFiles, config: ModelConfig): Promise<OrtSes
   try {
     return await openSession(path, sessionOptions(config));
   } catch (e) {
-    throw new NereidError('INVALID_ARG', `failed to load model '${files.name}': onnx runtime error: ${(e as Error).message}`);
+    throw new NereidError('INVALID_ARG', `failed to load model '${files.name}': onnx runtime error: ${withoutServerPaths((e as Error).message, files.modelDir)}`);
   }
 }
 
@@ -57,7 +61,9 @@ async function createInstance(spec: InstanceSpec): Promise<OrtInstance> {
   }
   await session.release();
   spec.logger.verbose(1, `model '${spec.name}' instance '${spec.instanceName}' runs in a worker thread (${placement.why})`);
-  const runner = await WorkerRunner.start(await modelPath(spec, spec.config), sessionOptions(spec.config));
+  const runner = await WorkerRunner.start(await modelPath(spec, spec.config), sessionOptions(spec.config)).catch((e: Error) => {
+    throw new NereidError('INVALID_ARG', `failed to load model '${spec.name}': onnx runtime error: ${withoutServerPaths(e.message, spec.modelDir)}`);
+  });
   return new OrtInstance(runner, spec.config);
 }
 

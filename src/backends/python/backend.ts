@@ -1,10 +1,10 @@
-import { readFile, stat } from 'node:fs/promises';
-import { isAbsolute, relative, resolve } from 'node:path';
+import { readFile } from 'node:fs/promises';
 import { NereidError, invalidArg } from '../../errors.js';
 import { modelConfigFromJson, modelConfigToJson } from '../../config/index.js';
 import type { ModelConfig } from '../../config/types.js';
 import type { Logger } from '../../observability/logger.js';
-import type { Backend, BackendInstance, InstanceSpec, ModelFiles } from '../backend.js';
+import { resolveModelFileOnly } from '../../config/model-files.js';
+import { versionFolder, type Backend, type BackendInstance, type InstanceSpec, type ModelFiles } from '../backend.js';
 import { chooseInterpreter } from './interpreter.js';
 import { PythonInstance } from './instance.js';
 import { StubProcess } from './stub.js';
@@ -48,7 +48,7 @@ export function pythonBackend(name: string, source: ModelSource): Backend {
 
     async autoComplete(files: ModelFiles, config: ModelConfig): Promise<void> {
       if (source.runner) return;
-      const file = await findModelFile(files.versionDir, config.default_model_filename || source.defaultFile, files.name).catch(() => undefined);
+      const file = await findModelFile(files, config.default_model_filename || source.defaultFile).catch(() => undefined);
       if (!file) return; // createInstance reports the missing file
       // Starting Python costs tens of milliseconds; a model whose source never names the hook has none.
       if (!(await readFile(file, 'utf8')).includes('auto_complete_config')) return;
@@ -64,7 +64,7 @@ export function pythonBackend(name: string, source: ModelSource): Backend {
     },
 
     async createInstance(spec: InstanceSpec): Promise<BackendInstance> {
-      const file = await findModelFile(spec.versionDir, spec.config.default_model_filename || source.defaultFile, spec.name);
+      const file = await findModelFile(spec, spec.config.default_model_filename || source.defaultFile);
       const bc = spec.backendConfig;
       const args = {
         model_config: JSON.stringify(modelConfigToJson(spec.config)),
@@ -76,7 +76,7 @@ export function pythonBackend(name: string, source: ModelSource): Backend {
         model_name: spec.name,
       };
       return PythonInstance.create({
-        interpreter: await chooseInterpreter(spec.config, spec.modelDir, bc),
+        interpreter: await chooseInterpreter(spec, spec.config, bc),
         init: {
           t: 'init', mode: 'instance', modelFile: file, modelDir: spec.modelDir, modelName: spec.name,
           decoupled: spec.config.model_transaction_policy?.decoupled ?? false, args, spinUs: stubSpinUs(spec.config),
@@ -132,17 +132,13 @@ function stubSpinUs(config: ModelConfig): number {
 }
 
 /** The model file in the version folder; never outside it. */
-async function findModelFile(versionDir: string, file: string, name: string): Promise<string> {
-  const p = resolve(versionDir, file);
-  const rel = relative(versionDir, p);
-  if (rel.startsWith('..') || isAbsolute(rel)) throw invalidArg(`default_model_filename '${file}' of model '${name}' is outside its version folder`);
-  if (!(await stat(p).catch(() => undefined))?.isFile()) throw invalidArg(`unable to find '${file}' in ${versionDir} for model '${name}'`);
-  return p;
+function findModelFile(files: ModelFiles, file: string): Promise<string> {
+  return resolveModelFileOnly(versionFolder(files), file, 'default_model_filename');
 }
 
 /** Runs TritonPythonModel.auto_complete_config in a short-lived stub; undefined when the model has none. */
 async function runAutoComplete(files: ModelFiles, config: ModelConfig, file: string): Promise<string | undefined> {
-  const interpreter = await chooseInterpreter(config, files.modelDir, files.backendConfig);
+  const interpreter = await chooseInterpreter(files, config, files.backendConfig);
   const logger = silentLogger();
   const prefix = `${SHM_PREFIX}${process.pid}_ac${++instances}_`;
   const stub = new StubProcess(interpreter, {

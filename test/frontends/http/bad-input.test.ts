@@ -165,8 +165,8 @@ describe('oversized bodies', () => {
 
 describe('repository API in a non-explicit mode', () => {
   test('load and unload are refused, and paths that leave the repository too', async () => {
-    await expectError(postJson(`${s.url}/v2/repository/models/simple/load`, {}), 501, /not allowed/);
-    await expectError(postJson(`${s.url}/v2/repository/models/simple/unload`, {}), 501, /not allowed/);
+    await expectError(postJson(`${s.url}/v2/repository/models/simple/load`, {}), 503, /not allowed/);
+    await expectError(postJson(`${s.url}/v2/repository/models/simple/unload`, {}), 503, /not allowed/);
     await expectError(postJson(`${s.url}/v2/repository/myrepo/models/simple/load`, {}), 501, /repository_name/);
     const idx = await request(`${s.url}/v2/repository/index`, { method: 'POST', body: '' });
     assert.equal(idx.status, 200);
