@@ -123,6 +123,21 @@ static void install_guard(void) {
   guard_installed = sigaction(SIGBUS, &sa, &previous_sigbus) == 0;
 }
 
+/*
+ * Puts the handler back in front if a library loaded since replaced it (whatever it installed is then the one
+ * that foreign faults go to). Called before each new mapping, so that no mapping is ever made unguarded.
+ */
+static int guard_in_place(void) {
+  struct sigaction current;
+  if (sigaction(SIGBUS, NULL, &current) != 0) return 0;
+  if ((current.sa_flags & SA_SIGINFO) && current.sa_sigaction == on_sigbus) return 1;
+  pthread_mutex_lock(&table_lock);
+  install_guard();
+  int ok = guard_installed;
+  pthread_mutex_unlock(&table_lock);
+  return ok;
+}
+
 /* A free slot of the table, listed as [start, start + length); NULL when memory runs out. */
 static Slot* take_slot(uintptr_t start, size_t length) {
   pthread_mutex_lock(&table_lock);
@@ -223,6 +238,7 @@ static napi_value map_region(napi_env env, napi_callback_info info) {
     return throw_code(env, "EINVAL", "offset and byteSize must be non-negative integers");
   }
   if (byte_size == 0) return throw_code(env, "EINVAL", "byteSize must be greater than 0");
+  if (!guard_in_place()) return throw_code(env, "EIO", "the SIGBUS handler that guards mappings could not be installed");
 
   int fd = shm_open(key, O_RDWR, S_IRUSR | S_IWUSR);
   if (fd == -1) return throw_errno(env, errno, "shm_open");
