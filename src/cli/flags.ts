@@ -60,8 +60,8 @@ interface ServerDraft {
   rateLimitResources?: { name: string; count: number; device: number | undefined }[];
   responseCache?: Record<string, Record<string, string>>;
   allowClientShm?: boolean;
-  shmMaxRegions: number;
-  shmMaxMappedBytes: number;
+  shmMaxRegions?: number;
+  shmMaxMappedBytes?: number;
 }
 
 interface Draft extends Omit<ServeOptions, 'server' | 'metrics' | 'openai'> {
@@ -82,7 +82,6 @@ function newDraft(): Draft {
       modelRepositories: [], modelControlMode: 'none', loadModels: [], repositoryPollSecs: 15,
       strictModelConfig: false, modelConfigName: '', exitOnError: true, strictReadiness: true,
       exitTimeoutSecs: 30, backendConfig: {}, id: DEFAULT_SERVER_ID, modelLoadThreadCount: 4,
-      shmMaxRegions: DEFAULT_MAX_REGIONS, shmMaxMappedBytes: DEFAULT_MAX_MAPPED_BYTES,
     },
     http: { allow: true, port: 8000, address: '0.0.0.0', maxInputSize: 67108864 },
     grpc: { allow: true, port: 8001, address: '0.0.0.0' },

@@ -8,7 +8,7 @@ import { postJson, request } from '../helpers/http.js';
 import { connect, failure, unary, type Client } from '../helpers/grpc.js';
 import { createShmObject, int32Bytes } from '../helpers/shm.js';
 import { startGrpcFrontend, type GrpcFrontend } from '../../src/frontends/grpc/server.js';
-import { parseServeFlags } from '../../src/cli/flags.js';
+import { parseServeFlags, USAGE } from '../../src/cli/flags.js';
 
 // The regions a client can make the server map are bounded: so many regions (--shm-max-regions), so many bytes
 // mapped (--shm-max-mapped-bytes), counted in mappings the server holds, not in registrations. Past either, a
@@ -52,9 +52,12 @@ async function assertRegistered(name: string, body: unknown): Promise<void> {
 }
 
 test('flags: --shm-max-regions and --shm-max-mapped-bytes reach the server options, with defaults', () => {
+  // Unset, the registry's defaults apply; --help documents them.
   const dflt = parseServeFlags(['--model-repository=/m']).server as { shmMaxRegions?: number; shmMaxMappedBytes?: number };
-  assert.equal(dflt.shmMaxRegions, 4096);
-  assert.equal(dflt.shmMaxMappedBytes, 64 * 1024 ** 3);
+  assert.equal(dflt.shmMaxRegions, undefined);
+  assert.equal(dflt.shmMaxMappedBytes, undefined);
+  assert.match(USAGE, /--shm-max-regions <integer>[^]*Default: 4096/);
+  assert.match(USAGE, /--shm-max-mapped-bytes <integer>[^]*Default: 68719476736 \(64 GiB\)/);
   const set = parseServeFlags(['--model-repository=/m', '--shm-max-regions=7', '--shm-max-mapped-bytes=1048576']).server as typeof dflt;
   assert.equal(set.shmMaxRegions, 7);
   assert.equal(set.shmMaxMappedBytes, 1048576);
