@@ -34,7 +34,7 @@ export class Region {
    */
   checkIntact(): void {
     if (!this.memory.intact()) {
-      throw invalidArg(`shared memory region '${this.name}' is smaller than registered: its object '${this.key}' no longer holds ${this.byteSize} bytes from offset ${this.offset} (it was truncated after the region was registered); unregister the region and register it again`);
+      throw invalidArg(`shared memory region '${this.name}' is smaller than registered: its object '${this.key}' no longer holds ${this.byteSize} bytes from offset ${this.offset} (it was truncated after the region was registered, or the system had no memory left to back a page of it); unregister the region and register it again`);
     }
   }
 
