@@ -86,15 +86,17 @@ export class SharedMemoryRegistry {
       throw limitExceeded('RESOURCE_EXHAUSTED', 'shm-max-regions',
         `failed to register shared memory region '${name}': the server already maps ${this.heldRegions} shared memory regions, the most it allows (--shm-max-regions=${this.maxRegions}); unregister regions first`);
     }
-    if (this.heldBytes + mappedBytes > this.maxMappedBytes) {
-      throw limitExceeded('RESOURCE_EXHAUSTED', 'shm-max-mapped-bytes',
-        `failed to register shared memory region '${name}': mapping its ${mappedBytes} bytes (whole pages) would take the server's mapped shared memory to ${this.heldBytes + mappedBytes} bytes, past --shm-max-mapped-bytes=${this.maxMappedBytes}; unregister regions first`);
-    }
     let memory: RegionMemory;
     try {
       memory = this.open(key, offset, byteSize);
     } catch (e) {
       throw openFailure(e, name, key);
+    }
+    // Checked once the object is known to hold the range, so that a range past its end gets Triton's error.
+    if (this.heldBytes + mappedBytes > this.maxMappedBytes) {
+      memory.close();
+      throw limitExceeded('RESOURCE_EXHAUSTED', 'shm-max-mapped-bytes',
+        `failed to register shared memory region '${name}': mapping its ${mappedBytes} bytes (whole pages) would take the server's mapped shared memory to ${this.heldBytes + mappedBytes} bytes, past --shm-max-mapped-bytes=${this.maxMappedBytes}; unregister regions first`);
     }
     this.heldRegions++;
     this.heldBytes += mappedBytes;

@@ -100,6 +100,11 @@ test('mapped bytes: whole pages are counted, the mapping that would go past the 
   assert.equal(over.status, 400);
   assert.match(over.json().error, /--shm-max-mapped-bytes=16384/);
   assert.equal(await refusals('shm-max-mapped-bytes'), before + 2);
+  // A range past the end of its object is the client's mistake first: Triton's error, not a refusal by the limit.
+  const past = await register('b5', { key: o.key, byte_size: 5 * PAGE });
+  assert.equal(past.status, 400);
+  assert.match(past.json().error, /^failed to register shared memory region 'b5': invalid args$/);
+  assert.equal(await refusals('shm-max-mapped-bytes'), before + 2);
 
   assert.equal((await request(`${s.url}/v2/systemsharedmemory/region/b1/unregister`, { method: 'POST' })).status, 200);
   await assertRegistered('b4', { key: o.key, byte_size: 1 });
