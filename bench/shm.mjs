@@ -5,7 +5,8 @@
 // classes the server uses, for 4 KiB, 1 MiB and 16 MiB tensors. Rounds alternate the two ways; each figure is
 // the median over rounds of the mean time per operation in that round, and the ratio the median of per-round
 // ratios. "input" makes the tensor's bytes available and sums a sample of them (as a backend would touch them);
-// "output" writes a model output into the region.
+// "output" writes a model output into the region. Each operation ends with the region's intact() check, as a
+// request does before it is answered (a client may shrink the object under the region: see memory.ts).
 // Usage: ./node_modules/.bin/tsc -p . && node bench/shm.mjs [--quick]
 import { rmSync, writeFileSync } from 'node:fs';
 import { FileMemory } from '../dist/src/sharedmemory/file-memory.js';
@@ -52,10 +53,10 @@ for (const [label, bytes, iterations] of SIZES) {
   const file = FileMemory.open(`/${name}`, 0, bytes);
   const payload = Buffer.alloc(bytes, 7);
   const ways = {
-    'mmap input': () => { sink += touch(mapped.read(0, bytes)); },
-    'file input': () => { sink += touch(file.read(0, bytes)); },
-    'mmap output': () => mapped.write(0, payload),
-    'file output': () => file.write(0, payload),
+    'mmap input': () => { sink += touch(mapped.read(0, bytes)) + Number(mapped.intact()); },
+    'file input': () => { sink += touch(file.read(0, bytes)) + Number(file.intact()); },
+    'mmap output': () => { mapped.write(0, payload); sink += Number(mapped.intact()); },
+    'file output': () => { file.write(0, payload); sink += Number(file.intact()); },
   };
   const times = Object.fromEntries(Object.keys(ways).map((k) => [k, []]));
   for (const op of Object.values(ways)) timeOp(Math.max(1, iterations >> 3), op); // warm-up

@@ -64,6 +64,12 @@ export interface ModelCalls {
   loadModel(name: string, request: { config?: ModelConfig; files?: ReadonlyMap<string, Uint8Array> }): Promise<void>;
   unloadModel(name: string, options: { unloadDependents?: boolean }): Promise<void>;
   isModelReady(name: string, version?: number): boolean;
+  /**
+   * Tells the server that shared-memory objects whose names start with `prefix` are a backend's own (the Python
+   * stubs' regions, which hold other clients' tensors), so that no client may register them. Absent where
+   * nothing else registers shared memory.
+   */
+  reserveSharedMemory?(prefix: string): void;
   /** Custom metrics (pb_utils.MetricFamily), exported when the server's metrics are on; absent: refused. */
   readonly metrics?: CustomMetrics;
 }

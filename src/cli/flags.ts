@@ -13,6 +13,7 @@
  */
 import type { LogFormat, LogSettings } from '../observability/logger.js';
 import { DEFAULT_SERVER_ID, type ModelControlMode, type ServerOptions } from '../server/options.js';
+import { DEFAULT_MAX_MAPPED_BYTES, DEFAULT_MAX_REGIONS } from '../sharedmemory/registry.js';
 import { formatUsage, type UsageEntry } from './usage.js';
 
 export class FlagError extends Error {
@@ -61,6 +62,8 @@ interface ServerDraft {
   rateLimitResources?: { name: string; count: number; device: number | undefined }[];
   responseCache?: Record<string, Record<string, string>>;
   allowClientShm?: boolean;
+  shmMaxRegions?: number;
+  shmMaxMappedBytes?: number;
 }
 
 interface Draft extends Omit<ServeOptions, 'server' | 'metrics' | 'openai'> {
@@ -289,6 +292,12 @@ const FLAGS: readonly FlagSpec[] = [
   flag(SERVER, 'exit-timeout-secs', '<integer>', '30', 'On shutdown, seconds to wait for inferences in flight before exiting anyway. Negative values mean 0.',
     (d, v) => { d.server.exitTimeoutSecs = Math.max(0, int(v)); }),
   flag(SERVER, 'allow-client-shm', BOOL_ARG, 'false', 'Let clients register and use system shared memory regions.', (d, v) => { d.server.allowClientShm = bool(v); }),
+  flag(SERVER, 'shm-max-regions', '<integer>', String(DEFAULT_MAX_REGIONS),
+    "Nereid's: most system shared memory regions the server maps at once for its clients (an unregistered region counts until its last request ends); past it, registering answers RESOURCE_EXHAUSTED.",
+    (d, v) => { d.server.shmMaxRegions = int(v, 1, INT32_MAX, 'an integer greater than 0'); }),
+  flag(SERVER, 'shm-max-mapped-bytes', '<integer>', `${DEFAULT_MAX_MAPPED_BYTES} (64 GiB)`,
+    "Nereid's: most bytes of client shared memory the server maps at once, counted in whole pages; past it, registering answers RESOURCE_EXHAUSTED.",
+    (d, v) => { d.server.shmMaxMappedBytes = int64(v, 1n, 'an integer greater than 0 (bytes)'); }),
 
   flag(LOGGING, 'log-verbose', '<integer>', '0', 'Verbose logging level: 0 turns verbose logging off, N >= 1 prints verbose messages up to level N. true means 1, false means 0.',
     (d, v) => { d.log.verbose = logVerbose(v); }),

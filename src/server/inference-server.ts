@@ -21,6 +21,7 @@ import { CustomMetricFamilies } from '../observability/metrics/custom.js';
 import type { Registry } from 'prom-client';
 import { SharedMemoryBinding, usesSharedMemory } from '../sharedmemory/binding.js';
 import { SharedMemoryRegistry } from '../sharedmemory/registry.js';
+import { ReservedKeys } from '../sharedmemory/reserved-keys.js';
 import { DEFAULT_SERVER_ID, NEREID_VERSION, type ServerOptions } from './options.js';
 
 export interface ServerMetadata {
@@ -91,7 +92,10 @@ export class InferenceServer {
       cpu: m.cpu ?? true,
       limitRefusals: () => this.refusals.entries(),
     }) : undefined;
-    this.sharedMemory = new SharedMemoryRegistry(options.allowClientShm ?? false);
+    const ownSharedMemory = new ReservedKeys();
+    this.sharedMemory = new SharedMemoryRegistry(options.allowClientShm ?? false, {
+      maxRegions: options.shmMaxRegions, maxMappedBytes: options.shmMaxMappedBytes, reserved: ownSharedMemory,
+    });
     this.cache = responseCache(options.responseCache, this.logger);
     this.manager = new ModelManager(options.modelRepositories, {
       backends: created.backends ?? defaultBackends(),
@@ -103,7 +107,7 @@ export class InferenceServer {
       instances: new InstanceBudget(options.modelMaxInstances, options.serverMaxInstances),
       rateLimiter: new RateLimiter(options.rateLimit === 'execution_count', options.rateLimitResources ?? []),
       responseCache: this.cache,
-      calls: this.modelCalls(),
+      calls: this.modelCalls(ownSharedMemory),
       ...(this.metrics ? { metrics: this.metrics } : {}),
     }, this.logger);
     this.metadataValue = { name: options.id ?? DEFAULT_SERVER_ID, version: NEREID_VERSION, extensions: EXTENSIONS };
@@ -113,8 +117,9 @@ export class InferenceServer {
    * What a running model may ask of the server (a Python model's BLS calls and model management). Unlike the
    * public infer(), a call still runs while the server is stopping, so requests in flight can finish.
    */
-  private modelCalls(): ModelCalls {
+  private modelCalls(ownSharedMemory: ReservedKeys): ModelCalls {
     return {
+      reserveSharedMemory: (prefix) => ownSharedMemory.reserve(prefix),
       infer: (request) => {
         try {
           return this.manager.resolveRouted(request.model, request.version, routingKey(request.parameters, request.sequenceId)).infer(request);

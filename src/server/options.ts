@@ -60,6 +60,13 @@ export interface ServerOptions {
    * them in requests. Off, those calls and requests answer UNSUPPORTED; status still answers.
    */
   allowClientShm?: boolean;
+  /**
+   * --shm-max-regions (Nereid's; default 4096): shared-memory regions the server maps at once for its clients,
+   * counted until their last request lets them go. Past it, registering answers RESOURCE_EXHAUSTED.
+   */
+  shmMaxRegions?: number;
+  /** --shm-max-mapped-bytes (Nereid's; default 64 GiB): bytes of those regions mapped at once, in whole pages. */
+  shmMaxMappedBytes?: number;
 }
 
 export interface MetricsOptions {

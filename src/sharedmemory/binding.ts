@@ -27,6 +27,11 @@ const NO_BYTES = new Uint8Array(0);
  * shared-memory inputs into tensors (views of the mapping when the addon maps it); writeOutputs() writes the
  * requested outputs into their regions; release() gives the regions back. Whoever binds must release, on
  * success and on failure, so that an unregister waiting for the request can finish.
+ *
+ * A client may shrink a region's object while the request runs. Nothing faults for that (see memory.ts), but
+ * the bytes read or written are then not the object's: bind() refuses a region already found shrunk, and
+ * writeOutputs(), which every response goes through, fails the response when any region the request holds was
+ * found shrunk since, by whoever read it (the backend reading input views included).
  */
 export class SharedMemoryBinding {
   private readonly held: Region[] = [];
@@ -58,7 +63,10 @@ export class SharedMemoryBinding {
    */
   writeOutputs(response: InferenceResponse): InferenceResponse {
     const targets = this.outputs;
-    if (targets === undefined) return response;
+    if (targets === undefined) {
+      this.checkIntact();
+      return response;
+    }
     const written = new Set<string>();
     const outputs = response.outputs.map((t) => {
       const target = targets.get(t.name);
@@ -71,7 +79,13 @@ export class SharedMemoryBinding {
       written.add(t.name);
       return (t.datatype === 'BYTES' ? { name: t.name, datatype: t.datatype, shape: t.shape, data: [] } : { name: t.name, datatype: t.datatype, shape: t.shape, data: NO_BYTES }) as Tensor;
     });
+    this.checkIntact();
     return { ...response, outputs, sharedMemoryOutputs: written };
+  }
+
+  /** Throws for the first region the request holds that was found shrunk. */
+  private checkIntact(): void {
+    for (const r of this.held) r.checkIntact();
   }
 
   release(): void {
@@ -83,6 +97,7 @@ export class SharedMemoryBinding {
     const region = this.registry.acquire(ref.region);
     this.held.push(region);
     region.check(ref.offset, ref.byteSize);
+    region.checkIntact();
     return region;
   }
 
@@ -91,7 +106,16 @@ export class SharedMemoryBinding {
     const region = this.take(ref);
     const count = elementCount(i.shape);
     if (i.datatype === 'BYTES') {
-      return { name: i.name, datatype: 'BYTES', shape: i.shape, data: deserializeBytes(region.read(ref.offset, ref.byteSize), count, i.name, model) };
+      let data;
+      try {
+        data = deserializeBytes(region.read(ref.offset, ref.byteSize), count, i.name, model);
+      } catch (e) {
+        // Bytes that shrank away read as zeros, which may not parse: say why.
+        region.checkIntact();
+        throw e;
+      }
+      region.checkIntact();
+      return { name: i.name, datatype: 'BYTES', shape: i.shape, data };
     }
     const expected = count * byteSize(i.datatype);
     if (ref.byteSize !== expected) {

@@ -1,7 +1,11 @@
 import type { NativeShm } from './native.js';
 import { OpenError, type RegionMemory } from './memory.js';
 
-/** A region mmap'ed by the addon: reads are views (no copy), writes one memcpy into the client's memory. */
+/**
+ * A region mmap'ed by the addon: reads are views (no copy), writes one memcpy into the client's memory. A shrunk
+ * object cannot crash the server through it, whoever touches the views: the addon's SIGBUS handler swaps the
+ * whole mapping for zero pages and marks it faulted (see native/shm.c), which intact() reports.
+ */
 export class MappedMemory implements RegionMemory {
   readonly mapped = true;
   private readonly bytes: Uint8Array;
@@ -28,6 +32,10 @@ export class MappedMemory implements RegionMemory {
 
   write(offset: number, data: Uint8Array): void {
     this.bytes.set(data, offset);
+  }
+
+  intact(): boolean {
+    return !this.addon.faulted(this.handle);
   }
 
   close(): void {

@@ -19,11 +19,23 @@ export class Region {
     readonly offset: number,
     readonly byteSize: number,
     private readonly memory: RegionMemory,
+    /** What the region holds of the server's limits: one mapping (or open file) of this many bytes, whole pages. */
+    readonly mappedBytes: number,
   ) {}
 
   /** True when reads are views of the client's memory, false when they are copies. */
   get mapped(): boolean {
     return this.memory.mapped;
+  }
+
+  /**
+   * Throws the error a request gets when the client shrank the region's object under it (an access found bytes
+   * missing). The region stays so: its mapping no longer reaches the object; registering it again does.
+   */
+  checkIntact(): void {
+    if (!this.memory.intact()) {
+      throw invalidArg(`shared memory region '${this.name}' is smaller than registered: its object '${this.key}' no longer holds ${this.byteSize} bytes from offset ${this.offset} (it was truncated after the region was registered, or the system had no memory left to back a page of it); unregister the region and register it again`);
+    }
   }
 
   /**
@@ -52,10 +64,11 @@ export class Region {
     this.memory.write(offset, data);
   }
 
-  /** Unmaps (or closes) the region's memory, once. */
-  release(): void {
-    if (this.released) return;
+  /** Unmaps (or closes) the region's memory, once; true the time it does. */
+  release(): boolean {
+    if (this.released) return false;
     this.released = true;
     this.memory.close();
+    return true;
   }
 }

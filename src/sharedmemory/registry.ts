@@ -1,9 +1,10 @@
-import { NereidError, internal, invalidArg, notFound, unsupported } from '../errors.js';
+import { NereidError, internal, invalidArg, limitExceeded, notFound, unsupported } from '../errors.js';
 import { FileMemory } from './file-memory.js';
 import { MappedMemory } from './mapped-memory.js';
 import { OpenError, type RegionMemory } from './memory.js';
 import { nativeShm } from './native.js';
 import { Region } from './region.js';
+import { ReservedKeys } from './reserved-keys.js';
 
 /** A system region as the status calls report it (Triton's JSON keys). */
 export interface SystemRegionStatus {
@@ -27,8 +28,24 @@ export const openRegionMemory: OpenMemory = nativeShm
   ? (key, offset, byteSize) => MappedMemory.open(nativeShm!, key, offset, byteSize)
   : (key, offset, byteSize) => FileMemory.open(key, offset, byteSize);
 
-/** Keys Triton keeps for its Python backend's own regions; clients may not register them. */
-const RESERVED_PREFIX = 'triton_python_backend_shm_region_';
+/** Mappings are made of whole pages; without the addon, regions are counted as if they were mapped. */
+const PAGE_SIZE = nativeShm?.pageSize ?? 4096;
+
+/** --shm-max-regions: regions the server holds at once (each one mapping, or one open file without the addon). */
+export const DEFAULT_MAX_REGIONS = 4096;
+/** --shm-max-mapped-bytes: bytes of client objects the server maps at once (64 GiB). */
+export const DEFAULT_MAX_MAPPED_BYTES = 64 * 1024 ** 3;
+
+export interface SharedMemoryRegistryOptions {
+  /** How a region reaches its object; mmap through the addon by default. */
+  readonly open?: OpenMemory;
+  /** Regions held at once, the unregistered ones that requests still use included; DEFAULT_MAX_REGIONS by default. */
+  readonly maxRegions?: number;
+  /** Bytes mapped at once, in whole pages, counted as maxRegions is; DEFAULT_MAX_MAPPED_BYTES by default. */
+  readonly maxMappedBytes?: number;
+  /** The server's own objects, which clients may not register. */
+  readonly reserved?: ReservedKeys;
+}
 
 export const SHM_DISABLED = "Client shared memory is disabled. Start the server with '--allow-client-shm=true' to enable.";
 
@@ -39,8 +56,20 @@ export const SHM_DISABLED = "Client shared memory is disabled. Start the server 
  */
 export class SharedMemoryRegistry {
   private readonly regions = new Map<string, Region>();
+  private readonly open: OpenMemory;
+  private readonly maxRegions: number;
+  private readonly maxMappedBytes: number;
+  private readonly reserved: ReservedKeys;
+  /** What the regions still mapped hold, the unregistered ones that requests still use included. */
+  private heldRegions = 0;
+  private heldBytes = 0;
 
-  constructor(readonly allowed: boolean, private readonly open: OpenMemory = openRegionMemory) {}
+  constructor(readonly allowed: boolean, options: SharedMemoryRegistryOptions = {}) {
+    this.open = options.open ?? openRegionMemory;
+    this.maxRegions = options.maxRegions ?? DEFAULT_MAX_REGIONS;
+    this.maxMappedBytes = options.maxMappedBytes ?? DEFAULT_MAX_MAPPED_BYTES;
+    this.reserved = options.reserved ?? new ReservedKeys();
+  }
 
   /** Throws Triton's UNSUPPORTED error when clients may not use shared memory. */
   checkAllowed(): void {
@@ -49,18 +78,29 @@ export class SharedMemoryRegistry {
 
   registerSystem(name: string, key: string, offset: number, byteSize: number): void {
     this.checkAllowed();
-    if (key.startsWith(RESERVED_PREFIX)) {
-      throw invalidArg(`cannot register shared memory region '${name}' with key '${key}' as the key contains the reserved prefix '${RESERVED_PREFIX}'`);
-    }
+    this.reserved.check(name, key);
     if (this.regions.has(name)) throw new NereidError('ALREADY_EXISTS', `shared memory region '${name}' already in manager`);
     if (byteSize === 0) throw invalidArg(`failed to register shared memory region '${name}': byte_size must be greater than 0`);
+    const mappedBytes = Math.ceil(((offset % PAGE_SIZE) + byteSize) / PAGE_SIZE) * PAGE_SIZE;
+    if (this.heldRegions >= this.maxRegions) {
+      throw limitExceeded('RESOURCE_EXHAUSTED', 'shm-max-regions',
+        `failed to register shared memory region '${name}': the server already maps ${this.heldRegions} shared memory regions, the most it allows (--shm-max-regions=${this.maxRegions}); unregister regions first`);
+    }
     let memory: RegionMemory;
     try {
       memory = this.open(key, offset, byteSize);
     } catch (e) {
       throw openFailure(e, name, key);
     }
-    this.regions.set(name, new Region(name, key, offset, byteSize, memory));
+    // Checked once the object is known to hold the range, so that a range past its end gets Triton's error.
+    if (this.heldBytes + mappedBytes > this.maxMappedBytes) {
+      memory.close();
+      throw limitExceeded('RESOURCE_EXHAUSTED', 'shm-max-mapped-bytes',
+        `failed to register shared memory region '${name}': mapping its ${mappedBytes} bytes (whole pages) would take the server's mapped shared memory to ${this.heldBytes + mappedBytes} bytes, past --shm-max-mapped-bytes=${this.maxMappedBytes}; unregister regions first`);
+    }
+    this.heldRegions++;
+    this.heldBytes += mappedBytes;
+    this.regions.set(name, new Region(name, key, offset, byteSize, memory, mappedBytes));
   }
 
   systemStatus(name?: string): SystemRegionStatus[] {
@@ -125,7 +165,10 @@ export class SharedMemoryRegistry {
 
   private remove(r: Region): void {
     if (this.regions.get(r.name) === r) this.regions.delete(r.name);
-    r.release();
+    if (r.release()) {
+      this.heldRegions--;
+      this.heldBytes -= r.mappedBytes;
+    }
   }
 }
 

@@ -1,6 +1,6 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { readFileSync, truncateSync } from 'node:fs';
 import { SharedMemoryRegistry, SHM_DISABLED, type OpenMemory } from '../../src/sharedmemory/registry.js';
 import { FileMemory } from '../../src/sharedmemory/file-memory.js';
 import { MappedMemory } from '../../src/sharedmemory/mapped-memory.js';
@@ -28,7 +28,7 @@ if (nativeShm) kinds.unshift(['mmap', (k, o, b) => MappedMemory.open(nativeShm!,
 for (const [kind, open] of kinds) {
   test(`${kind}: a region is [offset, offset + byte_size) of its object; tensor offsets are relative to it`, () => {
     const o = object(Buffer.from(Array.from({ length: 64 }, (_, i) => i)));
-    const reg = new SharedMemoryRegistry(true, open);
+    const reg = new SharedMemoryRegistry(true, { open });
     reg.registerSystem('r', o.key, 10, 40);
     assert.deepEqual(reg.systemStatus(), [{ name: 'r', key: o.key, offset: 10, byte_size: 40 }]);
     const r = reg.acquire('r');
@@ -44,7 +44,7 @@ for (const [kind, open] of kinds) {
 
   test(`${kind}: register checks offset + byte_size against the object, names, keys and the reserved prefix`, () => {
     const o = object(64);
-    const reg = new SharedMemoryRegistry(true, open);
+    const reg = new SharedMemoryRegistry(true, { open });
     rejects(() => reg.registerSystem('a', o.key, 0, 65), 'INVALID_ARG', /^failed to register shared memory region 'a': invalid args$/);
     rejects(() => reg.registerSystem('a', o.key, 1, 64), 'INVALID_ARG', /invalid args/);
     rejects(() => reg.registerSystem('a', o.key, 64, 1), 'INVALID_ARG', /invalid args/);
@@ -62,7 +62,7 @@ for (const [kind, open] of kinds) {
 
   test(`${kind}: a tensor range is checked with Triton's messages, including past 2^64`, () => {
     const o = object(64);
-    const reg = new SharedMemoryRegistry(true, open);
+    const reg = new SharedMemoryRegistry(true, { open });
     reg.registerSystem('r', o.key, 0, 64);
     const r = reg.acquire('r');
     r.check(0, 64);
@@ -77,7 +77,7 @@ for (const [kind, open] of kinds) {
 
   test(`${kind}: a region in use is unregistered when its last user lets go, and stays usable until then`, () => {
     const o = object(64);
-    const reg = new SharedMemoryRegistry(true, open);
+    const reg = new SharedMemoryRegistry(true, { open });
     reg.registerSystem('r', o.key, 0, 64);
     const a = reg.acquire('r');
     const view = a.read(0, 8);
@@ -121,3 +121,23 @@ test('CUDA answers as a build without GPUs: register fails, status is empty, unr
   assert.equal(reg.systemStatus().length, 1, 'CUDA unregister-all leaves system regions alone');
   reg.close();
 });
+
+for (const [kind, open] of kinds) {
+  test(`${kind}: an object shrunk under its region faults nothing: reads give zeros, writes are dropped, the region says so`, () => {
+    const page = nativeShm?.pageSize ?? 4096;
+    const o = object(Buffer.alloc(2 * page, 7));
+    const reg = new SharedMemoryRegistry(true, { open });
+    reg.registerSystem('r', o.key, 0, 2 * page);
+    const r = reg.acquire('r');
+    r.checkIntact();
+    truncateSync(o.path, page / 2);
+    // Past the new end (a SIGBUS through a mapping), and inside it (the whole mapping is given up once one page faults).
+    const tail = r.read(page, 16);
+    assert.deepEqual([...tail], new Array(16).fill(0));
+    r.write(page + 8, Uint8Array.of(1, 2, 3));
+    rejects(() => r.checkIntact(), 'INVALID_ARG', /^shared memory region 'r' is smaller than registered: its object '.*' no longer holds \d+ bytes from offset 0/);
+    assert.equal(readFileSync(o.path).byteLength, page / 2, 'a dropped write does not grow the object back');
+    reg.release(r);
+    reg.close();
+  });
+}

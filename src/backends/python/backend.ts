@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
 import { NereidError, invalidArg } from '../../errors.js';
 import { modelConfigFromJson, modelConfigToJson } from '../../config/index.js';
@@ -12,7 +13,10 @@ import { StubProcess } from './stub.js';
 /** Triton's defaults for the stub's shared memory (python_be.cc). */
 const SHM_DEFAULT_BYTES = 1024 * 1024;
 const SHM_GROWTH_BYTES = 1024 * 1024;
-/** Nereid's own region prefix, so its objects never collide with a Triton's on the same machine. */
+/**
+ * Nereid's own region prefix, so its objects never collide with a Triton's on the same machine. Clients may not
+ * register keys under it (sharedmemory/reserved-keys.ts).
+ */
 const SHM_PREFIX = 'nereid_python_';
 /** The Nereid config parameter that bounds one execute(), in milliseconds (off by default, as Triton has none). */
 export const EXECUTE_TIMEOUT_PARAMETER = 'NEREID_EXECUTE_TIMEOUT_MS';
@@ -85,7 +89,7 @@ export function pythonBackend(name: string, source: ModelSource): Backend {
         instanceName: spec.instanceName,
         logger: spec.logger,
         calls: spec.calls,
-        shmPrefix: `${bc['shm-region-prefix-name'] || SHM_PREFIX}${process.pid}_${++instances}_`,
+        shmPrefix: regionPrefix(bc['shm-region-prefix-name'] || SHM_PREFIX, String(++instances), spec.calls),
         shmDefaultBytes: byteSetting(bc, 'shm-default-byte-size', SHM_DEFAULT_BYTES, SHM_DEFAULT_BYTES),
         shmGrowthBytes: byteSetting(bc, 'shm-growth-byte-size', SHM_GROWTH_BYTES, 1),
         executeTimeoutMs: executeTimeout(spec.config),
@@ -93,6 +97,16 @@ export function pythonBackend(name: string, source: ModelSource): Backend {
       });
     },
   };
+}
+
+/**
+ * Where an instance's region names start: the configured prefix, the server's pid (so that a server's leftovers
+ * can be told from another's), a random part (so that no client can guess a name) and the instance's number. The
+ * server is told that names under the configured prefix and pid are its own, which no client may register.
+ */
+function regionPrefix(configured: string, instance: string, calls: InstanceSpec['calls']): string {
+  calls?.reserveSharedMemory?.(`${configured}${process.pid}_`);
+  return `${configured}${process.pid}_${randomBytes(6).toString('hex')}_${instance}_`;
 }
 
 /**
@@ -140,7 +154,7 @@ function findModelFile(files: ModelFiles, file: string): Promise<string> {
 async function runAutoComplete(files: ModelFiles, config: ModelConfig, file: string): Promise<string | undefined> {
   const interpreter = await chooseInterpreter(files, config, files.backendConfig);
   const logger = silentLogger();
-  const prefix = `${SHM_PREFIX}${process.pid}_ac${++instances}_`;
+  const prefix = regionPrefix(SHM_PREFIX, `ac${++instances}`, undefined);
   const stub = new StubProcess(interpreter, {
     t: 'init', mode: 'autocomplete', modelFile: file, modelDir: files.modelDir, modelName: files.name, decoupled: false, args: {},
     config: JSON.stringify(modelConfigToJson(config)),

@@ -39,17 +39,22 @@ export class Mapping {
     return this.bytes?.subarray(offset, offset + length);
   }
 
-  /** A copy of [offset, offset + length): the caller may keep it after the block is freed. */
+  /**
+   * A copy of [offset, offset + length): the caller may keep it after the block is freed. Throws when the object
+   * turned out smaller than the region (shrunk by the stub's process: the addon's SIGBUS guard kept the server
+   * alive, but the bytes are gone).
+   */
   copy(offset: number, length: number): Uint8Array {
     const out = Buffer.allocUnsafe(length);
     if (this.bytes) {
       out.set(this.bytes.subarray(offset, offset + length));
+      if (nativeShm!.faulted(this.handle)) throw new Error(`shared memory region '${this.name}' shrank while the server read it`);
       return new Uint8Array(out.buffer, out.byteOffset, length);
     }
     let done = 0;
     while (done < length) {
       const n = readSync(this.fd, out, done, length - done, offset + done);
-      if (n === 0) break;
+      if (n === 0) throw new Error(`shared memory region '${this.name}' shrank while the server read it`);
       done += n;
     }
     return new Uint8Array(out.buffer, out.byteOffset, length);
