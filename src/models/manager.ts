@@ -54,6 +54,8 @@ export interface LoadRequest {
  */
 export class ModelManager {
   private readonly entries = new Map<string, ModelEntry>();
+  /** Every version loaded and not yet released, those being unloaded included (for abort()). */
+  private readonly live = new Set<ModelVersion>();
 
   private readonly opts: LoaderOptions;
 
@@ -109,6 +111,32 @@ export class ModelManager {
     return this.resolve(name, version).context.config;
   }
 
+  /**
+   * The one state every report of readiness reads: a model's ready endpoint, the repository index, and the
+   * server's strict readiness. A version the lifecycle holds READY whose instances cannot all serve (a stub
+   * that is down, hung past the execute timeout, or could not start again) is UNAVAILABLE, with their reasons.
+   */
+  private versionState(slot: VersionSlot): { state: ModelState; reason: string } {
+    if (slot.state !== 'READY' || !slot.model) return slot;
+    const status = slot.model.status();
+    return status.ready ? slot : { state: 'UNAVAILABLE', reason: status.reason };
+  }
+
+  /**
+   * Whether a model version is ready, as the ready endpoints answer (see versionState). Throws as resolve()
+   * for a name never known; false for a version that is not there or not READY.
+   */
+  isReady(name: string, version: number | undefined): boolean {
+    let model: ModelVersion;
+    try {
+      model = this.resolve(name, version);
+    } catch (e) {
+      if (!this.entries.has(name)) throw e;
+      return false;
+    }
+    return model.status().ready;
+  }
+
   readyVersions(name: string): number[] {
     const entry = this.entries.get(name);
     if (!entry) return [];
@@ -123,7 +151,7 @@ export class ModelManager {
   allReady(): boolean {
     for (const entry of this.entries.values()) {
       if (entry.unloaded) continue;
-      if (![...entry.versions.values()].some((s) => s.state === 'READY')) return false;
+      if (![...entry.versions.values()].some((s) => this.versionState(s).state === 'READY')) return false;
     }
     return true;
   }
@@ -147,7 +175,7 @@ export class ModelManager {
         continue;
       }
       for (const v of [...entry.versions.keys()].sort((a, b) => a - b)) {
-        const s = entry.versions.get(v)!;
+        const s = this.versionState(entry.versions.get(v)!);
         if (readyOnly && s.state !== 'READY') continue;
         out.push({ name, version: String(v), state: s.state, ...(s.reason ? { reason: s.reason } : {}) });
       }
@@ -297,9 +325,23 @@ export class ModelManager {
     for (const entry of this.entries.values()) for (const slot of entry.versions.values()) slot.model?.rejectQueued(error);
   }
 
+  /**
+   * Shutdown past the exit timeout: every version still loaded or unloading answers every request it holds
+   * with `error` and kills its instances (see ModelVersion.abort), so that close() ends.
+   */
+  abort(error: NereidError): void {
+    for (const v of this.live) v.abort(error);
+  }
+
   /** Unloads everything, letting requests in flight finish. */
   async close(): Promise<void> {
     await Promise.all([...this.entries.keys()].map((n) => this.unload(n).catch(() => undefined)));
+  }
+
+  /** Unloads a version no longer in its slot (it drains first). */
+  private async release(model: ModelVersion): Promise<void> {
+    await model.unload();
+    this.live.delete(model);
   }
 
   private entry(name: string): ModelEntry {
@@ -357,6 +399,7 @@ export class ModelManager {
       if (!slot) e.versions.set(v, { state: 'LOADING', reason: '', model: undefined });
       try {
         const model = await loadVersion(prepared, v, this.opts);
+        this.live.add(model);
         this.logger.info(`successfully loaded '${e.name}' version ${v}`);
         return [v, model, ''] as const;
       } catch (err) {
@@ -390,7 +433,7 @@ export class ModelManager {
     e.overrides = overrides;
     e.unloaded = false;
     e.failure = wanted.length === 0 ? `no version is available for model '${e.name}'` : '';
-    await Promise.all([this.retire(e, dropped), ...retired.map((m) => m.unload())]);
+    await Promise.all([this.retire(e, dropped), ...retired.map((m) => this.release(m))]);
     if (previous && previous !== overrides) await previous.remove();
     if (wanted.length === 0) return e.failure;
     return failed.length > 0 ? failed.map(([v, , r]) => `version ${v}: ${r}`).join('; ') : undefined;
@@ -404,7 +447,7 @@ export class ModelManager {
       const model = slot.model;
       slot.state = 'UNLOADING';
       slot.model = undefined;
-      if (model) await model.unload();
+      if (model) await this.release(model);
       slot.state = 'UNAVAILABLE';
       slot.reason = 'unloaded';
       if (model) this.logger.info(`successfully unloaded '${e.name}' version ${v}`);
