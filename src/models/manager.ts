@@ -112,9 +112,9 @@ export class ModelManager {
   }
 
   /**
-   * The one state every report of readiness reads: a model's ready endpoint, the repository index, and the
-   * server's strict readiness. A version the lifecycle holds READY whose instances cannot all serve (a stub
-   * that is down, hung past the execute timeout, or could not start again) is UNAVAILABLE, with their reasons.
+   * The one state every report of a model's readiness reads: its ready endpoints (HTTP and gRPC) and the
+   * repository index. A version the lifecycle holds READY whose instances cannot all serve (a stub that is
+   * down, hung past the execute timeout, or could not start again) is UNAVAILABLE, with their reasons.
    */
   private versionState(slot: VersionSlot): { state: ModelState; reason: string } {
     if (slot.state !== 'READY' || !slot.model) return slot;
@@ -147,11 +147,15 @@ export class ModelManager {
     return this.entries.has(name);
   }
 
-  /** True when every model the server was asked to serve has a READY version (for --strict-readiness). */
+  /**
+   * True when every model the server was asked to serve has a version the lifecycle holds READY (for
+   * --strict-readiness), as Triton counts it: an instance that is down does not make the whole server unready,
+   * or a server taken out of service for it would get no request to start the instance again with.
+   */
   allReady(): boolean {
     for (const entry of this.entries.values()) {
       if (entry.unloaded) continue;
-      if (![...entry.versions.values()].some((s) => this.versionState(s).state === 'READY')) return false;
+      if (![...entry.versions.values()].some((s) => s.state === 'READY')) return false;
     }
     return true;
   }
