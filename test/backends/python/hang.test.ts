@@ -76,6 +76,20 @@ test('a request waiting behind a hung execution is answered when its own timeout
   }
 });
 
+test("with dynamic batching, a request waiting behind a hung execution is answered at the model's queue timeout", { skip }, async () => {
+  const repo = await modelCopy('hang', 'dynamic_batching { default_queue_policy { default_timeout_microseconds: 300000 } }');
+  const s = await serve(repo.dir, ['hang']);
+  try {
+    s.server.infer(hangRequest).catch(() => undefined);
+    const r = await within(s.server.infer({ model: 'hang', inputs: [int32('IN', [1])] }), 20_000);
+    assert.notEqual(r, 'pending', 'the request was answered');
+    assert.match(String((r as PromiseRejectedResult).reason), /Request timeout expired/);
+  } finally {
+    await s.close();
+    await repo.remove();
+  }
+});
+
 test('nereid_execute_timeout_ms fails a hung execution, restarts the stub and the model serves again', { skip }, async () => {
   const repo = await modelCopy('hang', 'parameters { key: "nereid_execute_timeout_ms" value { string_value: "1000" } }');
   const s = await serve(repo.dir, ['hang']);
