@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { EXAMPLES, FIXTURES } from '../helpers/paths.js';
@@ -155,6 +155,31 @@ test('SIGTERM while a Python execute() hangs: at the exit timeout every request 
     }
     assert.equal(running(pids[0]!), false, 'the stub was stopped');
     assert.match(s.output(), /Exit timeout expired/);
+  } finally {
+    await repo.remove();
+  }
+});
+
+test('SIGTERM while a Python initialize() hangs in a load: exit 1 at the exit timeout, and the stub does not outlive the server', { skip: pythonSkip() }, async () => {
+  const repo = await tempRepository([{ from: join(FIXTURES, 'python', 'hang') }]);
+  try {
+    const config = join(repo.dir, 'hang', 'config.pbtxt');
+    writeFileSync(config, `${readFileSync(config, 'utf8')}\nparameters { key: "INIT_DELAY_S" value { string_value: "1000" } }\n`);
+    const s = await spawnServer(['--model-repository', repo.dir, '--model-control-mode=explicit', '--exit-timeout-secs=1']);
+    const load = request(`${s.url}/v2/repository/models/hang/load`, { method: 'POST', body: '' }).then((r) => r, (e: Error) => e);
+    let pids: number[] = [];
+    for (let i = 0; i < 200 && pids.length === 0; i++) {
+      await sleep(50);
+      pids = existsSync(join(repo.dir, 'hang', 'pids')) ? readdirSync(join(repo.dir, 'hang', 'pids')).map(Number) : [];
+    }
+    assert.equal(pids.length, 1, 'the stub started and is in initialize()');
+    s.child.kill('SIGTERM');
+    const code = await Promise.race([s.exited, sleep(60_000, 'alive' as const)]);
+    if (code === 'alive') s.child.kill('SIGKILL');
+    assert.equal(code, 1, s.output());
+    await load;
+    for (let i = 0; i < 100 && running(pids[0]!); i++) await sleep(50);
+    assert.equal(running(pids[0]!), false, 'the stub was stopped with the server');
   } finally {
     await repo.remove();
   }
