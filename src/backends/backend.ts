@@ -1,4 +1,5 @@
 import { relative } from 'node:path';
+import { invalidArg, type NereidError } from '../errors.js';
 import type { ModelConfig } from '../config/types.js';
 import type { ModelFolder } from '../config/model-files.js';
 import type { Logger } from '../observability/logger.js';
@@ -51,6 +52,12 @@ export interface InstanceSpec extends ModelFiles {
   readonly logger: Logger;
   /** What the model may ask of the server (BLS); absent when the server offers nothing. */
   readonly calls?: ModelCalls;
+  /**
+   * The model's execute timeout in milliseconds (see executeTimeoutMs()); undefined: none, as in Triton. A
+   * backend whose executions can hang stops an execution that runs longer: its requests fail, and the process
+   * or worker that ran it is stopped and started again.
+   */
+  readonly executeTimeoutMs?: number;
 }
 
 /**
@@ -150,8 +157,67 @@ export interface BackendInstance {
   execute(requests: readonly BackendRequest[]): Promise<ExecutionTimes>;
   /**
    * False while the instance cannot serve although it loaded (an engine behind it is down): the model version
-   * then reports not ready. Absent means ready.
+   * then reports not ready. Absent means ready. An instance that can say why implements status() instead.
    */
   ready?(): boolean;
+  /** Whether the instance can serve, and if not why (what ready() says, with the reason). */
+  status?(): InstanceStatus;
+  /**
+   * Ends the instance at once, without waiting for anything it runs (shutdown past --exit-timeout-secs): the
+   * process or worker behind it is killed, every request it holds is answered with `error`, and every
+   * execute() it has not resolved resolves. It is not started again; close() then returns at once.
+   */
+  kill?(error: NereidError): void;
   close(): Promise<void>;
+}
+
+/**
+ * An instance's health as readiness, the repository index and the metrics report it: ready, or not with a
+ * reason; `hung` when an execution ran past the model's execute timeout and the instance has not been
+ * replaced yet (its process stopped, the new one not started or not initialized).
+ */
+export interface InstanceStatus {
+  readonly ready: boolean;
+  readonly hung: boolean;
+  /** Why it is not ready ('' when ready). */
+  readonly reason: string;
+}
+
+export const READY_INSTANCE: InstanceStatus = Object.freeze({ ready: true, hung: false, reason: '' });
+
+/** The status of any instance: status() where it has one, else what ready() says. */
+export function instanceStatus(i: BackendInstance): InstanceStatus {
+  if (i.status) return i.status();
+  if (i.ready && !i.ready()) return { ready: false, hung: false, reason: 'not ready' };
+  return READY_INSTANCE;
+}
+
+/**
+ * The config parameter that bounds one execution of a model, in milliseconds (Triton has none). The Python
+ * backend's earlier spelling, NEREID_EXECUTE_TIMEOUT_MS, is read too; a model with neither gets the
+ * environment variable NEREID_EXECUTE_TIMEOUT_MS of the server, if set, else no timeout.
+ */
+export const EXECUTE_TIMEOUT_PARAMETER = 'nereid_execute_timeout_ms';
+const EXECUTE_TIMEOUT_ALIASES = [EXECUTE_TIMEOUT_PARAMETER, 'NEREID_EXECUTE_TIMEOUT_MS'];
+export const EXECUTE_TIMEOUT_ENV = 'NEREID_EXECUTE_TIMEOUT_MS';
+
+/** The model's execute timeout (see EXECUTE_TIMEOUT_PARAMETER); throws INVALID_ARG for a value that is not one. */
+export function executeTimeoutMs(config: ModelConfig, env: NodeJS.ProcessEnv = process.env): number | undefined {
+  let source = '';
+  let v: string | undefined;
+  for (const key of EXECUTE_TIMEOUT_ALIASES) {
+    v = config.parameters[key]?.string_value;
+    if (v !== undefined && v !== '') {
+      source = `parameter ${key} of model '${config.name}'`;
+      break;
+    }
+  }
+  if (v === undefined || v === '') {
+    v = env[EXECUTE_TIMEOUT_ENV];
+    if (v === undefined || v === '') return undefined;
+    source = `the environment variable ${EXECUTE_TIMEOUT_ENV}`;
+  }
+  const n = Number(v);
+  if (!(n > 0) || !Number.isFinite(n)) throw invalidArg(`${source} must be a positive number of milliseconds, got '${v}'`);
+  return n;
 }

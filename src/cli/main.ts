@@ -109,13 +109,18 @@ async function serve(argv: readonly string[]): Promise<number> {
   }
   const signal = await untilSignal();
   logger.info(`received ${signal}: stopping; the server is unready and waits up to ${opts.server.exitTimeoutSecs ?? 30} s for requests in flight`);
-  await server.close();
+  const clean = await server.close();
   await Promise.all([http?.close(), grpc?.close()]);
   await metrics?.close();
   await openai?.close();
-  logger.info('all models unloaded; exiting');
+  if (clean) {
+    logger.info('all models unloaded; exiting');
+  } else {
+    // tritonserver's words and status when its exit timeout expires with work still running.
+    logger.error('failed to stop server: Internal - Exit timeout expired. Exiting immediately.');
+  }
   await logger.close();
-  return 0;
+  return clean ? 0 : 1;
 }
 
 /** --allow-metrics and the flags beside it, as the server's metrics option (absent when metrics are off). */

@@ -4,7 +4,7 @@ import { NereidError, invalidArg, isNereidError, unavailable } from '../errors.j
 import type { ModelConfig } from '../config/types.js';
 import { autoCompleteBackendFields, normalizeModelConfig, parseModelConfig, validateModelConfig } from '../config/index.js';
 import type { BackendRegistry } from '../backends/registry.js';
-import type { Backend, BackendInstance, ExecutionTimes, ModelCalls, ModelFiles } from '../backends/backend.js';
+import { executeTimeoutMs, type Backend, type BackendInstance, type ExecutionTimes, type ModelCalls, type ModelFiles } from '../backends/backend.js';
 import type { Logger } from '../observability/logger.js';
 import { ModelStatistics, type InstanceStatistics } from '../observability/statistics.js';
 import type { VersionInfo } from '../observability/metrics/reporter.js';
@@ -165,6 +165,7 @@ async function loadInstances(model: PreparedModel, context: ModelContext, opts: 
     await checkModelFileInside(folder, file, `cc_model_filenames '${cc}'`);
   }
   const initialStates = await readInitialStates(model);
+  const timeoutMs = executeTimeoutMs(model.config);
   const release = opts.instances.reserve(model.name, version, instanceCount(model.config));
   try {
     for (const group of model.config.instance_group) {
@@ -174,6 +175,7 @@ async function loadInstances(model: PreparedModel, context: ModelContext, opts: 
           name: model.name, modelDir: model.modelDir, versionDir, backendConfig: model.backendConfig, configFromRequest: model.configFromRequest,
           version, config: model.config, instanceName, kind: group.kind, logger: opts.logger,
           ...(opts.calls ? { calls: opts.calls } : {}),
+          ...(timeoutMs !== undefined ? { executeTimeoutMs: timeoutMs } : {}),
         });
         instances.push(instance);
         await warmUp(instance, model.config, { model: model.name, modelDir: model.modelDir }, instanceName);

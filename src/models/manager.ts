@@ -54,6 +54,8 @@ export interface LoadRequest {
  */
 export class ModelManager {
   private readonly entries = new Map<string, ModelEntry>();
+  /** Every version loaded and not yet released, those being unloaded included (for abort()). */
+  private readonly live = new Set<ModelVersion>();
 
   private readonly opts: LoaderOptions;
 
@@ -109,6 +111,32 @@ export class ModelManager {
     return this.resolve(name, version).context.config;
   }
 
+  /**
+   * The one state every report of a model's readiness reads: its ready endpoints (HTTP and gRPC) and the
+   * repository index. A version the lifecycle holds READY whose instances cannot all serve (a stub that is
+   * down, hung past the execute timeout, or could not start again) is UNAVAILABLE, with their reasons.
+   */
+  private versionState(slot: VersionSlot): { state: ModelState; reason: string } {
+    if (slot.state !== 'READY' || !slot.model) return slot;
+    const status = slot.model.status();
+    return status.ready ? slot : { state: 'UNAVAILABLE', reason: status.reason };
+  }
+
+  /**
+   * Whether a model version is ready, as the ready endpoints answer (see versionState). Throws as resolve()
+   * for a name never known; false for a version that is not there or not READY.
+   */
+  isReady(name: string, version: number | undefined): boolean {
+    let model: ModelVersion;
+    try {
+      model = this.resolve(name, version);
+    } catch (e) {
+      if (!this.entries.has(name)) throw e;
+      return false;
+    }
+    return model.status().ready;
+  }
+
   readyVersions(name: string): number[] {
     const entry = this.entries.get(name);
     if (!entry) return [];
@@ -119,7 +147,11 @@ export class ModelManager {
     return this.entries.has(name);
   }
 
-  /** True when every model the server was asked to serve has a READY version (for --strict-readiness). */
+  /**
+   * True when every model the server was asked to serve has a version the lifecycle holds READY (for
+   * --strict-readiness), as Triton counts it: an instance that is down does not make the whole server unready,
+   * or a server taken out of service for it would get no request to start the instance again with.
+   */
   allReady(): boolean {
     for (const entry of this.entries.values()) {
       if (entry.unloaded) continue;
@@ -147,7 +179,7 @@ export class ModelManager {
         continue;
       }
       for (const v of [...entry.versions.keys()].sort((a, b) => a - b)) {
-        const s = entry.versions.get(v)!;
+        const s = this.versionState(entry.versions.get(v)!);
         if (readyOnly && s.state !== 'READY') continue;
         out.push({ name, version: String(v), state: s.state, ...(s.reason ? { reason: s.reason } : {}) });
       }
@@ -298,9 +330,23 @@ export class ModelManager {
     for (const entry of this.entries.values()) for (const slot of entry.versions.values()) slot.model?.rejectQueued(error);
   }
 
+  /**
+   * Shutdown past the exit timeout: every version still loaded or unloading answers every request it holds
+   * with `error` and kills its instances (see ModelVersion.abort), so that close() ends.
+   */
+  abort(error: NereidError): void {
+    for (const v of this.live) v.abort(error);
+  }
+
   /** Unloads everything, letting requests in flight finish. */
   async close(): Promise<void> {
     await Promise.all([...this.entries.keys()].map((n) => this.unload(n).catch(() => undefined)));
+  }
+
+  /** Unloads a version no longer in its slot (it drains first). */
+  private async release(model: ModelVersion): Promise<void> {
+    await model.unload();
+    this.live.delete(model);
   }
 
   private entry(name: string): ModelEntry {
@@ -358,6 +404,7 @@ export class ModelManager {
       if (!slot) e.versions.set(v, { state: 'LOADING', reason: '', model: undefined });
       try {
         const model = await loadVersion(prepared, v, this.opts);
+        this.live.add(model);
         this.logger.info(`successfully loaded '${e.name}' version ${v}`);
         return [v, model, '', undefined] as const;
       } catch (err) {
@@ -390,7 +437,7 @@ export class ModelManager {
     e.timestamps = stamps;
     e.unloaded = false;
     e.failure = wanted.length === 0 ? `no version is available for model '${e.name}'` : '';
-    await Promise.all([this.retire(e, dropped), ...retired.map((m) => m.unload())]);
+    await Promise.all([this.retire(e, dropped), ...retired.map((m) => this.release(m))]);
     // The folder of a file-override load goes as soon as nothing runs from it: at once when no version of it
     // loaded (the versions still serving, if any, came from the previous folder), else when it is replaced.
     const serving = [...e.versions.values()].some((slot) => slot.model);
@@ -413,7 +460,7 @@ export class ModelManager {
       const model = slot.model;
       slot.state = 'UNLOADING';
       slot.model = undefined;
-      if (model) await model.unload();
+      if (model) await this.release(model);
       slot.state = 'UNAVAILABLE';
       slot.reason = 'unloaded';
       if (model) this.logger.info(`successfully unloaded '${e.name}' version ${v}`);

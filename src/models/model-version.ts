@@ -1,5 +1,5 @@
 import { NereidError, invalidArg } from '../errors.js';
-import type { BackendInstance, ExecutionTimes } from '../backends/backend.js';
+import { instanceStatus, type BackendInstance, type ExecutionTimes } from '../backends/backend.js';
 import type { InferenceRequest, InferenceResponse, Parameters, RequestedOutput } from '../inference/index.js';
 import type { InstanceStatistics, ModelStatistics } from '../observability/statistics.js';
 import type { FailureReason, Job, Scheduler } from '../scheduler/scheduler.js';
@@ -17,6 +17,11 @@ import { countTokens } from './token-counts.js';
  */
 export class ModelVersion {
   private closing: Promise<void> | undefined;
+  /** Requests accepted and not yet answered, so that abort() can answer them whatever their backend does. */
+  private readonly live = new Set<InferJob | StreamJob>();
+  private readonly untrack = (job: InferJob | StreamJob): void => {
+    this.live.delete(job);
+  };
 
   constructor(
     readonly context: ModelContext,
@@ -43,8 +48,24 @@ export class ModelVersion {
 
   /** Loaded, and every instance able to serve (see BackendInstance.ready). */
   get ready(): boolean {
-    for (const i of this.instances) if (i.ready && !i.ready()) return false;
-    return true;
+    return this.status().ready;
+  }
+
+  /**
+   * Whether every instance can serve, as readiness, the repository index and the metrics report it: not
+   * ready when any instance is not, with each such instance's reason, and how many instances are hung.
+   */
+  status(): ModelStatus {
+    let reasons: string[] | undefined;
+    let hung = 0;
+    for (const i of this.instances) {
+      const s = instanceStatus(i);
+      if (s.ready) continue;
+      (reasons ??= []).push(s.reason);
+      if (s.hung) hung++;
+    }
+    if (!reasons) return READY_MODEL;
+    return { ready: false, hung, reason: reasons.join('; ') };
   }
 
   inflight(): number {
@@ -79,7 +100,8 @@ export class ModelVersion {
     const ctx = this.context;
     const inputs = ctx.reshapes ? request.inputs.map((t) => ctx.toBackend(t)) : request.inputs;
     return new Promise((resolve, reject) => {
-      const job = new InferJob(this, request, inputs, outputs, rows, start, borrow, resolve, reject);
+      const job = new InferJob(this, request, inputs, outputs, rows, start, borrow, resolve, reject, this.untrack);
+      this.live.add(job);
       this.scheduler.enqueue(job);
     });
   }
@@ -129,7 +151,9 @@ export class ModelVersion {
     }
     const inputs = ctx.reshapes ? request.inputs.map((t) => ctx.toBackend(t)) : request.inputs;
     const stream = new ResponseStream();
-    this.scheduler.enqueue(new StreamJob(ctx, this.stats, request, inputs, outputs, rows, start, stream));
+    const job = new StreamJob(ctx, this.stats, request, inputs, outputs, rows, start, stream, this.untrack);
+    this.live.add(job);
+    this.scheduler.enqueue(job);
     return stream;
   }
 
@@ -154,6 +178,18 @@ export class ModelVersion {
     this.scheduler.rejectQueued(error);
   }
 
+  /**
+   * Shutdown past --exit-timeout-secs: answers every request not yet answered with `error`, queued or
+   * executing, and kills the instances that can be (their processes and workers stop; see
+   * BackendInstance.kill), so that unload() has nothing left to wait for. What an instance that cannot be
+   * killed answers later is dropped.
+   */
+  abort(error: NereidError): void {
+    this.scheduler.rejectQueued(error);
+    for (const job of [...this.live]) job.abort(error);
+    for (const i of this.instances) i.kill?.(error);
+  }
+
   /** Stops taking requests, waits for those in flight, then releases the instances. */
   unload(): Promise<void> {
     this.closing ??= (async () => {
@@ -164,6 +200,17 @@ export class ModelVersion {
     return this.closing;
   }
 }
+
+/** Whether a model version can serve: see ModelVersion.status(). */
+export interface ModelStatus {
+  readonly ready: boolean;
+  /** Instances hung past the execute timeout (see InstanceStatus.hung). */
+  readonly hung: number;
+  /** Why it is not ready: each instance that is not, with its reason ('' when ready). */
+  readonly reason: string;
+}
+
+const READY_MODEL: ModelStatus = Object.freeze({ ready: true, hung: 0, reason: '' });
 
 /** A request between enqueue and its answer; it is also the ResponseSender the backend answers through. */
 class InferJob implements Job {
@@ -181,6 +228,8 @@ class InferJob implements Job {
   private resultParams: Parameters | undefined;
   private release: (() => void) | undefined;
   private error: NereidError | undefined;
+  /** Answered by abort(): whatever the scheduler or backend reports later is dropped. */
+  private aborted = false;
 
   constructor(
     private readonly model: ModelVersion,
@@ -192,6 +241,7 @@ class InferJob implements Job {
     readonly borrowOutputs: boolean,
     private readonly resolve: (r: InferenceResponse) => void,
     private readonly rejectPromise: (e: NereidError) => void,
+    private readonly settled: (job: InferJob) => void,
   ) {
     this.enqueuedNs = start;
     this.signal = request.signal;
@@ -209,6 +259,10 @@ class InferJob implements Job {
   }
 
   send(outputs: readonly Tensor[], _final: boolean, parameters?: Parameters, release?: () => void): void {
+    if (this.aborted) {
+      release?.();
+      return;
+    }
     this.release?.(); // a response replaced by a later one (only one is kept)
     this.result = outputs as Tensor[];
     this.resultParams = parameters;
@@ -221,6 +275,8 @@ class InferJob implements Job {
 
   finish(execStartNs: bigint, times: ExecutionTimes): void {
     this.state = 'done';
+    if (this.aborted) return;
+    this.settled(this);
     const stats = this.model.stats;
     const now = process.hrtime.bigint();
     if (this.error || !this.result) {
@@ -253,7 +309,20 @@ class InferJob implements Job {
     this.release?.(); // a response sent before the execution failed: nobody will read it
     this.release = undefined;
     this.state = 'done';
+    if (this.aborted) return;
+    this.settled(this);
     this.model.stats.recordFailure(Number(process.hrtime.bigint() - this.enqueuedNs), reason);
+    this.rejectPromise(error);
+  }
+
+  /** Answers now with `error` (see ModelVersion.abort); the scheduler still owns the job until it lets go. */
+  abort(error: NereidError): void {
+    if (this.aborted) return;
+    this.aborted = true;
+    this.settled(this);
+    this.release?.();
+    this.release = undefined;
+    this.model.stats.recordFailure(Number(process.hrtime.bigint() - this.enqueuedNs), 'OTHER');
     this.rejectPromise(error);
   }
 

@@ -28,7 +28,7 @@ export class StreamJob implements Job {
   readonly sequenceStart: boolean;
   readonly sequenceEnd: boolean;
   state: 'queued' | 'running' | 'done' = 'queued';
-  private readonly abort = new AbortController();
+  private readonly abortController = new AbortController();
   private readonly onClientAbort: (() => void) | undefined;
   private closed = false;
   private finalSeen = false;
@@ -44,9 +44,11 @@ export class StreamJob implements Job {
     readonly rows: number,
     start: bigint,
     private readonly stream: ResponseStream,
+    /** Told once, when the stream is over (its final response, or a failure). */
+    private readonly settled: (job: StreamJob) => void = () => undefined,
   ) {
     this.enqueuedNs = start;
-    this.signal = this.abort.signal;
+    this.signal = this.abortController.signal;
     this.parameters = request.parameters;
     this.id = request.id ?? '';
     this.priority = request.priority;
@@ -56,11 +58,11 @@ export class StreamJob implements Job {
     this.sequenceEnd = request.sequenceEnd ?? false;
     // The backend sees one signal: aborted when the consumer stops reading, or when the client's own signal
     // fires, which also ends the stream with CANCELLED.
-    stream.onCancel = () => this.abort.abort();
+    stream.onCancel = () => this.abortController.abort();
     const client = request.signal;
     if (client) {
       this.onClientAbort = () => {
-        this.abort.abort();
+        this.abortController.abort();
         this.fail(new NereidError('CANCELLED', 'request cancelled'));
       };
       client.addEventListener('abort', this.onClientAbort, { once: true });
@@ -126,8 +128,15 @@ export class StreamJob implements Job {
     this.stats.recordSuccess(Number(now - this.enqueuedNs), Number(e.startNs - this.enqueuedNs), e.times.inputNs, e.times.inferNs, e.times.outputNs);
   }
 
+  /** Answers now with `error` (shutdown past the exit timeout); later responses are dropped. */
+  abort(error: NereidError): void {
+    this.abortController.abort();
+    this.fail(error);
+  }
+
   private close(): void {
     this.closed = true;
+    this.settled(this);
     this.stream.onCancel = undefined;
     if (this.onClientAbort) this.request.signal!.removeEventListener('abort', this.onClientAbort);
   }

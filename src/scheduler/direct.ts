@@ -1,10 +1,17 @@
 import { NereidError, isNereidError, unavailable } from '../errors.js';
 import type { BackendInstance } from '../backends/backend.js';
+import { DeadlineHeap, type HasDeadline } from './deadline-heap.js';
 import { RingQueue } from './queue.js';
 import type { ExecutionListener, Job, Scheduler } from './scheduler.js';
 
 /** Most requests one turn of the event loop runs on synchronous instances before letting I/O in again. */
 const MAX_RUNS_PER_TURN = 64;
+
+/** A queued request with a timeout, in the deadline heap. */
+class Deadline implements HasDeadline {
+  heapIndex = -1;
+  constructor(readonly job: Job, readonly deadlineMs: number) {}
+}
 
 /**
  * Triton's default scheduler: each request runs alone, in arrival order, on whichever instance is free.
@@ -17,6 +24,11 @@ const MAX_RUNS_PER_TURN = 64;
  * the end of the loop turn (setImmediate) and then run back to back: all reads of a turn, then all runs, then
  * the responses, as a node:http server calling onnxruntime-node directly behaves. That keeps the server's
  * cost per request at the plain server's (bench/).
+ *
+ * A request with a `timeout` (microseconds) that waits for an instance is answered UNAVAILABLE "Request
+ * timeout expired" when it passes, as the dynamic batcher's queue policy answers it; Triton's default
+ * scheduler ignores the timeout, so such a request could wait forever behind a hung execution. Such a request
+ * is never handed to a busy instance (pipelineDepth): it waits here, where its timeout is kept, for a free one.
  */
 export class DirectScheduler implements Scheduler {
   private readonly queue = new RingQueue<Job>();
@@ -28,6 +40,14 @@ export class DirectScheduler implements Scheduler {
   private queued = 0;
   private stopped = false;
   private drained: (() => void) | undefined;
+  /** Some instance takes more than one execution at once. */
+  private readonly pipelined: boolean;
+  /** Executions running on each instance, kept only when pipelined. */
+  private readonly active = new Map<BackendInstance, number>();
+  private readonly deadlines = new DeadlineHeap<Deadline>();
+  private readonly deadlineOf = new Map<Job, Deadline>();
+  private deadlineTimer: NodeJS.Timeout | undefined;
+  private deadlineTimerAt = Infinity;
 
   constructor(instances: readonly BackendInstance[], private readonly onExecution: ExecutionListener) {
     // One entry per execution an instance may hold at once (pipelineDepth): every instance's first entry is on
@@ -38,6 +58,7 @@ export class DirectScheduler implements Scheduler {
       for (const i of [...instances].reverse()) if ((i.pipelineDepth ?? 1) > level) this.idle.push(i);
     }
     this.deferred = instances.length > 0 && instances.every((i) => i.synchronous === true);
+    this.pipelined = depth > 1;
   }
 
   enqueue(job: Job): void {
@@ -45,15 +66,20 @@ export class DirectScheduler implements Scheduler {
       job.reject(unavailable('model is unloading; request refused'), 'REJECTED');
       return;
     }
-    if (!this.deferred) {
+    // Requests already waiting go first.
+    if (!this.deferred && this.queued === 0) {
       const instance = this.idle.pop();
       if (instance) {
-        void this.run(instance, job, Infinity);
-        return;
+        if (!this.mustWait(instance, job)) {
+          void this.run(instance, job, Infinity);
+          return;
+        }
+        this.idle.push(instance);
       }
     }
     this.queued++;
     this.queue.push(job);
+    if (job.timeoutUs) this.addDeadline(job);
     // A deferred job waits at most until the end of this loop turn: its signal is checked when it is reached.
     // One that waits for an instance is cancelled as soon as its signal fires, and stops listening once it
     // leaves the queue (signals may be shared, e.g. by all requests of one HTTP connection).
@@ -101,22 +127,80 @@ export class DirectScheduler implements Scheduler {
     this.checkDrained();
   }
 
+  /** A request with a timeout is not handed to an instance that is running something already. */
+  private mustWait(instance: BackendInstance, job: Job): boolean {
+    return this.pipelined && job.timeoutUs !== undefined && job.timeoutUs > 0 && (this.active.get(instance) ?? 0) > 0;
+  }
+
   private cancelQueued(job: Job): void {
     // Only a job still waiting is cancelled; one already running finishes. A cancelled job stays in the ring
     // and is skipped when reached, but is answered now.
     if (job.state !== 'queued') return;
     this.listeners.delete(job);
+    this.dropDeadline(job);
     job.state = 'done';
     this.queued--;
     job.reject(new NereidError('CANCELLED', 'request cancelled'), 'CANCELED');
     this.checkDrained();
   }
 
+  private addDeadline(job: Job): void {
+    const d = new Deadline(job, performance.now() + job.timeoutUs! / 1000);
+    this.deadlineOf.set(job, d);
+    this.deadlines.push(d);
+    if (d.deadlineMs < this.deadlineTimerAt) this.armDeadline();
+  }
+
+  private dropDeadline(job: Job): void {
+    const d = this.deadlineOf.get(job);
+    if (!d) return;
+    this.deadlineOf.delete(job);
+    this.deadlines.remove(d);
+  }
+
+  /** One timer, for the earliest deadline (see dynamic.ts). */
+  private armDeadline(): void {
+    const next = this.deadlines.peek();
+    if (this.deadlineTimer) {
+      if (next && this.deadlineTimerAt <= next.deadlineMs) return;
+      clearTimeout(this.deadlineTimer);
+      this.deadlineTimer = undefined;
+      this.deadlineTimerAt = Infinity;
+    }
+    if (!next) return;
+    this.deadlineTimerAt = next.deadlineMs;
+    this.deadlineTimer = setTimeout(this.onDeadline, Math.max(0, next.deadlineMs - performance.now()));
+  }
+
+  private readonly onDeadline = (): void => {
+    this.deadlineTimer = undefined;
+    this.deadlineTimerAt = Infinity;
+    const now = performance.now();
+    for (let d = this.deadlines.peek(); d && d.deadlineMs <= now; d = this.deadlines.peek()) {
+      this.deadlines.pop();
+      const job = d.job;
+      this.deadlineOf.delete(job);
+      if (job.state !== 'queued') continue;
+      // Left in the ring as a tombstone, as a cancelled job is.
+      const onAbort = this.listeners.get(job);
+      if (onAbort) {
+        this.listeners.delete(job);
+        job.signal!.removeEventListener('abort', onAbort);
+      }
+      job.state = 'done';
+      this.queued--;
+      job.reject(new NereidError('UNAVAILABLE', `${job.id ? `[request id: ${job.id}] ` : ''}Request timeout expired`), 'REJECTED');
+    }
+    this.armDeadline();
+    this.checkDrained();
+  };
+
   private async run(instance: BackendInstance, job: Job, budget: number): Promise<void> {
     this.running++;
-    for (let next: Job | undefined = job; next; next = --budget > 0 ? this.next() : undefined) {
+    for (let next: Job | undefined = job; next; next = --budget > 0 ? this.next(instance) : undefined) {
       next.state = 'running';
       const start = process.hrtime.bigint();
+      if (this.pipelined) this.active.set(instance, (this.active.get(instance) ?? 0) + 1);
       try {
         const times = await instance.execute([next]);
         this.onExecution(next.rows, times, instance);
@@ -127,6 +211,7 @@ export class DirectScheduler implements Scheduler {
         if (isNereidError(e)) next.reject(e, e.code === 'CANCELLED' ? 'CANCELED' : undefined);
         else next.reject(new NereidError('INTERNAL', (e as Error).message));
       }
+      if (this.pipelined) this.active.set(instance, this.active.get(instance)! - 1);
     }
     this.running--;
     this.idle.push(instance);
@@ -138,11 +223,18 @@ export class DirectScheduler implements Scheduler {
     this.checkDrained();
   }
 
-  private next(): Job | undefined {
+  /** The next job waiting, for `instance` when given (see mustWait: a timed job may have to wait for a free one). */
+  private next(instance?: BackendInstance): Job | undefined {
     for (;;) {
-      const j = this.queue.shift();
+      const j = this.queue.peek();
       if (!j) return undefined;
-      if (j.state !== 'queued') continue;
+      if (j.state !== 'queued') {
+        this.queue.shift();
+        continue;
+      }
+      if (instance && this.mustWait(instance, j)) return undefined;
+      this.queue.shift();
+      if (this.deadlines.size > 0) this.dropDeadline(j);
       const onAbort = this.listeners.get(j);
       if (onAbort) {
         this.listeners.delete(j);
@@ -159,6 +251,8 @@ export class DirectScheduler implements Scheduler {
 
   private checkDrained(): void {
     if (this.drained && this.inflight() === 0) {
+      if (this.deadlineTimer) clearTimeout(this.deadlineTimer);
+      this.deadlineTimer = undefined;
       this.drained();
       this.drained = undefined;
     }

@@ -1,6 +1,6 @@
-import { invalidArg } from '../errors.js';
+import { invalidArg, type NereidError } from '../errors.js';
 import type { ModelRateLimiter } from '../config/types.js';
-import type { BackendInstance, BackendRequest, ExecutionTimes } from '../backends/backend.js';
+import { instanceStatus, type BackendInstance, type BackendRequest, type ExecutionTimes, type InstanceStatus } from '../backends/backend.js';
 
 /** --rate-limit-resource=<name>:<count>[:<device>]: units of a resource on one device, or on every device. */
 export interface ResourceOverride {
@@ -119,6 +119,15 @@ class LimitedInstance implements BackendInstance {
     } finally {
       this.limiter.release(this);
     }
+  }
+
+  /** The instance's own health: the rate limiter changes nothing of it. */
+  status(): InstanceStatus {
+    return instanceStatus(this.inner);
+  }
+
+  kill(error: NereidError): void {
+    this.inner.kill?.(error);
   }
 
   close(): Promise<void> {

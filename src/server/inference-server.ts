@@ -49,6 +49,9 @@ const EXTENSIONS = ['classification', 'model_repository', 'model_repository(unlo
 
 type ServerState = 'starting' | 'ready' | 'stopping' | 'stopped';
 
+/** After the exit timeout, how long instances that were killed may take to let go before close() returns anyway. */
+const ABORT_GRACE_MS = 1000;
+
 export interface CreateOptions {
   logger?: Logger;
   backends?: BackendRegistry;
@@ -71,6 +74,7 @@ export class InferenceServer {
   private pollTimer: NodeJS.Timeout | undefined;
   private inflightRequests = 0;
   private idle: (() => void) | undefined;
+  private closing: Promise<boolean> | undefined;
 
   private readonly cache: ResponseCache | undefined;
   /**
@@ -201,13 +205,9 @@ export class InferenceServer {
     return this.metadataValue;
   }
 
+  /** The model's ready endpoint: the same state as the repository index reports (see ModelManager.isReady). */
   isModelReady(name: string, version?: number): boolean {
-    try {
-      return this.manager.resolve(name, version).ready;
-    } catch {
-      if (!this.manager.isKnown(name)) throw invalidArg(`Request for unknown model: '${name}' is not found`);
-      return false;
-    }
+    return this.manager.isReady(name, version);
   }
 
   modelMetadata(name: string, version?: number): ModelMetadata {
@@ -442,31 +442,41 @@ export class InferenceServer {
   }
 
   /**
-   * Stops the server: it turns unready and refuses new requests at once, waits up to `timeoutSecs`
-   * (--exit-timeout-secs) for requests in flight, then unloads every model.
+   * Stops the server: it turns unready and refuses new requests at once, lets the requests in flight finish,
+   * then unloads every model (finalize() included), all within `timeoutSecs` (--exit-timeout-secs). Resolves
+   * true when that was done in time. Otherwise, at the timeout, every request still queued or executing is
+   * answered UNAVAILABLE, the processes and workers still running models are killed, and it resolves false
+   * (tritonserver exits with status 1 then): past the timeout nothing waits on a backend that does not answer.
    */
-  async close(timeoutSecs = this.options.exitTimeoutSecs ?? 30): Promise<void> {
-    if (this.state === 'stopped' || this.state === 'stopping') return;
+  close(timeoutSecs = this.options.exitTimeoutSecs ?? 30): Promise<boolean> {
+    this.closing ??= this.stop(timeoutSecs);
+    return this.closing;
+  }
+
+  private async stop(timeoutSecs: number): Promise<boolean> {
     this.state = 'stopping';
     if (this.pollTimer) clearTimeout(this.pollTimer);
-    if (this.inflightRequests > 0) {
-      this.logger.info(`waiting for ${this.inflightRequests} in-flight inference requests (at most ${timeoutSecs} s)`);
-      await new Promise<void>((resolve) => {
-        this.idle = resolve;
-        setTimeout(resolve, Math.max(0, timeoutSecs) * 1000).unref();
-      });
+    const secs = Math.max(0, timeoutSecs);
+    if (this.inflightRequests > 0) this.logger.info(`waiting for ${this.inflightRequests} in-flight inference requests (at most ${secs} s)`);
+    const drained = (async () => {
+      if (this.inflightRequests > 0) await new Promise<void>((resolve) => (this.idle = resolve));
+      await this.manager.close();
+    })();
+    let timer: NodeJS.Timeout | undefined;
+    const expired = new Promise<false>((resolve) => (timer = setTimeout(() => resolve(false), secs * 1000)));
+    const clean = await Promise.race([drained.then(() => true), expired]);
+    clearTimeout(timer);
+    if (!clean) {
+      this.logger.error(`exit timeout of ${secs} s expired with ${this.inflightRequests} inference requests in flight: answering them with an error and stopping the model instances still running`);
+      this.manager.abort(unavailable(`Server is shutting down: the exit timeout of ${secs} s expired before this request finished`));
+      // Killed instances settle at once; one that cannot be killed is given a moment, not more.
+      await Promise.race([drained, new Promise((resolve) => setTimeout(resolve, ABORT_GRACE_MS).unref())]);
     }
-    // Past the exit timeout, requests still queued are refused rather than run (tritonserver exits on them);
-    // executions already running finish, so no backend is torn down in the middle of a run.
-    if (this.inflightRequests > 0) {
-      this.logger.warn(`exit timeout of ${timeoutSecs} s reached with ${this.inflightRequests} requests in flight; refusing those still queued`);
-      this.manager.rejectQueued(unavailable('Server is shutting down: exit timeout reached before this request ran'));
-    }
-    await this.manager.close();
     await this.cache?.close?.();
     this.sharedMemory.close();
     this.metrics?.close();
     this.state = 'stopped';
+    return clean;
   }
 }
 

@@ -1,10 +1,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { EXAMPLES, FIXTURES } from '../helpers/paths.js';
 import { runNereid, spawnServer, tempRepository } from '../helpers/server.js';
 import { postJson, request } from '../helpers/http.js';
+import { pythonSkip } from '../backends/python/helpers.js';
 
 // `nereid serve` as a process: exit codes, startup failures, and shutdown under load.
 
@@ -104,17 +106,83 @@ test('SIGTERM under load: unready at once, every request already sent answered, 
   for (const r of afterRefused) assert.ok(!/^5(?!03)/.test(r), `refusal was ${r}`);
 });
 
-test('--exit-timeout-secs bounds the drain: a long backlog does not keep the process alive', async () => {
+test('--exit-timeout-secs bounds the drain: a long backlog does not keep the process alive; exit 1 as work was left', async () => {
   const s = await spawnServer(['--model-repository', join(FIXTURES, 'slow'), '--exit-timeout-secs=0']);
   const body = { inputs: [{ name: 'INPUT0', shape: [1, 16], datatype: 'FP32', data: new Array(16).fill(0.25) }] };
   const pending = Array.from({ length: 40 }, () => postJson(`${s.url}/v2/models/slow_fp32/infer`, body).catch(() => undefined));
   await sleep(200);
   const t0 = performance.now();
   s.child.kill('SIGTERM');
-  assert.equal(await s.exited, 0);
+  assert.equal(await s.exited, 1, s.output());
   // 40 requests of ~85 ms would take over 3 s to drain.
   assert.ok(performance.now() - t0 < 2500, `exited after ${(performance.now() - t0).toFixed(0)} ms`);
-  await Promise.all(pending);
+  const replies = await Promise.all(pending);
+  // Every request was answered: a 200, or a 503 for those the timeout caught.
+  for (const r of replies) assert.ok(r && (r.status === 200 || r.status === 503), `answered ${r?.status}`);
+  assert.match(s.output(), /failed to stop server: Internal - Exit timeout expired\. Exiting immediately\./);
+});
+
+/** Whether a process is still running (a zombie waiting to be reaped counts as gone). */
+function running(pid: number): boolean {
+  try {
+    return !/^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  } catch {
+    return false;
+  }
+}
+
+test('SIGTERM while a Python execute() hangs: at the exit timeout every request is answered, the stub is killed, exit 1', { skip: pythonSkip() }, async () => {
+  const repo = await tempRepository([{ from: join(FIXTURES, 'python', 'hang') }]);
+  try {
+    const s = await spawnServer(['--model-repository', repo.dir, '--exit-timeout-secs=2']);
+    const body = (v: number) => ({ inputs: [{ name: 'IN', shape: [1], datatype: 'INT32', data: [v] }] });
+    const infer = (v: number) => postJson(`${s.url}/v2/models/hang/infer`, body(v)).then((r) => r, (e: Error) => e);
+    const hung = infer(-1);
+    await sleep(300); // the hung one first, then three behind it (one handed to the stub, two queued)
+    const behind = [1, 2, 3].map(infer);
+    await sleep(300);
+    const pids = readdirSync(join(repo.dir, 'hang', 'pids')).map(Number);
+    assert.equal(pids.length, 1);
+    assert.ok(running(pids[0]!));
+    s.child.kill('SIGTERM');
+    const code = await Promise.race([s.exited, sleep(60_000, 'alive' as const)]);
+    if (code === 'alive') s.child.kill('SIGKILL');
+    assert.equal(code, 1, s.output());
+    for (const r of await Promise.all([hung, ...behind])) {
+      assert.ok(!(r instanceof Error), `answered, not dropped: ${String(r)}`);
+      assert.equal(r.status, 503, r.body.toString());
+      assert.match(r.json().error, /exit timeout/);
+    }
+    assert.equal(running(pids[0]!), false, 'the stub was stopped');
+    assert.match(s.output(), /Exit timeout expired/);
+  } finally {
+    await repo.remove();
+  }
+});
+
+test('SIGTERM while a Python initialize() hangs in a load: exit 1 at the exit timeout, and the stub does not outlive the server', { skip: pythonSkip() }, async () => {
+  const repo = await tempRepository([{ from: join(FIXTURES, 'python', 'hang') }]);
+  try {
+    const config = join(repo.dir, 'hang', 'config.pbtxt');
+    writeFileSync(config, `${readFileSync(config, 'utf8')}\nparameters { key: "INIT_DELAY_S" value { string_value: "1000" } }\n`);
+    const s = await spawnServer(['--model-repository', repo.dir, '--model-control-mode=explicit', '--exit-timeout-secs=1']);
+    const load = request(`${s.url}/v2/repository/models/hang/load`, { method: 'POST', body: '' }).then((r) => r, (e: Error) => e);
+    let pids: number[] = [];
+    for (let i = 0; i < 200 && pids.length === 0; i++) {
+      await sleep(50);
+      pids = existsSync(join(repo.dir, 'hang', 'pids')) ? readdirSync(join(repo.dir, 'hang', 'pids')).map(Number) : [];
+    }
+    assert.equal(pids.length, 1, 'the stub started and is in initialize()');
+    s.child.kill('SIGTERM');
+    const code = await Promise.race([s.exited, sleep(60_000, 'alive' as const)]);
+    if (code === 'alive') s.child.kill('SIGKILL');
+    assert.equal(code, 1, s.output());
+    await load;
+    for (let i = 0; i < 100 && running(pids[0]!); i++) await sleep(50);
+    assert.equal(running(pids[0]!), false, 'the stub was stopped with the server');
+  } finally {
+    await repo.remove();
+  }
 });
 
 test('explicit mode with --load-model loads only the named models', async () => {

@@ -88,3 +88,52 @@ test('without pipelineDepth an instance runs one request at a time', async () =>
   await turn();
   assert.equal(s.inflight(), 0);
 });
+
+/** A job with a timeout that records how it ended. */
+function timedJob(id: string, timeoutUs: number | undefined, ended: string[]): Job {
+  return {
+    ...job(id, new Map()), timeoutUs,
+    finish: () => void ended.push(`${id}:ran`),
+    reject: (e, reason) => void ended.push(`${id}:${e.code}:${reason}:${e.message}`),
+  };
+}
+
+test('a request with a timeout waits for a free instance, never in a busy one, and is answered when its timeout passes', async () => {
+  const log: string[] = [];
+  const a = new HeldInstance('a', 2, log);
+  const ended: string[] = [];
+  const s = new DirectScheduler([a], () => undefined);
+  s.enqueue(timedJob('hung', undefined, ended));
+  // The instance is busy: the timed request waits here, and the untimed one after it keeps its place.
+  s.enqueue(timedJob('timed', 20_000, ended));
+  s.enqueue(timedJob('untimed', undefined, ended));
+  await turn();
+  assert.deepEqual(log, ['a:hung'], 'nothing was handed to the busy instance');
+  assert.equal(s.waiting(), 2);
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  assert.deepEqual(ended, ['timed:UNAVAILABLE:REJECTED:[request id: timed] Request timeout expired']);
+  assert.equal(s.waiting(), 1);
+  // Once the instance is free the untimed request runs; the expired one is not run.
+  a.end();
+  await turn();
+  assert.deepEqual(log, ['a:hung', 'a:untimed']);
+  a.end();
+  await turn();
+  assert.deepEqual(ended, ['timed:UNAVAILABLE:REJECTED:[request id: timed] Request timeout expired', 'hung:ran', 'untimed:ran']);
+  await s.drain();
+});
+
+test('a request whose timeout does not pass before an instance is free runs as any other', async () => {
+  const log: string[] = [];
+  const a = new HeldInstance('a', undefined, log);
+  const ended: string[] = [];
+  const s = new DirectScheduler([a], () => undefined);
+  s.enqueue(timedJob('first', undefined, ended));
+  s.enqueue(timedJob('timed', 10_000_000, ended));
+  a.end();
+  await turn();
+  a.end();
+  await turn();
+  assert.deepEqual(ended, ['first:ran', 'timed:ran']);
+  await s.drain();
+});

@@ -65,7 +65,7 @@ export const javascriptBackend: Backend = {
         model_name: spec.name,
       },
     };
-    return JsInstance.create(init, spec.instanceName, spec.logger);
+    return JsInstance.create(init, spec.instanceName, spec.logger, spec.executeTimeoutMs);
   },
 };
 

@@ -4,7 +4,7 @@ import { NO_RESPONSE } from '../../inference/response.js';
 import type { Logger } from '../../observability/logger.js';
 import type { Tensor } from '../../tensor/tensor.js';
 import type { DataType } from '../../tensor/datatype.js';
-import type { BackendInstance, BackendRequest, ExecutionTimes } from '../backend.js';
+import { READY_INSTANCE, type BackendInstance, type BackendRequest, type ExecutionTimes, type InstanceStatus } from '../backend.js';
 import type { WorkerInit } from './model-worker.js';
 import { ERROR_CODE_NAMES, bytesElements, fixedBytes, pack, type FromWorker, type ToWorker, type WireRequest, type WireTensor } from './wire.js';
 
@@ -34,23 +34,43 @@ export class JsInstance implements BackendInstance {
   private nextBatch = 1;
   private closed = false;
   private onFinalized: ((error?: string) => void) | undefined;
+  /** A worker being started (not yet initialized), so kill() can stop it too. */
+  private startingWorker: Worker | undefined;
+  /** The worker stopped because an execution ran past the execute timeout (see status()). */
+  private timedOut: Worker | undefined;
+  private hungReason: string | undefined;
+  private downReason: string | undefined;
 
   private constructor(
     private readonly init: WorkerInit,
     private readonly instanceName: string,
     private readonly logger: Logger,
+    /** The model's execute timeout (nereid_execute_timeout_ms); undefined: none. */
+    private readonly executeTimeoutMs: number | undefined,
   ) {}
 
   /** Starts the worker and runs initialize(); rejects with initialize's error. */
-  static async create(init: WorkerInit, instanceName: string, logger: Logger): Promise<JsInstance> {
-    const instance = new JsInstance(init, instanceName, logger);
+  static async create(init: WorkerInit, instanceName: string, logger: Logger, executeTimeoutMs?: number): Promise<JsInstance> {
+    const instance = new JsInstance(init, instanceName, logger, executeTimeoutMs);
     await instance.start();
     return instance;
+  }
+
+  /** Ready while a worker is up and initialized, and none of its executions is past the execute timeout. */
+  ready(): boolean {
+    return this.worker !== undefined && this.hungReason === undefined;
+  }
+
+  status(): InstanceStatus {
+    if (this.ready()) return READY_INSTANCE;
+    const why = this.hungReason ?? this.downReason ?? (this.closed ? 'unloaded' : 'its worker is starting');
+    return { ready: false, hung: this.hungReason !== undefined, reason: `model instance '${this.instanceName}': ${why}` };
   }
 
   private start(): Promise<Worker> {
     const p = new Promise<Worker>((resolve, reject) => {
       const w = new Worker(WORKER_URL, { workerData: this.init });
+      this.startingWorker = w;
       let ready = false;
       let lastError: Error | undefined;
       w.on('message', (m: FromWorker) => {
@@ -58,7 +78,15 @@ export class JsInstance implements BackendInstance {
         if (ready) return this.onMessage(m);
         if (m.t === 'ready') {
           ready = true;
+          if (this.startingWorker === w) this.startingWorker = undefined;
+          if (this.closed) {
+            void w.terminate();
+            reject(unavailable('the instance is unloading'));
+            return;
+          }
           this.worker = w;
+          this.hungReason = undefined;
+          this.downReason = undefined;
           resolve(w);
         } else if (m.t === 'init-error') {
           reject(new NereidError('INTERNAL', `initialize() of model instance '${this.instanceName}' failed: ${m.message}`));
@@ -69,6 +97,7 @@ export class JsInstance implements BackendInstance {
         lastError = e;
       });
       w.on('exit', (code) => {
+        if (this.startingWorker === w) this.startingWorker = undefined;
         if (!ready) {
           reject(new NereidError('INTERNAL', `the worker of model instance '${this.instanceName}' stopped while loading the model: ${lastError ? String(lastError) : `exit code ${code}`}`));
           return;
@@ -93,6 +122,7 @@ export class JsInstance implements BackendInstance {
         worker = await (this.starting ?? this.start());
       } catch (e) {
         const why = e instanceof Error ? e.message : String(e);
+        if (!this.closed) this.downReason = `its worker could not be started again: ${why}`;
         for (const r of requests) r.sender.fail(unavailable(`model instance '${this.instanceName}' is not available: ${why}`));
         return { inputNs: Number(process.hrtime.bigint() - t0), inferNs: 0, outputNs: 0 };
       }
@@ -120,9 +150,21 @@ export class JsInstance implements BackendInstance {
     const done = new Promise<number>((resolve) => this.batches.set(batch, resolve));
     worker.postMessage({ t: 'exec', batch, buffer: packed.buffer, requests: wire } satisfies ToWorker, [packed.buffer]);
     for (const rid of aborted) worker.postMessage({ t: 'cancel', rid } satisfies ToWorker);
+    const timeoutMs = this.executeTimeoutMs;
+    const timer = timeoutMs === undefined ? undefined : setTimeout(() => this.hung(worker, timeoutMs), timeoutMs);
     const inferNs = await done;
+    if (timer) clearTimeout(timer);
     const totalNs = Number(process.hrtime.bigint() - t0);
     return { inputNs, inferNs, outputNs: Math.max(0, totalNs - inputNs - inferNs) };
+  }
+
+  /** An execution ran past the execute timeout: the worker is stopped (its exit fails the requests) and replaced. */
+  private hung(w: Worker, timeoutMs: number): void {
+    if (w !== this.worker || this.timedOut === w) return;
+    this.timedOut = w;
+    this.hungReason = `execute() did not finish within ${timeoutMs} ms; its worker is stopped and started again`;
+    this.logger.error(`execute() of model instance '${this.instanceName}' did not finish within ${timeoutMs} ms; stopping its worker`);
+    void w.terminate();
   }
 
   private onMessage(m: FromWorker): void {
@@ -180,12 +222,35 @@ export class JsInstance implements BackendInstance {
     this.onFinalized?.(`the worker stopped: ${reason}`);
     if (w !== this.worker) return;
     this.worker = undefined;
-    this.logger.error(`JavaScript model instance '${this.instanceName}' stopped (${reason}); starting it again`);
-    this.failAll(new NereidError('INTERNAL', `Failed to process the request(s) for model instance '${this.instanceName}', message: its worker thread stopped (${reason})`));
+    const why = this.timedOut === w
+      ? `execute() did not finish within ${this.executeTimeoutMs} ms; its worker thread was stopped`
+      : `its worker thread stopped (${reason})`;
+    if (!this.closed) {
+      this.logger.error(`JavaScript model instance '${this.instanceName}' stopped (${this.timedOut === w ? 'execute timeout' : reason}); starting it again`);
+      this.downReason = `its worker stopped (${reason}) and is starting again`;
+    }
+    this.failAll(new NereidError('INTERNAL', `Failed to process the request(s) for model instance '${this.instanceName}', message: ${why}`));
     if (this.closed) return;
     this.start().catch((e: unknown) => {
-      this.logger.error(`JavaScript model instance '${this.instanceName}' could not be started again: ${e instanceof Error ? e.message : String(e)}`);
+      const message = e instanceof Error ? e.message : String(e);
+      if (this.closed) return;
+      this.downReason = `its worker could not be started again: ${message}`;
+      this.logger.error(`JavaScript model instance '${this.instanceName}' could not be started again: ${message}`);
     });
+  }
+
+  /**
+   * Stops the worker at once, and one being started; answers every request it holds with `error` and settles
+   * every execution. Nothing is started again; close() then has nothing left to wait for.
+   */
+  kill(error: NereidError): void {
+    const w = this.worker;
+    if (w) void w.terminate();
+    if (this.startingWorker) void this.startingWorker.terminate();
+    if (this.closed) return; // close() waiting on finalize() goes on when the worker exits
+    this.closed = true;
+    this.worker = undefined;
+    this.failAll(error);
   }
 
   private log(level: number, message: string): void {

@@ -18,8 +18,6 @@ const SHM_GROWTH_BYTES = 1024 * 1024;
  * register keys under it (sharedmemory/reserved-keys.ts).
  */
 const SHM_PREFIX = 'nereid_python_';
-/** The Nereid config parameter that bounds one execute(), in milliseconds (off by default, as Triton has none). */
-export const EXECUTE_TIMEOUT_PARAMETER = 'NEREID_EXECUTE_TIMEOUT_MS';
 /**
  * The Nereid config parameter for how long, in microseconds, a stub waiting for its next execution polls its pipe
  * before it sleeps (0: never polls). A request that follows its predecessor within that time finds the stub
@@ -92,7 +90,7 @@ export function pythonBackend(name: string, source: ModelSource): Backend {
         shmPrefix: regionPrefix(bc['shm-region-prefix-name'] || SHM_PREFIX, String(++instances), spec.calls),
         shmDefaultBytes: byteSetting(bc, 'shm-default-byte-size', SHM_DEFAULT_BYTES, SHM_DEFAULT_BYTES),
         shmGrowthBytes: byteSetting(bc, 'shm-growth-byte-size', SHM_GROWTH_BYTES, 1),
-        executeTimeoutMs: executeTimeout(spec.config),
+        executeTimeoutMs: spec.executeTimeoutMs,
         pipelineDepth: pipelineDepth(spec.config),
       });
     },
@@ -126,14 +124,6 @@ function byteSetting(bc: Readonly<Record<string, string>>, key: string, dflt: nu
   if (v === undefined) return dflt;
   const n = Number(v);
   if (!Number.isSafeInteger(n) || n < min) throw invalidArg(`--backend-config=python,${key}=${v}: must be an integer of at least ${min}`);
-  return n;
-}
-
-function executeTimeout(config: ModelConfig): number | undefined {
-  const v = config.parameters[EXECUTE_TIMEOUT_PARAMETER]?.string_value;
-  if (v === undefined || v === '') return undefined;
-  const n = Number(v);
-  if (!(n > 0) || !Number.isFinite(n)) throw invalidArg(`parameter ${EXECUTE_TIMEOUT_PARAMETER} of model '${config.name}' must be a positive number of milliseconds, got '${v}'`);
   return n;
 }
 

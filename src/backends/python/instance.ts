@@ -3,7 +3,7 @@ import { NO_RESPONSE, type Parameters } from '../../inference/index.js';
 import type { Logger } from '../../observability/logger.js';
 import type { DataType } from '../../tensor/datatype.js';
 import { wireByteLength, type Tensor } from '../../tensor/tensor.js';
-import type { BackendInstance, BackendRequest, ExecutionTimes, ModelCalls } from '../backend.js';
+import { READY_INSTANCE, type BackendInstance, type BackendRequest, type ExecutionTimes, type InstanceStatus, type ModelCalls } from '../backend.js';
 import { StubCalls, splitElements } from './calls.js';
 import type { Interpreter } from './interpreter.js';
 import { InputArena, StubRegions, align, unlinkAll, type ArenaBlock, type Mapping } from './shm.js';
@@ -92,6 +92,12 @@ export class PythonInstance implements BackendInstance {
   private nextRid = 1;
   private nextBatch = 1;
   private closed = false;
+  /** A stub being started (not yet initialized), so kill() can stop it too. */
+  private startingStub: StubProcess | undefined;
+  /** An execution ran past the execute timeout and no stub has been initialized since (see status()). */
+  private hungReason: string | undefined;
+  /** Why no stub is up, while none is. */
+  private downReason: string | undefined;
   private onFinalized: ((error?: string) => void) | undefined;
   private pendingRelease: Block[] = [];
   private releaseScheduled = false;
@@ -120,6 +126,7 @@ export class PythonInstance implements BackendInstance {
     const prefix = `${o.shmPrefix}g${++this.lives}_`;
     const init: StubInit = { ...o.init, shm: { prefix, instancePrefix: o.shmPrefix, defaultBytes: o.shmDefaultBytes, growthBytes: o.shmGrowthBytes } };
     const stub = new StubProcess(o.interpreter, init, o.instanceName, o.logger);
+    this.startingStub = stub;
     const life: Life = { stub, prefix, regions: new StubRegions(), timedOut: false };
     const p = new Promise<Life>((resolve, reject) => {
       let ready = false;
@@ -127,7 +134,16 @@ export class PythonInstance implements BackendInstance {
         if (ready) return this.onMessage(life, m, tail);
         if (m.t === 'ready') {
           ready = true;
+          if (this.startingStub === stub) this.startingStub = undefined;
+          if (this.closed) {
+            // Killed while it started (see kill()): it never serves.
+            stub.kill();
+            reject(unavailable('the instance is unloading'));
+            return;
+          }
           this.life = life;
+          this.hungReason = undefined;
+          this.downReason = undefined;
           resolve(life);
         } else if (m.t === 'init-error') {
           reject(new NereidError('INTERNAL', `initialize() of model instance '${o.instanceName}' failed: ${m.message}`));
@@ -139,6 +155,7 @@ export class PythonInstance implements BackendInstance {
       stub.onExit((reason) => {
         life.regions.close();
         unlinkAll(prefix);
+        if (this.startingStub === stub) this.startingStub = undefined;
         if (!ready) {
           reject(new NereidError('INTERNAL', `the Python stub of model instance '${o.instanceName}' stopped while loading the model: ${reason}`));
           return;
@@ -154,9 +171,18 @@ export class PythonInstance implements BackendInstance {
     return p;
   }
 
-  /** Ready while a stub is up and initialized: not while a dead one is being started again (Triton's stub health). */
+  /**
+   * Ready while a stub is up and initialized: not while a dead one is being started again (Triton's stub
+   * health), nor while an execution runs past the execute timeout (hung, until a new stub is initialized).
+   */
   ready(): boolean {
-    return this.life !== undefined;
+    return this.life !== undefined && this.hungReason === undefined;
+  }
+
+  status(): InstanceStatus {
+    if (this.ready()) return READY_INSTANCE;
+    const why = this.hungReason ?? this.downReason ?? (this.closed ? 'unloaded' : 'its Python stub is starting');
+    return { ready: false, hung: this.hungReason !== undefined, reason: `model instance '${this.opts.instanceName}': ${why}` };
   }
 
   async execute(requests: readonly BackendRequest[]): Promise<ExecutionTimes> {
@@ -168,6 +194,7 @@ export class PythonInstance implements BackendInstance {
         life = await (this.starting ?? this.start());
       } catch (e) {
         const why = e instanceof Error ? e.message : String(e);
+        if (!this.closed) this.downReason = `its Python stub could not be started again: ${why}`;
         for (const r of requests) r.sender.fail(unavailable(`model instance '${this.opts.instanceName}' is not available: ${why}`));
         return { inputNs: Number(process.hrtime.bigint() - t0), inferNs: 0, outputNs: 0 };
       }
@@ -262,6 +289,7 @@ export class PythonInstance implements BackendInstance {
   private hung(life: Life, timeoutMs: number): void {
     if (life !== this.life || life.timedOut) return;
     life.timedOut = true;
+    this.hungReason = `execute() did not finish within ${timeoutMs} ms; its Python stub is stopped and started again`;
     this.opts.logger.error(`execute() of model instance '${this.opts.instanceName}' did not finish within ${timeoutMs} ms; stopping its Python stub`);
     life.stub.kill();
   }
@@ -449,7 +477,10 @@ export class PythonInstance implements BackendInstance {
     const why = life.timedOut
       ? `execute() did not finish within ${this.opts.executeTimeoutMs} ms; its Python stub was stopped`
       : `its Python stub stopped (${reason})`;
-    if (!this.closed) this.opts.logger.error(`Python model instance '${name}' stopped (${life.timedOut ? 'execute timeout' : reason}); starting it again`);
+    if (!this.closed) {
+      this.opts.logger.error(`Python model instance '${name}' stopped (${life.timedOut ? 'execute timeout' : reason}); starting it again`);
+      this.downReason = `its Python stub stopped (${reason}) and is starting again`;
+    }
     // Executions waiting in the stub behind the one that was running never ran: they go to the next stub, as
     // they would have had they waited in the scheduler. Every 'done' the stub wrote was read before its exit
     // is reported, so the first execution still held is the one that was running.
@@ -469,13 +500,16 @@ export class PythonInstance implements BackendInstance {
       },
       (e: unknown) => {
         const message = e instanceof Error ? e.message : String(e);
-        this.opts.logger.error(`Python model instance '${name}' could not be started again: ${message}`);
+        if (!this.closed) {
+          this.downReason = `its Python stub could not be started again: ${message}`;
+          this.opts.logger.error(`Python model instance '${name}' could not be started again: ${message}`);
+        }
         for (const w of waiting) {
           for (const [, o] of w.requests) {
             if (o.onAbort) o.request.signal!.removeEventListener('abort', o.onAbort);
             o.request.sender.fail(unavailable(`model instance '${name}' is not available: ${message}`));
           }
-          this.freeBatch(w.batch);
+          if (!this.closed) this.freeBatch(w.batch); // kill() has closed the arena
           w.batch.resolve?.(0);
         }
       },
@@ -497,6 +531,27 @@ export class PythonInstance implements BackendInstance {
     else if (level === 2) logger.error(text);
     else if (level === 3) logger.verbose(1, text);
     else logger.info(text);
+  }
+
+  /**
+   * Stops the stub at once (SIGKILL), and one being started; answers every request it holds with `error` and
+   * settles every execution. Nothing is started again; close() then has nothing left to wait for.
+   */
+  kill(error: NereidError): void {
+    if (this.closed) {
+      // close() may be waiting on finalize() in a stub that does not answer: it ends with the stub.
+      this.life?.stub.kill();
+      this.startingStub?.kill();
+      return;
+    }
+    this.closed = true;
+    const life = this.life;
+    this.life = undefined;
+    life?.stub.kill();
+    this.startingStub?.kill();
+    this.failAll(error);
+    this.arena.close();
+    unlinkAll(this.opts.shmPrefix);
   }
 
   /** Runs finalize() in the stub (at most FINALIZE_TIMEOUT_MS), lets it exit, then removes its regions. */

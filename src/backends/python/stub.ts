@@ -9,6 +9,19 @@ import type { FromStub, StubInit } from './wire.js';
 /** python/nereid_stub.py at the package root, from dist/src/backends/python/ (this file's compiled place). */
 export const STUB_SCRIPT = fileURLToPath(new URL('../../../../python/nereid_stub.py', import.meta.url));
 
+/** Stub processes still running, killed when the server's process exits (see onProcessExit). */
+const running = new Set<ChildProcess>();
+
+/**
+ * No stub outlives the server: one still running when the process exits (past --exit-timeout-secs, say, while
+ * a model was still loading and its initialize() hung) is killed then. A stub's reader thread notices its
+ * server's death by itself within about a second, but not while the model holds the interpreter's lock in
+ * native code.
+ */
+function onProcessExit(): void {
+  for (const child of running) child.kill('SIGKILL');
+}
+
 /**
  * One Python stub process: spawned with two extra pipes for the protocol (fd 3 in, fd 4 out), its stdout and
  * stderr forwarded to the server log line by line. Reports every message and, once, its exit.
@@ -26,6 +39,8 @@ export class StubProcess {
       stdio: ['ignore', 'pipe', 'pipe', 'pipe', 'pipe'],
       env: { ...process.env, ...interpreter.env, PYTHONUNBUFFERED: '1', PYTHONDONTWRITEBYTECODE: '1' },
     });
+    if (running.size === 0) process.once('exit', onProcessExit);
+    running.add(this.child);
     this.toStub = this.child.stdio[3] as Writable;
     // A write to a stub that just died fails with EPIPE; its exit is reported by the 'exit' handler instead.
     this.toStub.on('error', () => undefined);
@@ -48,10 +63,15 @@ export class StubProcess {
     });
     forwardLines(this.child.stdout!, (line) => this.logger.info(`${tag}: ${line}`));
     forwardLines(this.child.stderr!, (line) => this.logger.warn(`${tag}: ${line}`));
-    this.child.on('error', (e) => this.exit(`could not run the Python interpreter '${interpreter.command}': ${e.message}`));
+    this.child.on('error', (e) => {
+      running.delete(this.child);
+      this.exit(`could not run the Python interpreter '${interpreter.command}': ${e.message}`);
+    });
     // Messages written just before the exit are still in the pipe: report the exit after them, or after a short
     // wait when something else (a process the model started) holds the pipe open.
     this.child.on('exit', (code, signal) => {
+      running.delete(this.child);
+      if (running.size === 0) process.removeListener('exit', onProcessExit);
       const reason = signal ? `killed by ${signal}` : `exit code ${code}`;
       if (drained) return this.exit(reason);
       const timer = setTimeout(() => this.exit(reason), 200);

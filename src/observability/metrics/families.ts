@@ -10,6 +10,8 @@ export interface ScrapedVersion {
   readonly waiting: number;
   /** Requests accepted and not yet answered (queued or executing). */
   readonly inflight: number;
+  /** Instances hung past the model's execute timeout. */
+  readonly hung: number;
 }
 
 export interface Sample {
@@ -142,13 +144,14 @@ export function summaryFamilies(versions: Versions): ScrapeFamily[] {
 /** Token counters show for the versions that have reported tokens (text models), not for every model. */
 const reportsTokens = (v: ScrapedVersion): boolean => v.stats.generatedTokens > 0 || v.stats.promptTokens > 0;
 
-/** Nereid's own: requests in flight, and each instance's share of the executions (nereid_instance_stats). */
+/** Nereid's own: requests in flight, hung instances, and each instance's share of the executions (nereid_instance_stats). */
 export function nereidFamilies(versions: Versions): ScrapeFamily[] {
   const perInstance = (name: string, help: string, value: (i: ModelStatistics['instances'][number]) => number) =>
     new ScrapeFamily(name, help, 'counter', () => versions().flatMap((v) =>
       v.stats.instances.map((i) => ({ value: value(i), labels: sortedLabels({ ...v.reporter.labels, instance: i.name }) }))));
   return [
     perVersion(versions, 'nereid_inference_inflight_request_count', 'Instantaneous number of requests queued or executing per-model', 'gauge', (v) => v.inflight),
+    perVersion(versions, 'nereid_model_hung_instance_count', 'Instantaneous number of instances per-model whose execution ran past the execute timeout and that are not serving again yet', 'gauge', (v) => v.hung),
     perInstance('nereid_instance_execution_count', 'Number of model executions performed by each instance', (i) => i.executionCount),
     perInstance('nereid_instance_inference_count', 'Number of inferences (batch rows) performed by each instance', (i) => i.inferenceCount),
     perInstance('nereid_instance_compute_infer_duration_us', 'Cumulative compute inference duration of each instance in microseconds', (i) => us(i.computeInfer.ns)),

@@ -13,6 +13,8 @@ export interface MetricsVersion {
   waiting(): number;
   /** Requests accepted and not yet answered. */
   inflight(): number;
+  /** Its instances hung past the execute timeout (see ModelVersion.status()). */
+  status(): { readonly hung: number };
 }
 
 export interface MetricsOptions {
@@ -97,7 +99,7 @@ export class ServerMetrics {
     const out: ScrapedVersion[] = [];
     for (const v of this.versions()) {
       const reporter = this.reporters.get(v.stats);
-      if (reporter) out.push({ stats: v.stats, reporter, waiting: v.waiting(), inflight: v.inflight() });
+      if (reporter) out.push({ stats: v.stats, reporter, waiting: v.waiting(), inflight: v.inflight(), hung: v.status().hung });
     }
     return out;
   }
