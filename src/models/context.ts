@@ -29,6 +29,17 @@ export interface OutputInfo {
   readonly labels: readonly string[] | undefined;
 }
 
+/**
+ * Counts a request to a model can never exceed and still be valid: its inputs and requested outputs (each
+ * named at most once) and the dimensions of an input's shape.
+ */
+export interface RequestLimits {
+  readonly inputs: number;
+  readonly requiredInputs: number;
+  readonly outputs: number;
+  readonly inputRank: number;
+}
+
 export class ModelContext {
   readonly inputs: ReadonlyMap<string, InputInfo>;
   readonly outputs: ReadonlyMap<string, OutputInfo>;
@@ -38,6 +49,8 @@ export class ModelContext {
   readonly decoupled: boolean;
   /** True when any tensor is reshaped between client and backend: only then does a request pay for it. */
   readonly reshapes: boolean;
+  /** The most a valid request to this version can hold, for frontends that refuse larger ones before decoding them. */
+  readonly requestLimits: RequestLimits;
 
   constructor(readonly name: string, readonly version: number, readonly config: ModelConfig, labels: ReadonlyMap<string, string[]>) {
     this.maxBatchSize = config.max_batch_size;
@@ -61,6 +74,9 @@ export class ModelContext {
     this.requiredInputs = config.input.filter((i) => !i.optional).length;
     this.decoupled = config.model_transaction_policy?.decoupled ?? false;
     this.reshapes = config.input.some((i) => i.reshape) || config.output.some((o) => o.reshape);
+    let rank = 0;
+    for (const i of this.inputs.values()) rank = Math.max(rank, i.shape.length);
+    this.requestLimits = { inputs: this.inputs.size, requiredInputs: this.requiredInputs, outputs: this.outputs.size, inputRank: rank };
   }
 
   /**

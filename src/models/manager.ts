@@ -9,6 +9,7 @@ import { EnsembleScheduler } from './ensemble.js';
 import { routerTargets, stringParameter, VERSION_WEIGHTS_PARAMETER } from './router.js';
 import { parseRoutes, WeightedRoutes } from './routing.js';
 import type { ModelVersion } from './model-version.js';
+import type { RequestLimits } from './context.js';
 
 export type ModelState = 'UNKNOWN' | 'READY' | 'UNAVAILABLE' | 'LOADING' | 'UNLOADING';
 
@@ -102,6 +103,29 @@ export class ModelManager {
     }
     if (!best) throw notFound(`Request for unknown model: '${name}' has no available versions`);
     return best;
+  }
+
+  /**
+   * The request limits of the version a request names, or without a version the largest of every READY
+   * version's (a weighted route may pick any of them). Throws as resolve() does.
+   */
+  requestLimits(name: string, version: number | undefined): RequestLimits {
+    const latest = this.resolve(name, version).context.requestLimits;
+    const entry = this.entries.get(name)!;
+    if (version !== undefined || entry.versions.size === 1) return latest;
+    let inputs = latest.inputs;
+    let requiredInputs = latest.requiredInputs;
+    let outputs = latest.outputs;
+    let inputRank = latest.inputRank;
+    for (const [, slot] of entry.versions) {
+      if (slot.state !== 'READY' || !slot.model) continue;
+      const l = slot.model.context.requestLimits;
+      inputs = Math.max(inputs, l.inputs);
+      requiredInputs = Math.min(requiredInputs, l.requiredInputs);
+      outputs = Math.max(outputs, l.outputs);
+      inputRank = Math.max(inputRank, l.inputRank);
+    }
+    return { inputs, requiredInputs, outputs, inputRank };
   }
 
   /** Loaded config of a model version, as the config endpoint shows it. */

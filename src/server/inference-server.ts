@@ -7,6 +7,7 @@ import type { InferenceRequest, InferenceResponse } from '../inference/index.js'
 import { ResponseStream } from '../inference/stream.js';
 import { ModelManager, type IndexEntry, type LoadRequest } from '../models/manager.js';
 import type { ModelVersion } from '../models/model-version.js';
+import type { RequestLimits } from '../models/context.js';
 import { routingKey } from '../models/router.js';
 import { createLogger, type Logger } from '../observability/logger.js';
 import { LimitRefusals } from '../observability/limit-refusals.js';
@@ -21,6 +22,8 @@ import type { Registry } from 'prom-client';
 import { SharedMemoryBinding, usesSharedMemory } from '../sharedmemory/binding.js';
 import { SharedMemoryRegistry } from '../sharedmemory/registry.js';
 import { DEFAULT_SERVER_ID, NEREID_VERSION, type ServerOptions } from './options.js';
+
+export type { RequestLimits } from '../models/context.js';
 
 export interface ServerMetadata {
   name: string;
@@ -351,6 +354,16 @@ export class InferenceServer {
     } catch {
       return false;
     }
+  }
+
+  /**
+   * The most inputs, requested outputs and input dimensions a valid request to this model can hold, known at
+   * load: a frontend refuses a larger request from its counts before decoding it. Throws as infer() does when
+   * the model or version cannot take requests.
+   */
+  requestLimits(name: string, version?: number): RequestLimits {
+    if (this.state !== 'ready') throw unavailable('Server is not ready: it is shutting down');
+    return this.manager.requestLimits(name, version);
   }
 
   private readonly requestDone = (): void => {
