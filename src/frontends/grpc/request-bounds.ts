@@ -222,8 +222,9 @@ function checkInput(outer: Wire, start: number, end: number, limits: RequestLimi
       dims++;
       w.varint();
     } else if (field === 1 && wt === LEN) {
+      name1 = w.delimited();
       name0 = w.pos;
-      name1 = w.pos = w.delimited();
+      w.pos = name1;
     } else {
       if (field === 4 && wt === LEN) parameters++;
       w.skip(wt, field);
@@ -242,8 +243,9 @@ function checkOutput(outer: Wire, start: number, end: number, model: string): Ne
     const field = tag >>> 3;
     const wt = tag & 7;
     if (field === 1 && wt === LEN) {
+      name1 = w.delimited();
       name0 = w.pos;
-      name1 = w.pos = w.delimited();
+      w.pos = name1;
       continue;
     }
     if (field === 2 && wt === LEN && ++parameters > MAX_PARAMETERS) return tooManyParameters(parameters, `output '${w.text(name0, name1)}'`, model);
