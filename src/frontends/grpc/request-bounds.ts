@@ -39,9 +39,11 @@ const MALFORMED = new Malformed();
 
 /** A position in a message's bytes. Numbers past 2^32 are not needed: only tags and lengths are read. */
 class Wire {
-  pos: number;
-  constructor(readonly buf: Buffer, start: number, readonly end: number) {
-    this.pos = start;
+  pos = 0;
+  /** The end of the message being read: the whole buffer's, or an input's or an output's while one is read. */
+  end: number;
+  constructor(readonly buf: Buffer) {
+    this.end = buf.byteLength;
   }
 
   /** A varint of up to 32 significant bits (tags, lengths); longer ones are read past and come back huge. */
@@ -132,7 +134,7 @@ export function checkInferRequestBounds(buf: Buffer, server: InferenceServer): R
 }
 
 function scan(buf: Buffer, server: InferenceServer): Refusal | null {
-  const w = new Wire(buf, 0, buf.byteLength);
+  const w = new Wire(buf);
   // Positions of the last model_name, model_version and id (proto3: the last occurrence wins).
   let name0 = 0, name1 = 0, version0 = 0, version1 = 0, id0 = 0, id1 = 0;
   let fields = 0, parameters = 0, inputs = 0, outputs = 0, raw = 0;
@@ -197,16 +199,17 @@ function checkTensors(w: Wire, limits: RequestLimits, model: string): NereidErro
       continue;
     }
     const end = w.delimited();
-    const start = w.pos;
-    const error = field === 5 ? checkInput(w, start, end, limits, model) : checkOutput(w, start, end, model);
+    const outer = w.end;
+    w.end = end;
+    const error = field === 5 ? checkInput(w, limits, model) : checkOutput(w, model);
     if (error !== null) return error;
-    w.pos = end;
+    w.end = outer;
   }
   return null;
 }
 
-function checkInput(outer: Wire, start: number, end: number, limits: RequestLimits, model: string): NereidError | null {
-  const w = new Wire(outer.buf, start, end);
+/** The input from w.pos to w.end; leaves w.pos at its end. */
+function checkInput(w: Wire, limits: RequestLimits, model: string): NereidError | null {
   let name0 = 0, name1 = 0, dims = 0, parameters = 0;
   while (w.pos < w.end) {
     const tag = w.varint();
@@ -235,8 +238,8 @@ function checkInput(outer: Wire, start: number, end: number, limits: RequestLimi
   return null;
 }
 
-function checkOutput(outer: Wire, start: number, end: number, model: string): NereidError | null {
-  const w = new Wire(outer.buf, start, end);
+/** The requested output from w.pos to w.end; leaves w.pos at its end. */
+function checkOutput(w: Wire, model: string): NereidError | null {
   let name0 = 0, name1 = 0, parameters = 0;
   while (w.pos < w.end) {
     const tag = w.varint();
