@@ -12,13 +12,13 @@
 
 import { mkdtempSync, cpSync, rmSync, mkdirSync, writeFileSync } from 'node:fs';
 import { fork, execFileSync } from 'node:child_process';
-import http2 from 'node:http2';
 import { tmpdir, cpus, loadavg } from 'node:os';
 import { join, relative } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createGzip } from 'node:zlib';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Client, Pool } from 'undici';
+import { Pool } from 'undici';
+import { Worker } from 'node:worker_threads';
 import protobuf from 'protobufjs';
 import { simpleBodies } from './bodies.mjs';
 import { ROOT, BENCH_DIR, HOST, nereidBuilt, freePort } from './servers.mjs';
@@ -135,61 +135,17 @@ const ATTACKS = {
 const attackNames = a.attacks ? a.attacks.split(',') : Object.keys(ATTACKS);
 for (const n of attackNames) if (!ATTACKS[n]) throw new Error(`unknown attack '${n}'; known: ${Object.keys(ATTACKS).join(', ')}`);
 
-// --- The attacker: one request at a time per lane, over and over until the window ends ------------------------
+// --- The attacker, in its own thread (bench/stall-attacker.mjs) so that its own work (framing 30 MB messages)
+// never delays the normal client's event loop -------------------------------------------------------------------
 
-/** One unary gRPC call framed by hand on an HTTP/2 session; resolves with 'status: message'. */
-function grpcCall(session, message, gzip, signal) {
-  return new Promise((resolve) => {
-    const headers = { ':method': 'POST', ':path': '/inference.GRPCInferenceService/ModelInfer', 'content-type': 'application/grpc', te: 'trailers' };
-    if (gzip) headers['grpc-encoding'] = 'gzip';
-    const req = session.request(headers, { signal });
-    let meta = {};
-    req.on('response', (h) => (meta = { ...meta, ...h }));
-    req.on('trailers', (h) => (meta = { ...meta, ...h }));
-    req.on('data', () => {});
-    req.on('error', (e) => resolve(`error: ${e.code ?? e.message}`));
-    req.on('end', () => resolve(`grpc ${meta['grpc-status']}: ${decodeURIComponent(String(meta['grpc-message'] ?? ''))}`));
-    const frame = Buffer.alloc(5);
-    frame[0] = gzip ? 1 : 0;
-    frame.writeUInt32BE(message.length, 1);
-    req.end(Buffer.concat([frame, message]));
-  });
-}
-
-async function httpCall(client, r, signal) {
-  try {
-    const res = await client.request({ path: r.path, method: 'POST', headers: r.headers, body: r.body, signal });
-    const text = await res.body.text();
-    return `http ${res.statusCode}: ${text.slice(0, 200)}`;
-  } catch (e) {
-    return `error: ${e.code ?? e.message}`;
-  }
-}
-
-/** Sends `request` over and over on `lanes` connections until `until` (ms, performance.now()); the last calls finish. */
-async function attack(request, lanes, until, ports) {
-  const abort = new AbortController();
-  const replies = new Map();
-  let sent = 0;
-  const lane = async () => {
-    const grpcSession = request.kind === 'grpc' ? http2.connect(`http://${HOST}:${ports.grpc}`) : null;
-    grpcSession?.on('error', () => {});
-    const httpClient = request.kind === 'http' ? new Client(`http://${HOST}:${ports.http}`, { headersTimeout: 0, bodyTimeout: 0 }) : null;
-    while (performance.now() < until) {
-      sent++;
-      const r = request.kind === 'grpc' ? await grpcCall(grpcSession, request.message, request.gzip, abort.signal) : await httpCall(httpClient, request, abort.signal);
-      const key = r.slice(0, 160);
-      replies.set(key, (replies.get(key) ?? 0) + 1);
-    }
-    grpcSession?.close();
-    await httpClient?.close().catch(() => {});
+function startAttacker(request, lanes, ports) {
+  const worker = new Worker(new URL('./stall-attacker.mjs', import.meta.url), { workerData: { request, lanes, ports, attackTimeoutS: opt.attackTimeout } });
+  worker.on('error', (e) => { throw e; });
+  return {
+    /** Attacks for `ms` milliseconds; resolves once the last request has been answered (or given up). */
+    run: (ms) => new Promise((resolve) => { worker.once('message', resolve); worker.postMessage({ ms }); }),
+    stop: () => worker.terminate(),
   };
-  const lanesDone = Promise.all(Array.from({ length: lanes }, lane));
-  // A request still running at the end of the window may run on (a stall of minutes); give it up after the timeout.
-  const timer = setTimeout(() => abort.abort(), Math.max(0, until - performance.now()) + opt.attackTimeout * 1000);
-  await lanesDone;
-  clearTimeout(timer);
-  return { sent, replies: Object.fromEntries(replies) };
 }
 
 // --- The server, with the probe ---------------------------------------------------------------------------------
@@ -292,23 +248,23 @@ const WARMUP_S = 0.3;
  * those seconds and the normal load goes on until the last of them is answered (so a stall that outlasts the
  * window still falls on the normal client). The server's loop delay covers the same span.
  */
-async function window(nereid, bodies, request, lanes) {
+async function window(nereid, bodies, attacker) {
   const load = normalLoad(`http://${HOST}:${nereid.ports.http}`, bodies);
   await sleep(WARMUP_S * 1000);
   await nereid.readLoop(); // starts the window's histogram
   load.start();
   const until = performance.now() + opt.duration * 1000;
-  const attacker = request ? await attack(request, lanes, until, nereid.ports) : null;
+  const attacked = attacker ? await attacker.run(opt.duration * 1000) : null;
   const rest = until - performance.now();
   if (rest > 0) await sleep(rest);
   const loop = await nereid.readLoop();
   const r = await load.stop();
   // Let the server settle (the attack's garbage collected) before the next window.
-  await sleep(request ? 1000 : 200);
+  await sleep(attacker ? 1000 : 200);
   await nereid.readLoop();
   return {
     loopMaxMs: loop.maxMs, loopP99Ms: loop.p99Ms, p99Ms: r.p99, maxMs: r.max, throughput: r.throughput, requests: r.requests,
-    errors: r.errors, errorSamples: r.samples, attacker,
+    errors: r.errors, errorSamples: r.samples, attacker: attacked,
   };
 }
 
@@ -339,14 +295,13 @@ try {
   const bodies = simpleBodies('binary');
   for (const name of attackNames) {
     const spec = ATTACKS[name];
-    const request = await spec.make();
-    const lanes = spec.parallel ?? 1;
+    const attacker = startAttacker(await spec.make(), spec.parallel ?? 1, nereid.ports);
     const rounds = { baseline: [], attacked: [] };
     log(`${name}: ${spec.what}`);
     for (let round = 0; round < opt.rounds; round++) {
       const order = round % 2 === 0 ? ['baseline', 'attacked'] : ['attacked', 'baseline'];
       for (const side of order) {
-        const w = await window(nereid, bodies, side === 'attacked' ? request : null, lanes);
+        const w = await window(nereid, bodies, side === 'attacked' ? attacker : null);
         rounds[side].push(w);
         if (w.errors) failed = true;
         log(`  round ${round + 1}/${opt.rounds} ${side.padEnd(8)} loop max ${w.loopMaxMs.toFixed(0).padStart(6)} ms  p99 ${w.loopP99Ms.toFixed(1).padStart(6)} ms | client p99 ${w.p99Ms.toFixed(1).padStart(7)} ms  max ${w.maxMs.toFixed(0).padStart(6)} ms  ${w.throughput.toFixed(0).padStart(5)} req/s`
@@ -358,6 +313,7 @@ try {
       loopMaxMs: median(ws.map((w) => w.loopMaxMs)), loopP99Ms: median(ws.map((w) => w.loopP99Ms)), p99Ms: median(ws.map((w) => w.p99Ms)),
       maxMs: median(ws.map((w) => w.maxMs)), throughput: median(ws.map((w) => w.throughput)),
     });
+    await attacker.stop();
     results.attacks.push({ name, what: spec.what, baseline: sum(rounds.baseline), attacked: sum(rounds.attacked), rounds });
   }
 } finally {

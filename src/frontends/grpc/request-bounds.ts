@@ -18,7 +18,6 @@ import type { ModelInferRequestMsg } from './messages.js';
  *
  * The scan reads the top level once, looks the model up, then reads the inputs and outputs, which the first
  * step has bounded; its work is linear in the bytes that arrived and stops at the first count past a bound.
- * A message that is not valid protobuf is left to protobufjs, whose error grpc-js answers as it always did.
  */
 
 /** Most parameters a request, one input or one output may carry: Triton's own use a handful. */
@@ -33,9 +32,12 @@ const START_GROUP = 3;
 const END_GROUP = 4;
 const I32 = 5;
 
-/** Not protobuf: stop counting and let protobufjs decode (and refuse) the message as before. */
-class Malformed extends Error {}
-const MALFORMED = new Malformed();
+/**
+ * Not protobuf. Thrown out of the deserializer, as protobufjs's own errors are, and answered by grpc-js the same
+ * way (INTERNAL, "Error deserializing request"): handing the message to protobufjs instead would decode every
+ * field before the broken one.
+ */
+const MALFORMED = new RangeError('malformed protobuf message');
 
 /** A position in a message's bytes. Numbers past 2^32 are not needed: only tags and lengths are read. */
 class Wire {
@@ -113,10 +115,7 @@ class Wire {
   }
 }
 
-/**
- * Null when the message may be decoded; else the refusal, with the request id, model name and version when
- * they could be read (a stream answers a refused request with its id).
- */
+/** A request refused from its counts, with its id, model name and version as read (a stream answers with the id). */
 export interface Refusal {
   readonly error: NereidError;
   readonly id: string;
@@ -124,16 +123,8 @@ export interface Refusal {
   readonly model_version: string;
 }
 
+/** Null when the message may be decoded; else why not. Throws when the message is not protobuf. */
 export function checkInferRequestBounds(buf: Buffer, server: InferenceServer): Refusal | null {
-  try {
-    return scan(buf, server);
-  } catch (e) {
-    if (e === MALFORMED) return null;
-    throw e;
-  }
-}
-
-function scan(buf: Buffer, server: InferenceServer): Refusal | null {
   const w = new Wire(buf);
   // Positions of the last model_name, model_version and id (proto3: the last occurrence wins).
   let name0 = 0, name1 = 0, version0 = 0, version1 = 0, id0 = 0, id1 = 0;
