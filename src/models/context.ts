@@ -38,6 +38,8 @@ export interface RequestLimits {
   readonly requiredInputs: number;
   readonly outputs: number;
   readonly inputRank: number;
+  /** The most elements any input can hold (its dims' product times the batch limit); Infinity when a dim is variable. */
+  readonly inputElements: number;
 }
 
 export class ModelContext {
@@ -75,8 +77,12 @@ export class ModelContext {
     this.decoupled = config.model_transaction_policy?.decoupled ?? false;
     this.reshapes = config.input.some((i) => i.reshape) || config.output.some((o) => o.reshape);
     let rank = 0;
-    for (const i of this.inputs.values()) rank = Math.max(rank, i.shape.length);
-    this.requestLimits = { inputs: this.inputs.size, requiredInputs: this.requiredInputs, outputs: this.outputs.size, inputRank: rank };
+    let elements = 0;
+    for (const i of this.inputs.values()) {
+      rank = Math.max(rank, i.shape.length);
+      elements = Math.max(elements, i.dims.some((d) => d < 0) ? Infinity : elementCount(i.dims) * Math.max(1, this.maxBatchSize));
+    }
+    this.requestLimits = { inputs: this.inputs.size, requiredInputs: this.requiredInputs, outputs: this.outputs.size, inputRank: rank, inputElements: elements };
   }
 
   /**

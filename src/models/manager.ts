@@ -117,6 +117,7 @@ export class ModelManager {
     let requiredInputs = latest.requiredInputs;
     let outputs = latest.outputs;
     let inputRank = latest.inputRank;
+    let inputElements = latest.inputElements;
     for (const [, slot] of entry.versions) {
       if (slot.state !== 'READY' || !slot.model) continue;
       const l = slot.model.context.requestLimits;
@@ -124,8 +125,9 @@ export class ModelManager {
       requiredInputs = Math.min(requiredInputs, l.requiredInputs);
       outputs = Math.max(outputs, l.outputs);
       inputRank = Math.max(inputRank, l.inputRank);
+      inputElements = Math.max(inputElements, l.inputElements);
     }
-    return { inputs, requiredInputs, outputs, inputRank };
+    return { inputs, requiredInputs, outputs, inputRank, inputElements };
   }
 
   /** Loaded config of a model version, as the config endpoint shows it. */

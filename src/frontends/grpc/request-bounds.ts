@@ -202,29 +202,83 @@ function checkTensors(w: Wire, limits: RequestLimits, model: string): NereidErro
 /** The input from w.pos to w.end; leaves w.pos at its end. */
 function checkInput(w: Wire, limits: RequestLimits, model: string): NereidError | null {
   let name0 = 0, name1 = 0, dims = 0, parameters = 0;
+  // The elements the shape declares, as far as it has been read (a shape after the contents bounds nothing).
+  let declared = 1;
   while (w.pos < w.end) {
     const tag = w.varint();
     const field = tag >>> 3;
     const wt = tag & 7;
     if (field === 3 && wt === LEN) {
-      // Packed dimensions: each takes 1 to 10 bytes, so a long run is refused without counting it.
+      // Packed dimensions: each takes 1 to 10 bytes, so a long run is refused without reading it.
       const dimsEnd = w.delimited();
       if (dimsEnd - w.pos > 10 * (limits.inputRank + 1)) return tooManyDims(w, name0, name1, limits, model);
-      for (let i = w.pos; i < dimsEnd; i++) if (w.buf[i]! < 0x80) dims++;
-      w.pos = dimsEnd;
+      const outer = w.end;
+      w.end = dimsEnd;
+      while (w.pos < dimsEnd) {
+        declared *= w.varint();
+        dims++;
+      }
+      w.end = outer;
     } else if (field === 3 && wt === VARINT) {
+      declared *= w.varint();
       dims++;
-      w.varint();
     } else if (field === 1 && wt === LEN) {
       name1 = w.delimited();
       name0 = w.pos;
       w.pos = name1;
+    } else if (field === 5 && wt === LEN) {
+      const contentsEnd = w.delimited();
+      const outer = w.end;
+      w.end = contentsEnd;
+      const most = Math.min(slack(limits.inputElements), dims > 0 ? slack(declared) : Infinity);
+      const error = checkContents(w, most, name0, name1, model);
+      if (error !== null) return error;
+      w.end = outer;
     } else {
       if (field === 4 && wt === LEN) parameters++;
       w.skip(wt, field);
     }
     if (dims > limits.inputRank) return tooManyDims(w, name0, name1, limits, model);
     if (parameters > MAX_PARAMETERS) return tooManyParameters(parameters, `input '${w.text(name0, name1)}'`, model);
+  }
+  return null;
+}
+
+/**
+ * Room above an element count before the scan refuses: a count a little off is decoded and answered with the
+ * words of the exact check that follows (Triton's), only one far past it is refused here.
+ */
+const slack = (n: number): number => 2 * n + 1024;
+
+/**
+ * An input's typed contents (InferTensorContents, w.pos to w.end), whose elements protobufjs would each turn
+ * into an array entry or, for bytes_contents, a Buffer: no more than `most` of them, with slack over the model's
+ * most for any input (when its dims are fixed) and over what the shape declares. Counting stops as soon as they
+ * are too many.
+ */
+function checkContents(w: Wire, most: number, name0: number, name1: number, model: string): NereidError | null {
+  let elements = 0;
+  while (w.pos < w.end) {
+    const tag = w.varint();
+    const field = tag >>> 3;
+    const wt = tag & 7;
+    if (wt === LEN && field >= 1 && field <= 7) {
+      // A packed run: fixed-size values (fp32, fp64) by its length, varints by their last bytes.
+      const end = w.delimited();
+      const len = end - w.pos;
+      if (field === 6) elements += len / 4;
+      else if (field === 7) elements += len / 8;
+      else if (len > 10 * (most - elements)) elements += Math.ceil(len / 10);
+      else for (let i = w.pos; i < end; i++) if (w.buf[i]! < 0x80) elements++;
+      w.pos = end;
+    } else {
+      elements++;
+      w.skip(wt, field);
+    }
+    if (elements > most) {
+      return limitExceeded('INVALID_ARG', 'model-input-elements',
+        `unexpected number of elements in the contents of input '${w.text(name0, name1)}' for model '${model}': more than ${most}, far more than its shape and the model allow`);
+    }
   }
   return null;
 }

@@ -34,6 +34,16 @@ function repeat(field: Buffer, n: number): Buffer {
   for (let i = 0; i < n; i++) field.copy(out, i * field.length);
   return out;
 }
+/** A protobuf varint. */
+function varint(n: number): Buffer {
+  const out: number[] = [];
+  while (n >= 0x80) {
+    out.push((n & 0x7f) | 0x80);
+    n = Math.floor(n / 128);
+  }
+  out.push(n);
+  return Buffer.from(out);
+}
 const SIMPLE = encode({ model_name: 'simple' });
 const EMPTY_INPUT = Buffer.from([0x2a, 0x00]); // field 5 (inputs), length 0
 const EMPTY_RAW = Buffer.from([0x3a, 0x00]); // field 7 (raw_input_contents), length 0
@@ -111,6 +121,20 @@ const CASES: Case[] = [
     name: '2,000 parameters on one requested output',
     message: () => encode({ model_name: 'simple', inputs: simpleInputs, outputs: [{ name: 'OUTPUT0', parameters: manyParameters(2000) }] }),
     code: grpc.status.RESOURCE_EXHAUSTED, details: /^output 'OUTPUT0' to model 'simple' has more than 1024 parameters/, limit: 'grpc-request-parameters',
+  },
+  {
+    name: '100,000 empty bytes_contents entries for a BYTES input of 16 elements',
+    message: () => Buffer.concat([encode({ model_name: 'simple_string' }), (() => {
+      const contents = Buffer.concat([Buffer.from([0x2a]), varint(200_000), repeat(Buffer.from([0x42, 0x00]), 100_000)]); // field 5, then 100,000 × field 8 (bytes_contents), empty
+      const input = Buffer.concat([encode({ inputs: [{ name: 'INPUT0', datatype: 'BYTES', shape: [1, 16] }] }).subarray(2), contents]);
+      return Buffer.concat([Buffer.from([0x2a]), varint(input.length), input]);
+    })()]),
+    code: grpc.status.INVALID_ARGUMENT, details: /^unexpected number of elements in the contents of input 'INPUT0' for model 'simple_string': more than 1056,/, limit: 'model-input-elements',
+  },
+  {
+    name: '1,000,000 int_contents for an INT32 input of 16 elements (a batch of 8 at most)',
+    message: () => encode({ model_name: 'simple', inputs: [{ ...simpleInputs[0], shape: [1, 1_000_000], contents: { int_contents: new Array(1_000_000).fill(1) } }, simpleInputs[1]] }),
+    code: grpc.status.INVALID_ARGUMENT, details: /^unexpected number of elements in the contents of input 'INPUT0' for model 'simple': more than 1280,/, limit: 'model-input-elements',
   },
   {
     name: '50,000 empty inputs to a model that does not exist', message: () => Buffer.concat([encode({ model_name: 'nope' }), repeat(EMPTY_INPUT, 50_000)]),
