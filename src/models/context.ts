@@ -31,7 +31,7 @@ export interface OutputInfo {
 
 /**
  * Counts a request to a model can never exceed and still be valid: its inputs and requested outputs (each
- * named at most once) and the dimensions of an input's shape.
+ * named at most once), the dimensions of an input's shape and the elements of an input.
  */
 export interface RequestLimits {
   readonly inputs: number;
