@@ -138,9 +138,12 @@ for (const n of attackNames) if (!ATTACKS[n]) throw new Error(`unknown attack '$
 // --- The attacker, in its own thread (bench/stall-attacker.mjs) so that its own work (framing 30 MB messages)
 // never delays the normal client's event loop -------------------------------------------------------------------
 
+const attackers = new Set();
 function startAttacker(request, lanes, ports) {
   const worker = new Worker(new URL('./stall-attacker.mjs', import.meta.url), { workerData: { request, lanes, ports, attackTimeoutS: opt.attackTimeout } });
   worker.on('error', (e) => { throw e; });
+  attackers.add(worker);
+  worker.once('exit', () => attackers.delete(worker));
   return {
     /** Attacks for `ms` milliseconds; resolves once the last request has been answered (or given up). */
     run: (ms) => new Promise((resolve) => { worker.once('message', resolve); worker.postMessage({ ms }); }),
@@ -317,6 +320,7 @@ try {
     results.attacks.push({ name, what: spec.what, baseline: sum(rounds.baseline), attacked: sum(rounds.attacked), rounds });
   }
 } finally {
+  for (const w of attackers) await w.terminate();
   await nereid?.stop();
   rmSync(repo, { recursive: true, force: true });
 }
