@@ -1,4 +1,5 @@
 import { invalidArg } from '../errors.js';
+import type { RequestBounds } from '../inference/request.js';
 import type { ModelConfig } from '../config/types.js';
 import { byteSize, fromConfigType, type DataType } from '../tensor/datatype.js';
 import { elementCount, formatShape, type Tensor } from '../tensor/tensor.js';
@@ -29,19 +30,6 @@ export interface OutputInfo {
   readonly labels: readonly string[] | undefined;
 }
 
-/**
- * Counts a request to a model can never exceed and still be valid: its inputs and requested outputs (each
- * named at most once), the dimensions of an input's shape and the elements of an input.
- */
-export interface RequestLimits {
-  readonly inputs: number;
-  readonly requiredInputs: number;
-  readonly outputs: number;
-  readonly inputRank: number;
-  /** The most elements any input can hold (its dims' product times the batch limit); Infinity when a dim is variable. */
-  readonly inputElements: number;
-}
-
 export class ModelContext {
   readonly inputs: ReadonlyMap<string, InputInfo>;
   readonly outputs: ReadonlyMap<string, OutputInfo>;
@@ -51,8 +39,7 @@ export class ModelContext {
   readonly decoupled: boolean;
   /** True when any tensor is reshaped between client and backend: only then does a request pay for it. */
   readonly reshapes: boolean;
-  /** The most a valid request to this version can hold, for frontends that refuse larger ones before decoding them. */
-  readonly requestLimits: RequestLimits;
+  readonly bounds: RequestBounds;
 
   constructor(readonly name: string, readonly version: number, readonly config: ModelConfig, labels: ReadonlyMap<string, string[]>) {
     this.maxBatchSize = config.max_batch_size;
@@ -77,12 +64,8 @@ export class ModelContext {
     this.decoupled = config.model_transaction_policy?.decoupled ?? false;
     this.reshapes = config.input.some((i) => i.reshape) || config.output.some((o) => o.reshape);
     let rank = 0;
-    let elements = 0;
-    for (const i of this.inputs.values()) {
-      rank = Math.max(rank, i.shape.length);
-      elements = Math.max(elements, i.dims.some((d) => d < 0) ? Infinity : elementCount(i.dims) * Math.max(1, this.maxBatchSize));
-    }
-    this.requestLimits = { inputs: this.inputs.size, requiredInputs: this.requiredInputs, outputs: this.outputs.size, inputRank: rank, inputElements: elements };
+    for (const i of this.inputs.values()) rank = Math.max(rank, i.shape.length);
+    this.bounds = { model: name, decoupled: this.decoupled, inputs: this.inputs.size, requiredInputs: this.requiredInputs, outputs: this.outputs.size, rank };
   }
 
   /**

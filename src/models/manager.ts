@@ -9,7 +9,7 @@ import { EnsembleScheduler } from './ensemble.js';
 import { routerTargets, stringParameter, VERSION_WEIGHTS_PARAMETER } from './router.js';
 import { parseRoutes, WeightedRoutes } from './routing.js';
 import type { ModelVersion } from './model-version.js';
-import type { RequestLimits } from './context.js';
+import type { RequestBounds } from '../inference/request.js';
 
 export type ModelState = 'UNKNOWN' | 'READY' | 'UNAVAILABLE' | 'LOADING' | 'UNLOADING';
 
@@ -106,28 +106,18 @@ export class ModelManager {
   }
 
   /**
-   * The request limits of the version a request names, or without a version the largest of every READY
-   * version's (a weighted route may pick any of them). Throws as resolve() does.
+   * The bounds of the version a request would reach (resolve's errors when there is none). With weighted
+   * version routing the pick comes later, so the loosest of the ready versions' bounds.
    */
-  requestLimits(name: string, version: number | undefined): RequestLimits {
-    const latest = this.resolve(name, version).context.requestLimits;
-    const entry = this.entries.get(name)!;
-    if (version !== undefined || entry.versions.size === 1) return latest;
-    let inputs = latest.inputs;
-    let requiredInputs = latest.requiredInputs;
-    let outputs = latest.outputs;
-    let inputRank = latest.inputRank;
-    let inputElements = latest.inputElements;
-    for (const [, slot] of entry.versions) {
-      if (slot.state !== 'READY' || !slot.model) continue;
-      const l = slot.model.context.requestLimits;
-      inputs = Math.max(inputs, l.inputs);
-      requiredInputs = Math.min(requiredInputs, l.requiredInputs);
-      outputs = Math.max(outputs, l.outputs);
-      inputRank = Math.max(inputRank, l.inputRank);
-      inputElements = Math.max(inputElements, l.inputElements);
+  requestBounds(name: string, version: number | undefined): RequestBounds {
+    const latest = this.resolve(name, version);
+    if (version !== undefined || !versionRoutes(latest)) return latest.context.bounds;
+    let b = latest.context.bounds;
+    for (const [, slot] of this.entries.get(name)!.versions) {
+      const o = slot.state === 'READY' ? slot.model?.context.bounds : undefined;
+      if (o) b = { ...b, inputs: Math.max(b.inputs, o.inputs), outputs: Math.max(b.outputs, o.outputs), rank: Math.max(b.rank, o.rank) };
     }
-    return { inputs, requiredInputs, outputs, inputRank, inputElements };
+    return b;
   }
 
   /** Loaded config of a model version, as the config endpoint shows it. */

@@ -3,11 +3,10 @@ import type { ModelConfig } from '../config/types.js';
 import { modelConfigToJson } from '../config/index.js';
 import type { ModelCalls } from '../backends/backend.js';
 import { defaultBackends, type BackendRegistry } from '../backends/registry.js';
-import type { InferenceRequest, InferenceResponse } from '../inference/index.js';
+import type { InferenceRequest, InferenceResponse, RequestBounds } from '../inference/index.js';
 import { ResponseStream } from '../inference/stream.js';
 import { ModelManager, type IndexEntry, type LoadRequest } from '../models/manager.js';
 import type { ModelVersion } from '../models/model-version.js';
-import type { RequestLimits } from '../models/context.js';
 import { routingKey } from '../models/router.js';
 import { createLogger, type Logger } from '../observability/logger.js';
 import { LimitRefusals } from '../observability/limit-refusals.js';
@@ -22,8 +21,6 @@ import type { Registry } from 'prom-client';
 import { SharedMemoryBinding, usesSharedMemory } from '../sharedmemory/binding.js';
 import { SharedMemoryRegistry } from '../sharedmemory/registry.js';
 import { DEFAULT_SERVER_ID, NEREID_VERSION, type ServerOptions } from './options.js';
-
-export type { RequestLimits } from '../models/context.js';
 
 export interface ServerMetadata {
   name: string;
@@ -357,13 +354,12 @@ export class InferenceServer {
   }
 
   /**
-   * The most inputs, requested outputs and input dimensions a valid request to this model can hold, known at
-   * load: a frontend refuses a larger request from its counts before decoding it. Throws as infer() does when
-   * the model or version cannot take requests.
+   * The most a request to this model can hold (inputs, outputs, dimensions) and whether it is decoupled,
+   * computed when the model loaded: a frontend refuses a request past these before decoding the rest of it.
+   * Throws as infer() would when no version of the model can take a request.
    */
-  requestLimits(name: string, version?: number): RequestLimits {
-    if (this.state !== 'ready') throw unavailable('Server is not ready: it is shutting down');
-    return this.manager.requestLimits(name, version);
+  requestBounds(name: string, version?: number): RequestBounds {
+    return this.manager.requestBounds(name, version);
   }
 
   private readonly requestDone = (): void => {

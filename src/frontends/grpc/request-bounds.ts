@@ -1,5 +1,8 @@
 import { isNereidError, limitExceeded, type NereidError } from '../../errors.js';
-import type { InferenceServer, RequestLimits } from '../../server/inference-server.js';
+import type { ModelConfig } from '../../config/types.js';
+import type { RequestBounds } from '../../inference/index.js';
+import type { InferenceServer } from '../../server/inference-server.js';
+import { elementCount } from '../../tensor/tensor.js';
 import { parseVersion } from './infer-request.js';
 import type { ModelInferRequestMsg } from './messages.js';
 
@@ -26,6 +29,24 @@ import type { ModelInferRequestMsg } from './messages.js';
 export const MAX_PARAMETERS = 1024;
 /** Most top-level fields a request may have before its model is known: far more than any model can take. */
 export const MAX_TOP_LEVEL_FIELDS = 65536;
+
+/**
+ * The most elements any input of a model can hold: its dims' product times the batch limit, the largest over
+ * the inputs; Infinity when a dim is variable. Per config, computed at its first request (a loaded model's
+ * config does not change). With weighted version routing and no version named, the latest version's.
+ */
+const ELEMENTS = new WeakMap<ModelConfig, number>();
+
+function inputElements(config: ModelConfig): number {
+  let n = ELEMENTS.get(config);
+  if (n === undefined) {
+    n = 0;
+    const batch = Math.max(1, config.max_batch_size);
+    for (const i of config.input) n = Math.max(n, i.dims.some((d) => d < 0) ? Infinity : elementCount(i.dims) * batch);
+    ELEMENTS.set(config, n);
+  }
+  return n;
+}
 
 const VARINT = 0;
 const I64 = 1;
@@ -159,9 +180,12 @@ export function checkInferRequestBounds(buf: Buffer, server: InferenceServer): R
   if (parameters > MAX_PARAMETERS) {
     return refuse(w, id0, id1, name0, name1, version0, version1, tooManyParameters(parameters, 'the request', model));
   }
-  let limits: RequestLimits;
+  let limits: RequestBounds;
+  let elements: number;
   try {
-    limits = server.requestLimits(model, parseVersion(w.text(version0, version1)));
+    const version = parseVersion(w.text(version0, version1));
+    limits = server.requestBounds(model, version);
+    elements = inputElements(server.modelConfig(model, version));
   } catch (e) {
     // A bad version string, a model that cannot take requests: refused with the words infer() would use, and
     // before the rest of the request is looked at, in the order of Triton's gRPC frontend (the version, then
@@ -176,13 +200,13 @@ export function checkInferRequestBounds(buf: Buffer, server: InferenceServer): R
   } else if (outputs > limits.outputs) {
     error = limitExceeded('INVALID_ARG', 'model-outputs', `expected at most ${limits.outputs} requested outputs but got ${outputs} for model '${model}'`);
   } else {
-    error = checkTensors(w, limits, model);
+    error = checkTensors(w, limits, elements, model);
   }
   return error === null ? null : refuse(w, id0, id1, name0, name1, version0, version1, error);
 }
 
 /** Second pass, over a top level now known to be small: each input's shape and parameters, each output's parameters. */
-function checkTensors(w: Wire, limits: RequestLimits, model: string): NereidError | null {
+function checkTensors(w: Wire, limits: RequestBounds, elements: number, model: string): NereidError | null {
   w.pos = 0;
   while (w.pos < w.end) {
     const tag = w.varint();
@@ -194,7 +218,7 @@ function checkTensors(w: Wire, limits: RequestLimits, model: string): NereidErro
     const end = w.delimited();
     const outer = w.end;
     w.end = end;
-    const error = field === 5 ? checkInput(w, limits, model) : checkOutput(w, model);
+    const error = field === 5 ? checkInput(w, limits, elements, model) : checkOutput(w, model);
     if (error !== null) return error;
     w.end = outer;
   }
@@ -202,7 +226,7 @@ function checkTensors(w: Wire, limits: RequestLimits, model: string): NereidErro
 }
 
 /** The input from w.pos to w.end; leaves w.pos at its end. */
-function checkInput(w: Wire, limits: RequestLimits, model: string): NereidError | null {
+function checkInput(w: Wire, limits: RequestBounds, elements: number, model: string): NereidError | null {
   let name0 = 0, name1 = 0, dims = 0, parameters = 0;
   // The elements the shape declares, as far as it has been read (a shape after the contents bounds nothing).
   let declared = 1;
@@ -213,7 +237,7 @@ function checkInput(w: Wire, limits: RequestLimits, model: string): NereidError 
     if (field === 3 && wt === LEN) {
       // Packed dimensions: each takes 1 to 10 bytes, so a long run is refused without reading it.
       const dimsEnd = w.delimited();
-      if (dimsEnd - w.pos > 10 * (limits.inputRank + 1)) return tooManyDims(w, name0, name1, limits, model);
+      if (dimsEnd - w.pos > 10 * (limits.rank + 1)) return tooManyDims(w, name0, name1, limits, model);
       const outer = w.end;
       w.end = dimsEnd;
       while (w.pos < dimsEnd) {
@@ -232,7 +256,7 @@ function checkInput(w: Wire, limits: RequestLimits, model: string): NereidError 
       const contentsEnd = w.delimited();
       const outer = w.end;
       w.end = contentsEnd;
-      const most = Math.min(slack(limits.inputElements), dims > 0 ? slack(declared) : Infinity);
+      const most = Math.min(slack(elements), dims > 0 ? slack(declared) : Infinity);
       const error = checkContents(w, most, name0, name1, model);
       if (error !== null) return error;
       w.end = outer;
@@ -240,7 +264,7 @@ function checkInput(w: Wire, limits: RequestLimits, model: string): NereidError 
       if (field === 4 && wt === LEN) parameters++;
       w.skip(wt, field);
     }
-    if (dims > limits.inputRank) return tooManyDims(w, name0, name1, limits, model);
+    if (dims > limits.rank) return tooManyDims(w, name0, name1, limits, model);
     if (parameters > MAX_PARAMETERS) return tooManyParameters(parameters, `input '${w.text(name0, name1)}'`, model);
   }
   return null;
@@ -305,14 +329,14 @@ function checkOutput(w: Wire, model: string): NereidError | null {
 }
 
 /** Triton's words for an input count outside the model's (without the lists of names, which were not decoded). */
-function tooManyInputs(got: number, l: RequestLimits, model: string): NereidError {
+function tooManyInputs(got: number, l: RequestBounds, model: string): NereidError {
   const expected = l.requiredInputs === l.inputs ? `${l.inputs} inputs` : `number of inputs between ${l.requiredInputs} and ${l.inputs}`;
   return limitExceeded('INVALID_ARG', 'model-inputs', `expected ${expected} but got ${got} inputs for model '${model}'`);
 }
 
-function tooManyDims(w: Wire, name0: number, name1: number, l: RequestLimits, model: string): NereidError {
+function tooManyDims(w: Wire, name0: number, name1: number, l: RequestBounds, model: string): NereidError {
   return limitExceeded('INVALID_ARG', 'model-input-rank',
-    `unexpected shape for input '${w.text(name0, name1)}' for model '${model}': more than ${l.inputRank} dimensions, the most any of its inputs has`);
+    `unexpected shape for input '${w.text(name0, name1)}' for model '${model}': more than ${l.rank} dimensions, the most any of its inputs has`);
 }
 
 function tooManyParameters(got: number, where: string, model: string): NereidError {
