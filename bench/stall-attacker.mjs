@@ -2,6 +2,7 @@
 // connections one request at a time each, for the milliseconds each message from the parent asks, then answers
 // with how many it sent and what came back. A request still unanswered `attackTimeoutS` seconds after the end is
 // given up.
+import { setMaxListeners } from 'node:events';
 import http2 from 'node:http2';
 import { parentPort, workerData } from 'node:worker_threads';
 import { Client } from 'undici';
@@ -43,6 +44,8 @@ async function httpCall(client, r, signal) {
 /** Sends `request` over and over on `lanes` connections until `until` (ms, performance.now()); the last calls finish. */
 async function attack(request, lanes, until, ports, attackTimeoutS) {
   const abort = new AbortController();
+  // Every request of every lane listens on the one signal.
+  setMaxListeners(0, abort.signal);
   const replies = new Map();
   let sent = 0;
   const lane = async () => {
