@@ -363,6 +363,8 @@ const FLAGS: readonly FlagSpec[] = [
   flag(GRPC, 'grpc-root-cert', '<path>', '', 'PEM file with the root certificate that client certificates must chain to.', keepString),
   flag(GRPC, 'grpc-infer-response-compression-level', '<none|low|medium|high>', 'none', 'Compression of inference responses. Any case.',
     (d, v, id) => keep(d, id, choice(v, ['none', 'low', 'medium', 'high']))),
+  flag(GRPC, 'grpc-max-decompressed-size', '<integer>', '67108864', 'Largest gRPC request message in bytes after decompression (greater than 0): inflating stops there and the call fails with RESOURCE_EXHAUSTED. Messages that arrive uncompressed may have up to 2147483647 bytes, as in tritonserver, which has no separate limit.',
+    (d, v, id) => keep(d, id, String(int64(v, 1n, 'an integer greater than 0 (bytes)')))),
   flag(GRPC, 'grpc-keepalive-time', '<integer>', '7200000', 'Milliseconds between keepalive pings.', keepInt),
   flag(GRPC, 'grpc-keepalive-timeout', '<integer>', '20000', 'Milliseconds to wait for a keepalive ping to be acknowledged before closing the connection.', keepInt),
   flag(GRPC, 'grpc-keepalive-permit-without-calls', BOOL_ARG, 'false', 'Allow keepalive pings on a connection with no call in flight. Nereid always does: false only warns.', keepBool),

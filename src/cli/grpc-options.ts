@@ -21,6 +21,7 @@ export function grpcOptions(opts: ServeOptions): GrpcOptions {
   o.responseCompressionLevel = last('grpc-infer-response-compression-level') as GrpcOptions['responseCompressionLevel'];
   o.headerForwardPattern = last('grpc-header-forward-pattern');
   o.restricted = (opts.extra['grpc-restricted-protocol'] ?? []).map(restrictedGroup);
+  o.maxDecompressedSize = int('grpc-max-decompressed-size');
   if (last('grpc-use-ssl') === 'true') {
     o.ssl = readSslFiles(last('grpc-server-cert') ?? '', last('grpc-server-key') ?? '', last('grpc-root-cert') ?? '', last('grpc-use-ssl-mutual') === 'true');
   }

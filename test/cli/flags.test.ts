@@ -76,6 +76,12 @@ test('port 0 means "pick one" and never collides', () => {
   assert.deepEqual([o.http.port, o.grpc.port, o.metrics.port], [0, 0, 0]);
 });
 
+test('--grpc-max-decompressed-size is an int64 greater than 0, kept for the gRPC frontend', () => {
+  assert.equal(parse('--grpc-max-decompressed-size=1').extra['grpc-max-decompressed-size']?.at(-1), '1');
+  fails([...REPO, '--grpc-max-decompressed-size=0'], /"--grpc-max-decompressed-size"/, /greater than 0/);
+  fails([...REPO, '--grpc-max-decompressed-size=x'], /"--grpc-max-decompressed-size"/);
+});
+
 test('--http-max-input-size is an int64 greater than 0', () => {
   assert.equal(parse('--http-max-input-size=1').http.maxInputSize, 1);
   assert.equal(parse('--http-max-input-size=4294967296').http.maxInputSize, 4294967296);
@@ -286,7 +292,7 @@ test('USAGE lists every accepted flag with its value syntax, grouped as tritonse
     'grpc-server-cert', 'grpc-server-key', 'grpc-root-cert', 'grpc-infer-response-compression-level', 'grpc-keepalive-time',
     'grpc-keepalive-timeout', 'grpc-keepalive-permit-without-calls', 'grpc-http2-max-pings-without-data',
     'grpc-http2-min-recv-ping-interval-without-data', 'grpc-http2-max-ping-strikes', 'grpc-max-connection-age',
-    'grpc-max-connection-age-grace', 'grpc-restricted-protocol', 'log-verbose', 'log-info', 'log-warning', 'log-error',
+    'grpc-max-connection-age-grace', 'grpc-restricted-protocol', 'grpc-max-decompressed-size', 'log-verbose', 'log-info', 'log-warning', 'log-error',
     'log-format', 'log-file', 'allow-metrics', 'allow-gpu-metrics', 'allow-cpu-metrics', 'metrics-address', 'metrics-port',
     'metrics-interval-ms', 'metrics-config', 'cache-config', 'rate-limit', 'rate-limit-resource', 'trace-config', 'help',
   ]) {

@@ -23,6 +23,7 @@ export function decodeInferRequest(
   signal: AbortSignal | undefined,
   forwarded: Parameters | undefined,
 ): DecodedGrpcInfer {
+  if (msg.refused !== undefined) throw msg.refused;
   const model = msg.model_name;
   const version = parseVersion(msg.model_version);
   const raw = new RawCursor(msg.raw_input_contents);

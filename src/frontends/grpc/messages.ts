@@ -1,3 +1,5 @@
+import type { NereidError } from '../../errors.js';
+
 /**
  * The shapes of grpc_service.proto's messages as this frontend reads and writes them. Requests are protobufjs
  * messages: unset scalars read as their proto3 defaults, unset messages as null, 64-bit integers as Long, and
@@ -58,6 +60,8 @@ export interface ModelInferRequestMsg {
   readonly inputs: readonly InferInputTensorMsg[];
   readonly outputs: readonly RequestedOutputMsg[];
   readonly raw_input_contents: readonly Buffer[];
+  /** Set (by request-bounds.ts) instead of decoding a request whose counts were refused; the other fields are then empty but for id, model_name and model_version. */
+  readonly refused?: NereidError;
 }
 
 /** An InferParameter to encode: exactly one member set. */

@@ -21,6 +21,8 @@ export interface GrpcOptions {
   headerForwardPattern?: string;
   /** --grpc-restricted-protocol groups. */
   restricted?: readonly RestrictedGroup[];
+  /** --grpc-max-decompressed-size: the most bytes a compressed request message may inflate to. */
+  maxDecompressedSize?: number;
 }
 
 export interface RestrictedGroup {
@@ -31,6 +33,12 @@ export interface RestrictedGroup {
 
 /** Triton's message size limit in both directions (grpc-js would cap received messages at 4 MiB). */
 export const MAX_MESSAGE_SIZE = 2147483647;
+
+/**
+ * The default of --grpc-max-decompressed-size, the same as --http-max-input-size's: a compressed message
+ * costs the server what it inflates to, not what the client sent.
+ */
+export const DEFAULT_MAX_DECOMPRESSED_SIZE = 67108864;
 
 /**
  * grpc-js server options from the flags. grpc-js enforces the keepalive time and timeout and the connection

@@ -1,13 +1,15 @@
 import { readFileSync } from 'node:fs';
 import {
-  Server, ServerCredentials, type Metadata, type sendUnaryData, type ServerUnaryCall, type StatusObject, type UntypedServiceImplementation,
+  Server, ServerCredentials, type Metadata, type ServiceDefinition, type sendUnaryData, type ServerUnaryCall, type StatusObject, type UntypedServiceImplementation,
 } from '@grpc/grpc-js';
 import type { InferenceServer } from '../../server/inference-server.js';
 import type { Logger } from '../../observability/logger.js';
 import { handleModelInfer } from './model-infer.js';
-import { channelOptions, type GrpcOptions } from './options.js';
+import { decompressionLimit } from './decompression.js';
+import { channelOptions, DEFAULT_MAX_DECOMPRESSED_SIZE, MAX_MESSAGE_SIZE, type GrpcOptions } from './options.js';
 import { loadProtos } from './proto.js';
 import { headerForwarder } from './headers.js';
+import { boundedInferDeserializer } from './request-bounds.js';
 import { restriction } from './restricted.js';
 import { RPCS, type RpcContext } from './rpcs.js';
 import { toServiceError } from './status.js';
@@ -39,8 +41,12 @@ export async function startGrpcFrontend(server: InferenceServer, options: GrpcOp
     else handleStreamInfer({ server, logger, forwarded: (c) => forwarded(c.metadata) }, call);
   };
 
-  const grpc = new Server(channelOptions(options));
-  grpc.addService(protos.inference, impl);
+  const maxDecompressed = Math.min(options.maxDecompressedSize ?? DEFAULT_MAX_DECOMPRESSED_SIZE, MAX_MESSAGE_SIZE);
+  const grpc = new Server({
+    ...channelOptions(options),
+    interceptors: [decompressionLimit(maxDecompressed, (e) => server.reportError(e), logger)],
+  });
+  grpc.addService(boundedInference(protos.inference, server), impl);
   grpc.addService(protos.health, {
     Check: unary(ctx, (c: RpcContext) => ({ status: c.server.isReady() ? 1 : 2 }), guard('Check')),
   });
@@ -52,6 +58,16 @@ export async function startGrpcFrontend(server: InferenceServer, options: GrpcOp
   });
   logger.info(`Started GRPCInferenceService at ${options.address}:${port}`);
   return { port, close: () => closeServer(grpc) };
+}
+
+/** The service with ModelInfer's and ModelStreamInfer's requests counted before they are decoded (request-bounds.ts). */
+function boundedInference(service: ServiceDefinition, server: InferenceServer): ServiceDefinition {
+  const bounded: Record<string, ServiceDefinition[string]> = { ...service };
+  for (const rpc of ['ModelInfer', 'ModelStreamInfer']) {
+    const m = service[rpc]!;
+    bounded[rpc] = { ...m, requestDeserialize: boundedInferDeserializer(m.requestDeserialize, server) };
+  }
+  return bounded;
 }
 
 /** A unary RPC: its result or its error as the call's answer. A thrown error never escapes the frontend. */

@@ -1,8 +1,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import http2 from 'node:http2';
+import { gzipSync } from 'node:zlib';
+import * as grpc from '@grpc/grpc-js';
 import { spawnServer } from '../../helpers/server.js';
-import { connect, unary } from '../../helpers/grpc.js';
+import { connect, rawCall, requestType, unary } from '../../helpers/grpc.js';
+
+const encode = (o: Record<string, unknown>): Buffer => Buffer.from(requestType.encode(requestType.fromObject(o)).finish());
 
 // `nereid serve` starts the gRPC frontend beside HTTP and stops it on SIGTERM after the server has drained.
 
@@ -52,6 +56,30 @@ test('keepalive and connection-age flags reach the server; flags it cannot honou
     session.destroy();
     assert.ok(pings >= 3, `pings: ${pings}`);
     assert.ok(goaway >= 1000 && goaway < 5000, `goaway after ${goaway} ms`);
+  } finally {
+    p.child.kill('SIGTERM');
+    assert.equal(await p.exited, 0, p.output());
+  }
+});
+
+test('--grpc-max-decompressed-size: a compressed message that inflates past it is refused, and the refusal is logged by its limit', async () => {
+  const p = await spawnServer(['--model-repository=examples/model_repository', '--model-control-mode=explicit', '--load-model=simple',
+    '--allow-grpc=true', '--grpc-port=0', '--grpc-address=127.0.0.1', '--grpc-max-decompressed-size=65536']);
+  try {
+    let port = 0;
+    for (let i = 0; i < 50 && port === 0; i++) {
+      const m = /Started GRPCInferenceService at [^:]+:(\d+)/.exec(p.output());
+      if (m) port = Number(m[1]);
+      else await new Promise((r) => setTimeout(r, 100));
+    }
+    assert.ok(port > 0, p.output());
+    const small = { model_name: 'simple', inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1, 16] }, { name: 'INPUT1', datatype: 'INT32', shape: [1, 16] }] };
+    const within = await rawCall(port, '/inference.GRPCInferenceService/ModelInfer', gzipSync(encode({ ...small, raw_input_contents: [Buffer.alloc(64), Buffer.alloc(64)] })), true);
+    assert.equal(within.status, '0', within.message);
+    const past = await rawCall(port, '/inference.GRPCInferenceService/ModelInfer', gzipSync(encode({ ...small, raw_input_contents: [Buffer.alloc(65536), Buffer.alloc(64)] })), true);
+    assert.equal(past.status, String(grpc.status.RESOURCE_EXHAUSTED));
+    assert.equal(past.message, 'request message decompresses to more than the maximum of 65536 bytes (--grpc-max-decompressed-size)');
+    assert.match(p.output(), /^W.*limit 'grpc-max-decompressed-size' refused a request/m);
   } finally {
     p.child.kill('SIGTERM');
     assert.equal(await p.exited, 0, p.output());
