@@ -23,6 +23,25 @@ export interface SharedMemoryInput {
   readonly sharedMemory: SharedMemoryRef;
 }
 
+/**
+ * The most a request to one model can hold and still be valid, fixed when the model loads. Frontends refuse
+ * a request past these before decoding the rest of it, so its cost stays bounded by what the model accepts
+ * (the model's own checks come later and give the exact reasons). `decoupled` rides along: frontends that
+ * cannot stream refuse such a model before reading the body.
+ */
+export interface RequestBounds {
+  readonly model: string;
+  readonly decoupled: boolean;
+  /** Inputs in the config (optional ones included): more means an unknown or repeated input. */
+  readonly inputs: number;
+  /** Inputs that are not optional. */
+  readonly requiredInputs: number;
+  /** Outputs in the config: more requested means an unknown or repeated output. */
+  readonly outputs: number;
+  /** The most dimensions any input has, the batch dimension included. */
+  readonly rank: number;
+}
+
 export interface RequestedOutput {
   readonly name: string;
   /** The classification extension: return the top-N classes as "score:index[:label]" strings. 0 = off. */

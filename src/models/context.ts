@@ -1,4 +1,5 @@
 import { invalidArg } from '../errors.js';
+import type { RequestBounds } from '../inference/request.js';
 import type { ModelConfig } from '../config/types.js';
 import { byteSize, fromConfigType, type DataType } from '../tensor/datatype.js';
 import { elementCount, formatShape, type Tensor } from '../tensor/tensor.js';
@@ -38,6 +39,7 @@ export class ModelContext {
   readonly decoupled: boolean;
   /** True when any tensor is reshaped between client and backend: only then does a request pay for it. */
   readonly reshapes: boolean;
+  readonly bounds: RequestBounds;
 
   constructor(readonly name: string, readonly version: number, readonly config: ModelConfig, labels: ReadonlyMap<string, string[]>) {
     this.maxBatchSize = config.max_batch_size;
@@ -61,6 +63,9 @@ export class ModelContext {
     this.requiredInputs = config.input.filter((i) => !i.optional).length;
     this.decoupled = config.model_transaction_policy?.decoupled ?? false;
     this.reshapes = config.input.some((i) => i.reshape) || config.output.some((o) => o.reshape);
+    let rank = 0;
+    for (const i of this.inputs.values()) rank = Math.max(rank, i.shape.length);
+    this.bounds = { model: name, decoupled: this.decoupled, inputs: this.inputs.size, requiredInputs: this.requiredInputs, outputs: this.outputs.size, rank };
   }
 
   /**

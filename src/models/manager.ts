@@ -9,6 +9,7 @@ import { EnsembleScheduler } from './ensemble.js';
 import { routerTargets, stringParameter, VERSION_WEIGHTS_PARAMETER } from './router.js';
 import { parseRoutes, WeightedRoutes } from './routing.js';
 import type { ModelVersion } from './model-version.js';
+import type { RequestBounds } from '../inference/request.js';
 
 export type ModelState = 'UNKNOWN' | 'READY' | 'UNAVAILABLE' | 'LOADING' | 'UNLOADING';
 
@@ -102,6 +103,21 @@ export class ModelManager {
     }
     if (!best) throw notFound(`Request for unknown model: '${name}' has no available versions`);
     return best;
+  }
+
+  /**
+   * The bounds of the version a request would reach (resolve's errors when there is none). With weighted
+   * version routing the pick comes later, so the loosest of the ready versions' bounds.
+   */
+  requestBounds(name: string, version: number | undefined): RequestBounds {
+    const latest = this.resolve(name, version);
+    if (version !== undefined || !versionRoutes(latest)) return latest.context.bounds;
+    let b = latest.context.bounds;
+    for (const [, slot] of this.entries.get(name)!.versions) {
+      const o = slot.state === 'READY' ? slot.model?.context.bounds : undefined;
+      if (o) b = { ...b, inputs: Math.max(b.inputs, o.inputs), outputs: Math.max(b.outputs, o.outputs), rank: Math.max(b.rank, o.rank) };
+    }
+    return b;
   }
 
   /** Loaded config of a model version, as the config endpoint shows it. */

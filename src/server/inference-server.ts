@@ -3,7 +3,7 @@ import type { ModelConfig } from '../config/types.js';
 import { modelConfigToJson } from '../config/index.js';
 import type { ModelCalls } from '../backends/backend.js';
 import { defaultBackends, type BackendRegistry } from '../backends/registry.js';
-import type { InferenceRequest, InferenceResponse } from '../inference/index.js';
+import type { InferenceRequest, InferenceResponse, RequestBounds } from '../inference/index.js';
 import { ResponseStream } from '../inference/stream.js';
 import { ModelManager, type IndexEntry, type LoadRequest } from '../models/manager.js';
 import type { ModelVersion } from '../models/model-version.js';
@@ -351,6 +351,15 @@ export class InferenceServer {
     } catch {
       return false;
     }
+  }
+
+  /**
+   * The most a request to this model can hold (inputs, outputs, dimensions) and whether it is decoupled,
+   * computed when the model loaded: a frontend refuses a request past these before decoding the rest of it.
+   * Throws as infer() would when no version of the model can take a request.
+   */
+  requestBounds(name: string, version?: number): RequestBounds {
+    return this.manager.requestBounds(name, version);
   }
 
   private readonly requestDone = (): void => {

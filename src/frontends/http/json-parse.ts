@@ -1,13 +1,16 @@
 import { Worker } from 'node:worker_threads';
 import { NereidError, invalidArg, type ErrorCode } from '../../errors.js';
-import type { InferenceResponse } from '../../inference/index.js';
+import type { InferenceResponse, RequestBounds } from '../../inference/index.js';
 import type { Tensor } from '../../tensor/tensor.js';
+import { decodeHeader, type InferHeader } from './infer-request.js';
 import { encodeInfer, type EncodedInfer } from './infer-response.js';
 
 /**
- * JSON request headers: parsed inline when small, in a worker thread when large, so one client's big JSON
- * body never stalls everyone else's requests. The threshold is where parsing starts to cost more than the
- * hop to the worker and back.
+ * JSON request headers: parsed and checked inline when small, in a worker thread when large, so one client's
+ * big JSON body never stalls everyone else's requests. The threshold is where parsing starts to cost more
+ * than the hop to the worker and back. Only the checked header comes back from the worker: its size is
+ * bounded by the model (see RequestBounds), and tensor data is transferred. Sending back the parsed JSON
+ * itself would cost the event loop as much as parsing it: structured clone rebuilds every object.
  */
 export const OFF_THREAD_BYTES = 256 * 1024;
 
@@ -53,10 +56,10 @@ export class JsonParser {
   private readonly pending = new Map<number, Pending>();
   private nextId = 0;
 
-  parse(body: Buffer, length: number): Promise<unknown> {
+  parse(body: Buffer, length: number, bounds: RequestBounds, maxInputSize: number): Promise<InferHeader> {
     if (length < OFF_THREAD_BYTES) {
       try {
-        return Promise.resolve(parseJsonInline(body, length));
+        return Promise.resolve(decodeHeader(parseJsonInline(body, length), { bounds, maxInputSize, packBytes: false }));
       } catch (e) {
         return Promise.reject(e);
       }
@@ -67,7 +70,7 @@ export class JsonParser {
     const text = new Uint8Array(body.subarray(0, length));
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
-      w.postMessage({ id, text }, [text.buffer]);
+      w.postMessage({ id, text, bounds, maxInputSize }, [text.buffer]);
     });
   }
 
@@ -92,7 +95,7 @@ export class JsonParser {
     if (this.worker) return this.worker;
     const w = new Worker(new URL('./json-worker.js', import.meta.url));
     w.unref();
-    w.on('message', (m: { id: number; json?: unknown; encoded?: EncodedInfer; error?: { code: string; message: string } }) => {
+    w.on('message', (m: { id: number; header?: InferHeader; encoded?: EncodedInfer; error?: { code: string; message: string; limit?: string } }) => {
       const p = this.pending.get(m.id);
       if (!p) return;
       this.pending.delete(m.id);
@@ -100,10 +103,12 @@ export class JsonParser {
       else if (m.error) {
         p.reject(m.error.code === 'PARSE'
           ? invalidArg(`failed to parse the request JSON buffer: ${m.error.message}`)
-          : new NereidError(m.error.code as ErrorCode, m.error.message));
-      } else p.resolve(m.json);
+          : new NereidError(m.error.code as ErrorCode, m.error.message, m.error.limit !== undefined ? { limit: m.error.limit } : undefined));
+      } else p.resolve(m.header);
     });
     w.on('error', (e) => this.failAll(e));
+    // A message that cannot be rebuilt here names no request: fail them all rather than leave one unanswered.
+    w.on('messageerror', (e) => this.failAll(e));
     w.on('exit', () => {
       this.worker = undefined;
       this.failAll(new Error('JSON worker exited'));

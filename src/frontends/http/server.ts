@@ -140,8 +140,11 @@ async function handleModel(ctx: Context, r: Extract<Route, { kind: 'model' }>, r
 }
 
 async function handleInfer(ctx: Context, model: string, version: number | undefined, req: IncomingMessage, res: ServerResponse): Promise<void> {
-  // As Triton's HandleInfer (CheckTransactionPolicy): a decoupled model is refused before the body is read.
-  if (ctx.server.isModelDecoupled(model, version)) throw unsupported("HTTP end point doesn't support models with decoupled transaction policy");
+  // As Triton's HandleInfer, the model is looked up before the body is read (an unknown model is refused
+  // then), and a decoupled one is refused (CheckTransactionPolicy). Its bounds let the decoding refuse a
+  // request that holds more than the model could take before doing the work it asks for.
+  const bounds = ctx.server.requestBounds(model, version);
+  if (bounds.decoupled) throw unsupported("HTTP end point doesn't support models with decoupled transaction policy");
   const limit = ctx.options.maxInputSize;
   const encoding = requestEncoding(req.headers['content-encoding'] as string | undefined);
   let body = await readBody(req, limit);
@@ -149,9 +152,9 @@ async function handleInfer(ctx: Context, model: string, version: number | undefi
   const headerLength = parseHeaderLength(req.headers['inference-header-content-length'], body.byteLength);
   if (headerLength === 0) throw unsupported('raw binary requests (Inference-Header-Content-Length: 0) are not supported yet');
   const jsonLength = headerLength ?? body.byteLength;
-  const json = await ctx.json.parse(body, jsonLength);
+  const parsed = await ctx.json.parse(body, jsonLength, bounds, limit);
   const signal = connectionSignal(req.socket);
-  const decoded = decodeInfer(json, body, jsonLength, { model, version, signal, forwarded: ctx.forwarded(req.headers) });
+  const decoded = decodeInfer(parsed, body, jsonLength, { model, version, signal, forwarded: ctx.forwarded(req.headers) });
   // Borrowed outputs go to the socket without a copy; they are given back once the response is over.
   const response = await ctx.server.infer({ ...decoded.request, borrowOutputs: true });
   if (response.release) releaseWhenDone(res, signal, response.release);
