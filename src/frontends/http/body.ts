@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import { limitExceeded } from '../../errors.js';
+import { NereidError, limitExceeded } from '../../errors.js';
 
 /**
  * Reads a request body up to `limit` bytes. A declared Content-Length over the limit is refused before a byte
@@ -26,8 +26,18 @@ export function readBody(req: IncomingMessage, limit: number, tooLarge: (size: n
       chunks.push(c);
     });
     req.on('end', () => resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size)));
-    req.on('error', reject);
+    // A client that goes away mid-upload is not a server fault: Node reports it as an 'aborted' error (or
+    // only closes the request); either way it becomes one CANCELLED error, which frontends log as one line.
+    req.on('error', (e) => reject(req.complete ? e : clientGone()));
+    req.on('close', () => {
+      if (!req.complete) reject(clientGone());
+    });
   });
+}
+
+/** The client closed its connection before the whole request body arrived. */
+export function clientGone(): NereidError {
+  return new NereidError('CANCELLED', 'the client closed the connection before sending the whole request body');
 }
 
 function bodyTooLarge(size: number, limit: number): Error {

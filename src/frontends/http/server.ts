@@ -305,6 +305,12 @@ function sendError(res: ServerResponse, e: unknown, ctx: Context): void {
   const err = isNereidError(e) ? e : new NereidError('INTERNAL', 'internal error');
   if (err.limit !== undefined) ctx.server.reportError(err);
   if (!isNereidError(e)) ctx.logger.error(`unexpected error in the HTTP frontend: ${(e as Error)?.stack ?? String(e)}`);
+  else if (res.socket === null || res.socket.destroyed) {
+    // The client has gone (mid-upload, or while its request waited): there is no one to answer, and nothing
+    // went wrong here. One line for whoever follows requests; the message is ours, never the client's text.
+    if (ctx.logger.isVerbose(1)) ctx.logger.verbose(1, `HTTP client closed its connection before its answer (${err.code}${err.code === 'CANCELLED' ? `: ${err.message}` : ''})`);
+    return;
+  }
   if (res.headersSent) {
     res.destroy();
     return;
