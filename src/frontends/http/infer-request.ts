@@ -74,9 +74,7 @@ export function decodeHeader(json: unknown, limits: HeaderLimits): InferHeader {
   const b = limits.bounds;
   if (inputsJson.length > b.inputs) throw tooManyInputs(b, inputsJson.length);
   const outputsJson = json['outputs'];
-  if (Array.isArray(outputsJson) && outputsJson.length > b.outputs) {
-    throw invalidArg(`unexpected number of requested outputs ${outputsJson.length} for model '${b.model}', which has ${b.outputs} outputs`);
-  }
+  if (Array.isArray(outputsJson) && outputsJson.length > b.outputs) throw tooManyOutputs(b, outputsJson.length);
   const inputs: HeaderInput[] = new Array(inputsJson.length);
   for (let i = 0; i < inputsJson.length; i++) inputs[i] = decodeInput(inputsJson[i], limits);
   const params = decodeParameters(json['parameters']);
@@ -85,10 +83,14 @@ export function decodeHeader(json: unknown, limits: HeaderLimits): InferHeader {
 }
 
 /** Triton's words for a wrong number of inputs, without the lists of names: there may be millions. */
-function tooManyInputs(b: RequestBounds, got: number) {
+export function tooManyInputs(b: RequestBounds, got: number | string) {
   return invalidArg(b.inputs === b.requiredInputs
     ? `expected ${b.inputs} inputs but got ${got} inputs for model '${b.model}'`
     : `expected number of inputs between ${b.requiredInputs} and ${b.inputs} but got ${got} inputs for model '${b.model}'`);
+}
+
+export function tooManyOutputs(b: RequestBounds, got: number | string) {
+  return invalidArg(`unexpected number of requested outputs ${got} for model '${b.model}', which has ${b.outputs} outputs`);
 }
 
 /** The header and the binary tensors after it (views of `body`) → the request. `body` holds the whole request. */

@@ -1,6 +1,7 @@
 import { parentPort } from 'node:worker_threads';
-import { isNereidError } from '../../errors.js';
+import { isNereidError, type NereidError } from '../../errors.js';
 import { decodeHeader } from './infer-request.js';
+import { scanHeader } from './json-scan.js';
 import { encodeInfer } from './infer-response.js';
 import { parseInferJson } from './json-parse.js';
 import type { InferenceResponse, RequestBounds } from '../../inference/index.js';
@@ -39,6 +40,13 @@ parentPort!.on('message', (job: ParseJob | EncodeJob) => {
   }
   const { id, text, bounds, maxInputSize } = job;
   let json: unknown;
+  try {
+    scanHeader(text, bounds);
+  } catch (e) {
+    const err = e as NereidError;
+    parentPort!.postMessage({ id, error: { code: err.code, message: err.message } });
+    return;
+  }
   try {
     json = parseInferJson(decoder.decode(text));
   } catch (e) {

@@ -39,9 +39,9 @@ const binaryBytes = (shape: number[]) => binaryBody({ inputs: [{ name: 'INPUT0',
 
 const CASES: Case[] = [
   // Millions of tiny inputs: refused on the count (the model has 2), before any input is decoded.
-  { name: 'a few MB of tiny input objects', body: () => tinyObjects(2_000_000), status: 400, error: /^expected 2 inputs but got 2000000 inputs for model 'simple'$/ },
+  { name: 'a few MB of tiny input objects', body: () => tinyObjects(2_000_000), status: 400, error: /^expected 2 inputs but got (at least )?\d+ inputs for model 'simple'$/ },
   { name: 'tiny input objects, small body', body: () => tinyObjects(100), status: 400, error: /^expected 2 inputs but got 100 inputs/ },
-  { name: 'a few MB of tiny requested outputs', body: () => `{"inputs":${JSON.stringify([good, good1])},"outputs":[${new Array(2_000_000).fill('{}').join(',')}]}`, status: 400, error: /requested outputs 2000000 for model 'simple', which has 2 outputs/ },
+  { name: 'a few MB of tiny requested outputs', body: () => `{"inputs":${JSON.stringify([good, good1])},"outputs":[${new Array(2_000_000).fill('{}').join(',')}]}`, status: 400, error: /requested outputs (at least )?\d+ for model 'simple', which has 2 outputs/ },
   { name: 'a shape of a million dimensions', body: () => JSON.stringify({ inputs: [{ ...good, shape: new Array(1_000_000).fill(1), data: [1] }, good1] }), status: 400, error: /1000000 dimensions, more than any of its inputs has \(2\)/ },
   { name: 'half a million parameters', body: () => `{"inputs":${JSON.stringify([good, good1])},"parameters":{${Array.from({ length: 500_000 }, (_, i) => `"p${i}":1`).join(',')}}}`, status: 400, error: /at most 1024 parameters/ },
   // Nesting where a scalar belongs: a 400 that names the field, inline and in the worker.
@@ -120,19 +120,27 @@ describe('one request does not stall the event loop for everyone else', () => {
     return { ratio: h.max / 1e6 / took, normals };
   }
 
-  test('a body of millions of tiny objects', async () => {
-    const body = tinyObjects(2_500_000);
-    const ratios: number[] = [];
-    // The best of three: a busy machine stalls the loop now and then on its own (garbage collection).
-    for (let attempt = 0; attempt < 3 && !(ratios.length > 0 && Math.min(...ratios) < 0.25); attempt++) {
-      const { ratio } = await stallRatio(
-        () => [request(`${s.url}/v2/models/simple/infer`, { body, headers: { 'content-type': 'application/json' } })],
-        (r) => assert.equal(r.status, 400),
-      );
-      ratios.push(ratio);
-    }
-    assert.ok(Math.min(...ratios) < 0.25, `the longest stall was ${ratios.map((r) => r.toFixed(2)).join(', ')} of the hostile request's time`);
-  });
+  // Bodies of tiny objects that the worker must parse in full: the quick scan before parsing cannot refuse
+  // them (an escaped key; junk where the header has no bound), so only what crosses back decides the stall.
+  const junk = new Array(2_000_000).fill('{}').join(',');
+  const STALLERS: { name: string; body: string; status: number }[] = [
+    { name: 'tiny objects under an escaped "inputs" key', body: `{"inp\\u0075ts":[${junk}]}`, status: 400 },
+    { name: 'tiny objects in an input\'s parameters, in an otherwise valid request', body: `{"inputs":[${JSON.stringify({ ...good, parameters: { junk: 0 } }).replace('0}}', `[${junk}]}}`)},${JSON.stringify(good1)}]}`, status: 200 },
+  ];
+  for (const st of STALLERS) {
+    test(`a body of millions of ${st.name}`, async () => {
+      const ratios: number[] = [];
+      // The best of three: a busy machine stalls the loop now and then on its own (garbage collection).
+      for (let attempt = 0; attempt < 3 && !(ratios.length > 0 && Math.min(...ratios) < 0.25); attempt++) {
+        const { ratio } = await stallRatio(
+          () => [request(`${s.url}/v2/models/simple/infer`, { body: st.body, headers: { 'content-type': 'application/json' } })],
+          (r) => assert.equal(r.status, st.status, r.body.toString('utf8', 0, 300)),
+        );
+        ratios.push(ratio);
+      }
+      assert.ok(Math.min(...ratios) < 0.25, `the longest stall was ${ratios.map((r) => r.toFixed(2)).join(', ')} of the hostile request's time`);
+    });
+  }
 
   test('eight BYTES requests declaring 30 million elements with no data cost no more than eight normal ones', async () => {
     const hostile = binaryBytes([1, 30_000_000]);
