@@ -14,6 +14,13 @@ import { encodeInfer, type EncodedInfer } from './infer-response.js';
  */
 export const OFF_THREAD_BYTES = 256 * 1024;
 
+/**
+ * The most JSON values a large body of an endpoint other than infer may hold (see parseBody): rebuilding them
+ * on the event loop then takes milliseconds, not the seconds a body of millions of tiny objects would.
+ * Such bodies are small (settings, a prompt, a model config); tensors go to infer.
+ */
+export const MAX_BODY_VALUES = 100_000;
+
 export function parseJsonInline(body: Buffer, length: number): unknown {
   try {
     return parseInferJson(body.toString('utf8', 0, length));
@@ -74,6 +81,29 @@ export class JsonParser {
     });
   }
 
+  /**
+   * The JSON body of an endpoint other than infer (generate, repository, logging, shared memory), parsed
+   * inline when small and in the worker when large; undefined for an empty body. What the worker sends back
+   * is rebuilt value by value on the event loop, so a large body may hold at most MAX_BODY_VALUES values.
+   */
+  parseBody(body: Buffer): Promise<unknown> {
+    if (body.byteLength === 0) return Promise.resolve(undefined);
+    if (body.byteLength < OFF_THREAD_BYTES) {
+      try {
+        return Promise.resolve(JSON.parse(body.toString('utf8')));
+      } catch (e) {
+        return Promise.reject(invalidArg(`failed to parse the request JSON buffer: ${(e as Error).message}`));
+      }
+    }
+    const w = this.ensureWorker();
+    const id = this.nextId++;
+    const plain = new Uint8Array(body);
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { resolve, reject });
+      w.postMessage({ id, plain }, [plain.buffer]);
+    });
+  }
+
   /** encodeInfer, in the worker when the JSON part is large (see OFF_THREAD_JSON_BYTES). */
   encode(response: InferenceResponse, binaryOutputs: ReadonlyMap<string, boolean>, binaryDefault: boolean): EncodedInfer | Promise<EncodedInfer> {
     let jsonBytes = 0;
@@ -95,7 +125,7 @@ export class JsonParser {
     if (this.worker) return this.worker;
     const w = new Worker(new URL('./json-worker.js', import.meta.url));
     w.unref();
-    w.on('message', (m: { id: number; header?: InferHeader; encoded?: EncodedInfer; error?: { code: string; message: string; limit?: string } }) => {
+    w.on('message', (m: { id: number; header?: InferHeader; value?: unknown; encoded?: EncodedInfer; error?: { code: string; message: string; limit?: string } }) => {
       const p = this.pending.get(m.id);
       if (!p) return;
       this.pending.delete(m.id);
@@ -104,7 +134,7 @@ export class JsonParser {
         p.reject(m.error.code === 'PARSE'
           ? invalidArg(`failed to parse the request JSON buffer: ${m.error.message}`)
           : new NereidError(m.error.code as ErrorCode, m.error.message, m.error.limit !== undefined ? { limit: m.error.limit } : undefined));
-      } else p.resolve(m.header);
+      } else p.resolve('value' in m ? m.value : m.header);
     });
     w.on('error', (e) => this.failAll(e));
     // A message that cannot be rebuilt here names no request: fail them all rather than leave one unanswered.

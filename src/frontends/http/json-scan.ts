@@ -102,3 +102,31 @@ function check(atLeast: number, counting: Counted, b: RequestBounds): void {
   if (counting === Counted.Outputs && atLeast > b.outputs) throw tooManyOutputs(b, `at least ${atLeast}`);
   if (counting === Counted.Parameters && atLeast > MAX_REQUEST_PARAMETERS) throw invalidArg(`a request may have at most ${MAX_REQUEST_PARAMETERS} parameters`);
 }
+
+/**
+ * Whether a JSON text holds more than `max` values, counting every object, array and comma outside strings
+ * (a lower bound on its values), in one pass that stops at `max`. A parsed body that crosses from the worker
+ * to the event loop costs the loop for each value, so bodies that cross are bounded by this count.
+ */
+export function moreValuesThan(text: Uint8Array, max: number): boolean {
+  const n = text.length;
+  let values = 0;
+  for (let i = 0; i < n; i++) {
+    const c = text[i]!;
+    if (STRUCTURAL[c] === 0) continue;
+    if (c === QUOTE) {
+      let end = text.indexOf(QUOTE, i + 1);
+      for (;;) {
+        if (end === -1) return false;
+        let k = end - 1;
+        while (k > i && text[k] === BACKSLASH) k--;
+        if ((end - 1 - k) % 2 === 0) break;
+        end = text.indexOf(QUOTE, end + 1);
+      }
+      i = end;
+      continue;
+    }
+    if ((c === COMMA || c === OPEN_OBJECT || c === OPEN_ARRAY) && ++values > max) return true;
+  }
+  return false;
+}

@@ -1,9 +1,9 @@
 import { parentPort } from 'node:worker_threads';
 import { isNereidError, type NereidError } from '../../errors.js';
 import { decodeHeader } from './infer-request.js';
-import { scanHeader } from './json-scan.js';
+import { moreValuesThan, scanHeader } from './json-scan.js';
 import { encodeInfer } from './infer-response.js';
-import { parseInferJson } from './json-parse.js';
+import { MAX_BODY_VALUES, parseInferJson } from './json-parse.js';
 import type { InferenceResponse, RequestBounds } from '../../inference/index.js';
 
 /**
@@ -19,6 +19,11 @@ interface ParseJob {
   maxInputSize: number;
 }
 
+interface PlainJob {
+  id: number;
+  plain: Uint8Array;
+}
+
 interface EncodeJob {
   id: number;
   encode: { response: InferenceResponse; binaryOutputs: Map<string, boolean>; binaryDefault: boolean };
@@ -27,7 +32,7 @@ interface EncodeJob {
 const decoder = new TextDecoder();
 const encoder = new TextEncoder();
 
-parentPort!.on('message', (job: ParseJob | EncodeJob) => {
+parentPort!.on('message', (job: ParseJob | PlainJob | EncodeJob) => {
   if ('encode' in job) {
     const { response, binaryOutputs, binaryDefault } = job.encode;
     const encoded = encodeInfer(response, binaryOutputs, binaryDefault);
@@ -36,6 +41,19 @@ parentPort!.on('message', (job: ParseJob | EncodeJob) => {
     // Each buffer once: two outputs may be views of one buffer.
     const transfer = [...new Set([json.buffer as ArrayBuffer, ...encoded.blobs.map((b) => b.buffer as ArrayBuffer)])];
     parentPort!.postMessage({ id: job.id, encoded: { json, blobs: encoded.blobs } }, transfer);
+    return;
+  }
+  if ('plain' in job) {
+    const { id, plain } = job;
+    if (moreValuesThan(plain, MAX_BODY_VALUES)) {
+      parentPort!.postMessage({ id, error: { code: 'INVALID_ARG', message: `the request body holds more than ${MAX_BODY_VALUES} JSON values` } });
+      return;
+    }
+    try {
+      parentPort!.postMessage({ id, value: JSON.parse(decoder.decode(plain)) });
+    } catch (e) {
+      parentPort!.postMessage({ id, error: { code: 'PARSE', message: (e as Error).message } });
+    }
     return;
   }
   const { id, text, bounds, maxInputSize } = job;

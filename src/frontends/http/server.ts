@@ -37,8 +37,10 @@ export interface HttpFrontend {
  * from the one table in status.ts.
  */
 export async function startHttpFrontend(server: InferenceServer, options: HttpOptions, logger: Logger): Promise<HttpFrontend> {
+  const json = new JsonParser();
   const ctx: Context = {
-    server, options, json: new JsonParser(), logger, restrict: restriction(options.restricted), forwarded: headerForwarder(options.headerForwardPattern),
+    server, options, json, logger, restrict: restriction(options.restricted), forwarded: headerForwarder(options.headerForwardPattern),
+    parseBody: (body) => json.parseBody(body),
   };
   const http = createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
     handle(ctx, req, res).catch((e) => sendError(res, e, ctx));
@@ -78,6 +80,8 @@ interface Context {
   /** null when no API category is restricted. */
   readonly restrict: ((r: Route, headers: IncomingHttpHeaders) => string | null) | null;
   readonly forwarded: (headers: IncomingHttpHeaders) => Record<string, string> | undefined;
+  /** JSON bodies of the endpoints other than infer: json.parseBody. */
+  readonly parseBody: (body: Buffer) => Promise<unknown>;
 }
 
 async function handle(ctx: Context, req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -99,13 +103,13 @@ async function handle(ctx: Context, req: IncomingMessage, res: ServerResponse): 
     case 'all_stats': return sendJson(res, 200, JSON.stringify(s.statistics()));
     case 'all_instance_stats': return sendJson(res, 200, JSON.stringify(s.instanceStatistics()));
     case 'logging': return handleLogging(ctx, req, res, method);
-    case 'repo_index': return handleRepoIndex(s, await readBody(req, ctx.options.maxInputSize), res);
+    case 'repo_index': return handleRepoIndex(s, await readJson(ctx, req), res);
     case 'repo_index_named': throw unsupported("'repository_name' specification is not supported");
     case 'repo_model':
       if (r.repository !== '') throw unsupported("'repository_name' specification is not supported");
       return r.action === 'load'
-        ? handleLoad(s, r.model, await readBody(req, ctx.options.maxInputSize), res)
-        : handleUnload(s, r.model, await readBody(req, ctx.options.maxInputSize), res);
+        ? handleLoad(s, r.model, await readJson(ctx, req), res, ctx.parseBody)
+        : handleUnload(s, r.model, await readJson(ctx, req), res);
     // Nereid has no tracing yet: a Triton built without tracing answers this (HTTP says "tracing", gRPC "trace").
     case 'trace': throw unavailable('the server does not support tracing');
     case 'shm': return handleSharedMemory(ctx, r, req, res);
@@ -135,7 +139,7 @@ async function handleModel(ctx: Context, r: Extract<Route, { kind: 'model' }>, r
     case 'nereid_instance_stats': return sendJson(res, 200, JSON.stringify(s.instanceStatistics(r.model, r.version)));
     case 'infer': return handleInfer(ctx, r.model, r.version, req, res);
     case 'generate': case 'generate_stream':
-      return handleGenerate(s, r.model, r.version, r.action === 'generate_stream', req, res, ctx.options.maxInputSize, connectionSignal(req.socket));
+      return handleGenerate(s, r.model, r.version, r.action === 'generate_stream', req, res, ctx.options.maxInputSize, connectionSignal(req.socket), ctx.parseBody);
   }
 }
 
@@ -245,7 +249,7 @@ async function handleSharedMemory(ctx: Context, r: Extract<Route, { kind: 'shm' 
       // The route requires a region for register; the regex makes it optional for the other actions.
       const name = r.region ?? '';
       shm.checkAllowed();
-      const body = parseRegisterBody(await readBody(req, ctx.options.maxInputSize));
+      const body = parseRegisterBody(await readJson(ctx, req));
       if (r.cuda) shm.registerCuda(name);
       else shm.registerSystem(name, requiredString(body, 'key'), optionalUint(body, 'offset'), requiredUint(body, 'byte_size'));
       return sendEmpty(res, 200);
@@ -253,15 +257,14 @@ async function handleSharedMemory(ctx: Context, r: Extract<Route, { kind: 'shm' 
   }
 }
 
-function parseRegisterBody(body: Buffer): Record<string, unknown> {
-  let j: unknown;
-  try {
-    j = JSON.parse(body.toString('utf8'));
-  } catch (e) {
-    throw invalidArg(`failed to parse the request JSON buffer: ${(e as Error).message}`);
-  }
+function parseRegisterBody(j: unknown): Record<string, unknown> {
   if (!isObject(j)) throw invalidArg('the shared memory register request must be a JSON object');
   return j;
+}
+
+/** A request body as JSON (undefined when empty), parsed off the event loop when large. */
+async function readJson(ctx: Context, req: IncomingMessage): Promise<unknown> {
+  return ctx.parseBody(await readBody(req, ctx.options.maxInputSize));
 }
 
 function requiredString(j: Record<string, unknown>, key: string): string {
@@ -285,15 +288,10 @@ function optionalUint(j: Record<string, unknown>, key: string): number {
 
 async function handleLogging(ctx: Context, req: IncomingMessage, res: ServerResponse, method: string): Promise<void> {
   if (method === 'POST') {
-    const body = await readBody(req, ctx.options.maxInputSize);
-    if (body.byteLength > 0) {
-      let j: unknown;
-      try {
-        j = JSON.parse(body.toString('utf8'));
-      } catch (e) {
-        // Triton answers 500 (its JSON wrapper's INTERNAL); a client's mistake is 400 here, as on every path.
-        throw invalidArg(`failed to parse the request JSON buffer: ${(e as Error).message}`);
-      }
+    // A body that is not JSON: Triton answers 500 (its JSON wrapper's INTERNAL); a client's mistake is 400
+    // here, as on every path.
+    const j = await readJson(ctx, req);
+    if (j !== undefined) {
       if (!isObject(j)) throw invalidArg('the logging settings must be a JSON object');
       ctx.logger.update(j);
     }

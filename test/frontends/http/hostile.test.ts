@@ -30,6 +30,8 @@ const tinyObjects = (n: number, key = 'inputs'): string => `{"${key}":[${new Arr
 interface Case {
   readonly name: string;
   readonly model?: string;
+  /** Another endpoint than the model's infer. */
+  readonly path?: string;
   readonly body: () => string | { body: Buffer; headers: Record<string, string> };
   readonly status: number;
   readonly error: RegExp;
@@ -58,12 +60,15 @@ const CASES: Case[] = [
   { name: 'BYTES shape [1,30000000] with no data', model: 'simple_string', body: () => binaryBytes([1, 30_000_000]), status: 400, error: /^expected 30000000 string elements for inference input 'INPUT0' for model 'simple_string', got 0$/ },
   { name: 'BYTES shape past 2^32 elements, binary', model: 'simple_string', body: () => binaryBytes([1, 2 ** 32 + 1]), status: 400, error: /^expected 4294967297 string elements/ },
   { name: 'BYTES shape past 2^32 elements, JSON', model: 'simple_string', body: () => JSON.stringify({ inputs: [{ name: 'INPUT0', shape: [1, 2 ** 32 + 1], datatype: 'BYTES', data: ['a'] }] }), status: 400, error: /--http-max-input-size/ },
+  { name: 'a few MB of tiny objects to generate', path: '/v2/models/simple/generate', body: () => `{"INPUT0":[${new Array(2_000_000).fill('{}').join(',')}]}`, status: 400, error: /more than 100000 JSON values/ },
+  { name: 'a few MB of tiny objects to logging', path: '/v2/logging', body: () => `{"log_info":[${new Array(2_000_000).fill('{}').join(',')}]}`, status: 400, error: /more than 100000 JSON values/ },
+  { name: 'a few MB of tiny objects to repository load', path: '/v2/repository/models/simple/load', body: () => `{"parameters":[${new Array(2_000_000).fill('{}').join(',')}]}`, status: 400, error: /more than 100000 JSON values/ },
   { name: 'JSON data declaring more bytes than the size limit', body: () => JSON.stringify({ inputs: [{ ...good, shape: [1, 4_000_000], data: [1] }, good1] }), status: 400, error: /needs 16000000 bytes, more than the maximum input size of 8388608 bytes/ },
 ];
 
 async function send(c: Case): Promise<Reply> {
   const b = c.body();
-  const url = `${s.url}/v2/models/${c.model ?? 'simple'}/infer`;
+  const url = c.path !== undefined ? `${s.url}${c.path}` : `${s.url}/v2/models/${c.model ?? 'simple'}/infer`;
   return typeof b === 'string' ? request(url, { body: b, headers: { 'content-type': 'application/json' } }) : request(url, b);
 }
 
@@ -123,9 +128,12 @@ describe('one request does not stall the event loop for everyone else', () => {
   // Bodies of tiny objects that the worker must parse in full: the quick scan before parsing cannot refuse
   // them (an escaped key; junk where the header has no bound), so only what crosses back decides the stall.
   const junk = new Array(2_000_000).fill('{}').join(',');
-  const STALLERS: { name: string; body: string; status: number }[] = [
+  const STALLERS: { name: string; path?: string; body: string; status: number }[] = [
     { name: 'tiny objects under an escaped "inputs" key', body: `{"inp\\u0075ts":[${junk}]}`, status: 400 },
     { name: 'tiny objects in an input\'s parameters, in an otherwise valid request', body: `{"inputs":[${JSON.stringify({ ...good, parameters: { junk: 0 } }).replace('0}}', `[${junk}]}}`)},${JSON.stringify(good1)}]}`, status: 200 },
+    // Endpoints other than infer parse their bodies too.
+    { name: 'tiny objects sent to generate', path: '/v2/models/simple/generate', body: `{"INPUT0":[${junk}]}`, status: 400 },
+    { name: 'tiny objects sent to logging', path: '/v2/logging', body: `{"log_info":[${junk}]}`, status: 400 },
   ];
   for (const st of STALLERS) {
     test(`a body of millions of ${st.name}`, async () => {
@@ -133,7 +141,7 @@ describe('one request does not stall the event loop for everyone else', () => {
       // The best of three: a busy machine stalls the loop now and then on its own (garbage collection).
       for (let attempt = 0; attempt < 3 && !(ratios.length > 0 && Math.min(...ratios) < 0.25); attempt++) {
         const { ratio } = await stallRatio(
-          () => [request(`${s.url}/v2/models/simple/infer`, { body: st.body, headers: { 'content-type': 'application/json' } })],
+          () => [request(`${s.url}${st.path ?? '/v2/models/simple/infer'}`, { body: st.body, headers: { 'content-type': 'application/json' } })],
           (r) => assert.equal(r.status, st.status, r.body.toString('utf8', 0, 300)),
         );
         ratios.push(ratio);
