@@ -73,8 +73,9 @@ export class JsonParser {
     }
     const w = this.ensureWorker();
     const id = this.nextId++;
-    // A copy: the body's binary part must stay here, and the JSON part is transferred away.
-    const text = new Uint8Array(body.subarray(0, length));
+    // A copy: the body's binary part must stay here, and the JSON part is transferred away. slice() is one
+    // memcpy into a buffer of its own (never the Buffer pool's, which must not be transferred).
+    const text = Uint8Array.prototype.slice.call(body, 0, length);
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
       w.postMessage({ id, text, bounds, maxInputSize }, [text.buffer]);
@@ -97,7 +98,7 @@ export class JsonParser {
     }
     const w = this.ensureWorker();
     const id = this.nextId++;
-    const plain = new Uint8Array(body);
+    const plain = Uint8Array.prototype.slice.call(body);
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
       w.postMessage({ id, plain }, [plain.buffer]);
