@@ -73,12 +73,15 @@ export class JsonParser {
     }
     const w = this.ensureWorker();
     const id = this.nextId++;
-    // A copy: the body's binary part must stay here, and the JSON part is transferred away. slice() is one
-    // memcpy into a buffer of its own (never the Buffer pool's, which must not be transferred).
-    const text = Uint8Array.prototype.slice.call(body, 0, length);
+    // A body that is all JSON and owns its memory (a large one read in several chunks, or inflated) goes to the
+    // worker as it is: the caller gives it up (see handleInfer). Otherwise a copy, as the binary part must stay
+    // here: slice() is one memcpy into a buffer of its own (never the Buffer pool's, which must not move).
+    const text = length === body.byteLength && body.byteOffset === 0 && body.buffer.byteLength === length
+      ? new Uint8Array(body.buffer, 0, length)
+      : Uint8Array.prototype.slice.call(body, 0, length);
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
-      w.postMessage({ id, text, bounds, maxInputSize }, [text.buffer]);
+      w.postMessage({ id, text, bounds, maxInputSize }, [text.buffer as ArrayBuffer]);
     });
   }
 

@@ -156,9 +156,12 @@ async function handleInfer(ctx: Context, model: string, version: number | undefi
   const headerLength = parseHeaderLength(req.headers['inference-header-content-length'], body.byteLength);
   if (headerLength === 0) throw unsupported('raw binary requests (Inference-Header-Content-Length: 0) are not supported yet');
   const jsonLength = headerLength ?? body.byteLength;
+  // A body that is all JSON may be handed to the JSON worker without a copy: only its (empty) binary part is
+  // read afterwards.
+  const binary = jsonLength === body.byteLength ? NO_BINARY : body;
   const parsed = await ctx.json.parse(body, jsonLength, bounds, limit);
   const signal = connectionSignal(req.socket);
-  const decoded = decodeInfer(parsed, body, jsonLength, { model, version, signal, forwarded: ctx.forwarded(req.headers) });
+  const decoded = decodeInfer(parsed, binary, binary === NO_BINARY ? 0 : jsonLength, { model, version, signal, forwarded: ctx.forwarded(req.headers) });
   // Borrowed outputs go to the socket without a copy; they are given back once the response is over.
   const response = await ctx.server.infer({ ...decoded.request, borrowOutputs: true });
   if (response.release) releaseWhenDone(res, signal, response.release);
@@ -167,6 +170,8 @@ async function handleInfer(ctx: Context, model: string, version: number | undefi
   const { json: header, blobs } = encoded instanceof Promise ? await encoded : encoded;
   await sendInfer(res, header, blobs, negotiate(req.headers['accept-encoding'] as string | undefined));
 }
+
+const NO_BINARY = Buffer.alloc(0);
 
 const kAbort = Symbol('nereid.abort');
 
