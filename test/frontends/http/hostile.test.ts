@@ -94,6 +94,18 @@ describe('hostile requests get a 4xx with a clear error, and the server keeps se
   }
 
   test('after every hostile request, a normal inference on simple is answered correctly', normalInferenceIsRight);
+
+  test('a valid large JSON request still decodes right in the worker: BYTES, INT32, parameters, requested outputs', async () => {
+    const strings = range16.map(String);
+    const body = JSON.stringify({
+      id: 'big', parameters: { custom: 'v' }, outputs: [{ name: 'OUTPUT1' }],
+      inputs: [{ name: 'INPUT0', shape: [1, 16], datatype: 'BYTES', data: strings }, { name: 'INPUT1', shape: [1, 16], datatype: 'BYTES', data: strings.map(() => '1') }],
+    }) + PAD;
+    const r = await request(`${s.url}/v2/models/simple_string/infer`, { body });
+    assert.equal(r.status, 200, r.body.toString('utf8', 0, 300));
+    assert.equal(r.json().id, 'big');
+    assert.deepEqual(r.json().outputs.map((o: { name: string; data: string[] }) => [o.name, o.data]), [['OUTPUT1', range16.map((v) => String(v - 1))]]);
+  });
 });
 
 describe('one request does not stall the event loop for everyone else', () => {
