@@ -101,10 +101,11 @@ export class JsonParser {
     }
     const w = this.ensureWorker();
     const id = this.nextId++;
-    const plain = Uint8Array.prototype.slice.call(body);
+    // The caller gives the body up: transferred as it is when it owns its memory, else copied.
+    const plain = body.byteOffset === 0 && body.buffer.byteLength === body.byteLength ? new Uint8Array(body.buffer) : Uint8Array.prototype.slice.call(body);
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
-      w.postMessage({ id, plain }, [plain.buffer]);
+      w.postMessage({ id, plain }, [plain.buffer as ArrayBuffer]);
     });
   }
 
