@@ -18,7 +18,14 @@ export function readBody(req: IncomingMessage, limit: number, tooLarge: (size: n
   // A large body of declared length is copied chunk by chunk, as it arrives, into one buffer: joining tens of
   // megabytes at the end would hold the event loop for one long copy. The buffer is not zero-filled, so what
   // the client declared but never sends costs address space, not memory.
-  const whole = Number.isSafeInteger(expected) && expected >= COPY_AS_IT_ARRIVES ? Buffer.allocUnsafeSlow(expected) : undefined;
+  let whole: Buffer | undefined;
+  if (Number.isSafeInteger(expected) && expected >= COPY_AS_IT_ARRIVES) {
+    try {
+      whole = Buffer.allocUnsafeSlow(expected);
+    } catch {
+      // No room for it in one piece (a limit set very high): the chunks are joined at the end, if they come.
+    }
+  }
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
