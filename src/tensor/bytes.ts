@@ -25,9 +25,15 @@ export function serializeBytes(elements: readonly Uint8Array[]): Buffer {
  * "unexpected number of string elements N+1 ..., expecting N". `model` names the model in the message.
  */
 export function deserializeBytes(buf: Uint8Array, expected: number, tensorName: string, model?: string): Uint8Array[] {
-  const out: Uint8Array[] = new Array(expected);
   const view = new DataView(buf.buffer, buf.byteOffset, buf.byteLength);
   const input = model === undefined ? `'${tensorName}'` : `'${tensorName}' for model '${model}'`;
+  // Every element takes at least its 4-byte length. A count the bytes cannot hold (a shape the client declared,
+  // with little or no data) is refused before anything is allocated for it: the message needs only the number
+  // of complete elements there are, which takes at most byteLength / 4 steps to count.
+  if (expected * 4 > buf.byteLength) {
+    throw invalidArg(`expected ${expected} string elements for inference input ${input}, got ${completeElements(view)}`);
+  }
+  const out: Uint8Array[] = new Array(expected);
   let at = 0;
   for (let i = 0; i < expected; i++) {
     const len = at + 4 <= buf.byteLength ? view.getUint32(at, true) : -1;
@@ -41,6 +47,19 @@ export function deserializeBytes(buf: Uint8Array, expected: number, tensorName: 
     throw invalidArg(`unexpected number of string elements ${expected + 1} for inference input ${input}, expecting ${expected}`);
   }
   return out;
+}
+
+/** How many whole elements (length and bytes) the serialized data holds from its start. */
+function completeElements(view: DataView): number {
+  let n = 0;
+  let at = 0;
+  while (at + 4 <= view.byteLength) {
+    const end = at + 4 + view.getUint32(at, true);
+    if (end > view.byteLength) break;
+    n++;
+    at = end;
+  }
+  return n;
 }
 
 const encoder = new TextEncoder();

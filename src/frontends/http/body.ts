@@ -1,16 +1,30 @@
 import type { IncomingMessage } from 'node:http';
-import { limitExceeded } from '../../errors.js';
+import { NereidError, limitExceeded } from '../../errors.js';
+
+/** Declared body lengths from which chunks are copied into place as they arrive (see readBody). */
+const COPY_AS_IT_ARRIVES = 1024 * 1024;
 
 /**
  * Reads a request body up to `limit` bytes. A declared Content-Length over the limit is refused before a byte
- * is read; a chunked body is refused as soon as it passes the limit. The chunks are joined once. Listeners,
- * not an async iterator: in Node 20 setting one up costs more than the rest of a small request's parsing.
+ * is read; a chunked body is refused as soon as it passes the limit. The chunks are joined once (those of a
+ * large body of declared length, as they arrive). Listeners, not an async iterator: in Node 20 setting one up
+ * costs more than the rest of a small request's parsing.
  * `tooLarge` makes the refusal, for frontends whose errors have another shape.
  */
 export function readBody(req: IncomingMessage, limit: number, tooLarge: (size: number, limit: number) => Error = bodyTooLarge): Promise<Buffer> {
   const declared = req.headers['content-length'];
-  if (declared !== undefined && Number(declared) > limit) {
-    return Promise.reject(tooLarge(Number(declared), limit));
+  const expected = declared === undefined ? 0 : Number(declared);
+  if (expected > limit) return Promise.reject(tooLarge(expected, limit));
+  // A large body of declared length is copied chunk by chunk, as it arrives, into one buffer: joining tens of
+  // megabytes at the end would hold the event loop for one long copy. The buffer is not zero-filled, so what
+  // the client declared but never sends costs address space, not memory.
+  let whole: Buffer | undefined;
+  if (Number.isSafeInteger(expected) && expected >= COPY_AS_IT_ARRIVES) {
+    try {
+      whole = Buffer.allocUnsafeSlow(expected);
+    } catch {
+      // No room for it in one piece (a limit set very high): the chunks are joined at the end, if they come.
+    }
   }
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
@@ -23,11 +37,26 @@ export function readBody(req: IncomingMessage, limit: number, tooLarge: (size: n
         reject(tooLarge(size, limit));
         return;
       }
-      chunks.push(c);
+      // The HTTP parser delivers no more than Content-Length.
+      if (whole !== undefined) whole.set(c, size - c.byteLength);
+      else chunks.push(c);
     });
-    req.on('end', () => resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size)));
-    req.on('error', reject);
+    req.on('end', () => {
+      if (whole !== undefined) resolve(size === whole.byteLength ? whole : whole.subarray(0, size));
+      else resolve(chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, size));
+    });
+    // A client that goes away mid-upload is not a server fault: Node reports it as an 'aborted' error (or
+    // only closes the request); either way it becomes one CANCELLED error, which frontends log as one line.
+    req.on('error', (e) => reject(req.complete ? e : clientGone()));
+    req.on('close', () => {
+      if (!req.complete) reject(clientGone());
+    });
   });
+}
+
+/** The client closed its connection before the whole request body arrived. */
+export function clientGone(): NereidError {
+  return new NereidError('CANCELLED', 'the client closed the connection before sending the whole request body');
 }
 
 function bodyTooLarge(size: number, limit: number): Error {

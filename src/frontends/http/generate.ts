@@ -17,16 +17,10 @@ import { decodeJsonData } from './json-data.js';
  * on both paths.
  */
 export async function handleGenerate(server: InferenceServer, model: string, version: number | undefined, stream: boolean,
-  req: IncomingMessage, res: ServerResponse, maxInputSize: number, signal: AbortSignal): Promise<void> {
+  req: IncomingMessage, res: ServerResponse, maxInputSize: number, signal: AbortSignal, parseBody: (body: Buffer) => Promise<unknown>): Promise<void> {
   const encoding = req.headers['content-encoding'];
   if (encoding !== undefined && encoding !== 'identity') throw invalidArg(`the generate extension accepts only uncompressed requests, got Content-Encoding '${String(encoding)}'`);
-  const body = await readBody(req, maxInputSize);
-  let json: unknown;
-  try {
-    json = JSON.parse(body.toString('utf8'));
-  } catch (e) {
-    throw invalidArg(`failed to parse the request JSON buffer: ${(e as Error).message}`);
-  }
+  const json = await parseBody(await readBody(req, maxInputSize));
   const request = generateRequest(server, model, version, json, signal);
   const responses = server.inferStream(request);
   // The first response (or error) decides the status, so an error before any output is an ordinary error reply.

@@ -1,9 +1,9 @@
-import { invalidArg } from '../../errors.js';
-import type { InferenceRequest, Parameters, RequestedOutput, SharedMemoryInput, SharedMemoryRef } from '../../inference/index.js';
-import { isDataType, type DataType } from '../../tensor/datatype.js';
+import { invalidArg, limitExceeded } from '../../errors.js';
+import type { InferenceRequest, Parameters, RequestBounds, RequestedOutput, SharedMemoryInput, SharedMemoryRef } from '../../inference/index.js';
+import { byteSize, isDataType, type DataType } from '../../tensor/datatype.js';
 import { deserializeBytes } from '../../tensor/bytes.js';
-import { elementCount, type Tensor } from '../../tensor/tensor.js';
-import { decodeJsonData } from './json-data.js';
+import { elementCount, formatShape, type Tensor } from '../../tensor/tensor.js';
+import { decodeJsonData, describe } from './json-data.js';
 
 /**
  * The KServe v2 infer request body, JSON or JSON followed by binary tensors (Triton's binary tensor data
@@ -27,32 +27,106 @@ interface Target {
   readonly forwarded?: Record<string, string> | undefined;
 }
 
-/** The JSON part has been parsed (here or in the JSON worker); `body` holds the whole request. */
-export function decodeInfer(json: unknown, body: Buffer, jsonLength: number, target: Target): DecodedInfer {
+/**
+ * A request's JSON header, checked, with every input's JSON `data` decoded into bytes. Plain data only (no
+ * functions, no class instances), so the JSON worker can send it back: what crosses is bounded by the model
+ * (inputs, outputs, dimensions, parameters) plus tensor bytes, which are transferred, not copied.
+ */
+export interface InferHeader {
+  readonly id: string;
+  readonly inputs: HeaderInput[];
+  readonly params: DecodedParameters;
+  readonly outputs: RequestedOutput[] | undefined;
+  readonly binary: Map<string, boolean>;
+}
+
+export interface HeaderInput {
+  readonly name: string;
+  readonly datatype: DataType;
+  readonly shape: number[];
+  /** From JSON `data`: the tensor's bytes, or its BYTES elements (serialized into one buffer when `packed`). */
+  readonly data?: Uint8Array | Uint8Array[];
+  readonly packed?: boolean;
+  /** binary_data_size: the bytes follow the header in the body. */
+  readonly binarySize?: number;
+  readonly shm?: SharedMemoryRef;
+}
+
+export interface HeaderLimits {
+  readonly bounds: RequestBounds;
+  /** --http-max-input-size, which tensors decoded from JSON may not pass either. */
+  readonly maxInputSize: number;
+  /** BYTES from JSON as one serialized buffer (for the JSON worker, which transfers it) rather than elements. */
+  readonly packBytes: boolean;
+}
+
+/**
+ * Checks the parsed JSON header and decodes its `data`. What the model's bounds rule out (more inputs or outputs
+ * than it has, more dimensions than any of its inputs, tensor bytes past the size limit) is refused before the
+ * work it would cause; the model checks the rest with its own words.
+ */
+export function decodeHeader(json: unknown, limits: HeaderLimits): InferHeader {
   if (!isObject(json)) throw invalidArg('the inference request must be a JSON object');
   const id = json['id'];
   if (id !== undefined && typeof id !== 'string') throw invalidArg("'id' must be a string");
   const inputsJson = json['inputs'];
   if (!Array.isArray(inputsJson)) throw invalidArg("Unable to parse 'inputs': the request must have an 'inputs' array");
+  const b = limits.bounds;
+  if (inputsJson.length > b.inputs) throw tooManyInputs(b, inputsJson.length);
+  const outputsJson = json['outputs'];
+  if (Array.isArray(outputsJson) && outputsJson.length > b.outputs) throw tooManyOutputs(b, outputsJson.length);
+  const inputs: HeaderInput[] = new Array(inputsJson.length);
+  for (let i = 0; i < inputsJson.length; i++) inputs[i] = decodeInput(inputsJson[i], limits);
+  const params = decodeParameters(json['parameters']);
+  const { outputs, binary } = decodeOutputs(outputsJson);
+  return { id: id ?? '', inputs, params, outputs, binary };
+}
+
+/** Triton's words for a wrong number of inputs, without the lists of names: there may be millions. */
+export function tooManyInputs(b: RequestBounds, got: number | string) {
+  return invalidArg(b.inputs === b.requiredInputs
+    ? `expected ${b.inputs} inputs but got ${got} inputs for model '${b.model}'`
+    : `expected number of inputs between ${b.requiredInputs} and ${b.inputs} but got ${got} inputs for model '${b.model}'`);
+}
+
+export function tooManyOutputs(b: RequestBounds, got: number | string) {
+  return invalidArg(`unexpected number of requested outputs ${got} for model '${b.model}', which has ${b.outputs} outputs`);
+}
+
+/** The header and the binary tensors after it (views of `body`) → the request. `body` holds the whole request. */
+export function decodeInfer(header: InferHeader, body: Buffer, jsonLength: number, target: Target): DecodedInfer {
   let cursor = jsonLength;
   const inputs: Tensor[] = [];
   let shmInputs: SharedMemoryInput[] | undefined;
-  for (let i = 0; i < inputsJson.length; i++) {
-    const r = decodeInput(inputsJson[i], body, cursor, target.model);
-    if (r.tensor) inputs.push(r.tensor);
-    else (shmInputs ??= []).push(r.shm!);
-    cursor = r.cursor;
+  for (const h of header.inputs) {
+    const { name, datatype, shape } = h;
+    if (h.shm !== undefined) {
+      (shmInputs ??= []).push({ name, datatype, shape, sharedMemory: h.shm });
+      continue;
+    }
+    const count = elementCount(shape);
+    if (h.data !== undefined) {
+      const data = h.packed ? deserializeBytes(h.data as Uint8Array, count, name, target.model) : h.data;
+      inputs.push({ name, datatype, shape, data } as Tensor);
+      continue;
+    }
+    const binarySize = h.binarySize!;
+    if (cursor + binarySize > body.byteLength) {
+      throw invalidArg(`unexpected size for input '${name}': binary_data_size ${binarySize} goes past the end of the request body`);
+    }
+    const bytes = body.subarray(cursor, cursor + binarySize);
+    inputs.push(binaryTensor(name, datatype, shape, count, bytes, target.model));
+    cursor += binarySize;
   }
   if (cursor !== body.byteLength) throw invalidArg('unexpected additional input data in the request body');
-  const params = decodeParameters(json['parameters']);
-  const { outputs, binary } = decodeOutputs(json['outputs']);
+  const params = header.params;
   const request: InferenceRequest = {
     model: target.model,
     version: target.version,
-    id: id ?? '',
+    id: header.id,
     inputs,
     sharedMemoryInputs: shmInputs,
-    outputs,
+    outputs: header.outputs,
     parameters: target.forwarded ? { ...target.forwarded, ...params.custom } : params.custom,
     priority: params.priority,
     timeoutUs: params.timeoutUs,
@@ -61,16 +135,17 @@ export function decodeInfer(json: unknown, body: Buffer, jsonLength: number, tar
     sequenceEnd: params.sequenceEnd,
     signal: target.signal,
   };
-  return { request, binaryOutputs: binary, binaryDefault: params.binaryDataOutput };
+  return { request, binaryOutputs: header.binary, binaryDefault: params.binaryDataOutput };
 }
 
-function decodeInput(j: unknown, body: Buffer, cursor: number, model: string): { tensor?: Tensor; shm?: SharedMemoryInput; cursor: number } {
+function decodeInput(j: unknown, limits: HeaderLimits): HeaderInput {
   if (!isObject(j)) throw invalidArg("Unable to parse 'inputs': each input must be a JSON object");
   const name = j['name'];
   if (typeof name !== 'string') throw invalidArg("Unable to parse 'name' of an input: it must be a string");
   const datatype = j['datatype'];
-  if (!isDataType(datatype)) throw invalidArg(`invalid datatype ${JSON.stringify(datatype)} for input '${name}'`);
-  const shape = decodeShape(j['shape'], name);
+  if (typeof datatype !== 'string') throw invalidArg(`Unable to parse 'datatype' of input '${name}': expected a string, got ${describe(datatype)}`);
+  if (!isDataType(datatype)) throw invalidArg(`invalid datatype ${describe(datatype)} for input '${name}'`);
+  const shape = decodeShape(j['shape'], name, limits.bounds);
   const p = j['parameters'];
   if (p !== undefined && !isObject(p)) throw invalidArg(`'parameters' of input '${name}' must be an object`);
   const binarySize = p?.['binary_data_size'];
@@ -80,27 +155,44 @@ function decodeInput(j: unknown, body: Buffer, cursor: number, model: string): {
   if (sources !== 1) {
     throw invalidArg(`input '${name}' must have exactly one of 'data', 'binary_data_size' or 'shared_memory_region'`);
   }
-  if (shm !== undefined) return { shm: { name, datatype, shape, sharedMemory: sharedMemoryRef(p!, `input '${name}'`) }, cursor };
-  const count = elementCount(shape);
-  if (hasData) {
-    const data = count === 0 ? (datatype === 'BYTES' ? [] : new Uint8Array(0)) : jsonData(j['data'], name, datatype, count);
-    return { tensor: { name, datatype, shape, data } as Tensor, cursor };
-  }
+  if (shm !== undefined) return { name, datatype, shape, shm: sharedMemoryRef(p!, `input '${name}'`) };
+  if (hasData) return { name, datatype, shape, ...jsonData(j['data'], name, datatype, shape, limits) };
   if (typeof binarySize !== 'number' || !Number.isSafeInteger(binarySize) || binarySize < 0) {
     throw invalidArg(`'binary_data_size' of input '${name}' must be a non-negative integer`);
   }
-  if (cursor + binarySize > body.byteLength) {
-    throw invalidArg(`unexpected size for input '${name}': binary_data_size ${binarySize} goes past the end of the request body`);
-  }
-  const bytes = body.subarray(cursor, cursor + binarySize);
-  return { tensor: binaryTensor(name, datatype, shape, count, bytes, model), cursor: cursor + binarySize };
+  return { name, datatype, shape, binarySize };
 }
 
-/** Data already decoded by the JSON worker arrives as bytes (or BYTES elements); otherwise decode it here. */
-function jsonData(data: unknown, name: string, datatype: DataType, count: number): Uint8Array | Uint8Array[] {
-  if (data instanceof Uint8Array) return data;
-  if (Array.isArray(data) && data.length > 0 && data[0] instanceof Uint8Array) return data as Uint8Array[];
-  return decodeJsonData(name, datatype, data, count);
+/**
+ * JSON `data` → bytes. The size the shape declares is checked against --http-max-input-size first (BYTES
+ * elements count 4 bytes each, their length), so a small body cannot ask for a large allocation.
+ */
+function jsonData(data: unknown, name: string, datatype: DataType, shape: number[], limits: HeaderLimits): { data: Uint8Array | Uint8Array[]; packed?: boolean } {
+  const count = elementCount(shape);
+  const bytes = count * (datatype === 'BYTES' ? 4 : byteSize(datatype));
+  if (bytes > limits.maxInputSize) {
+    throw limitExceeded('INVALID_ARG', 'http-max-input-size',
+      `input '${name}' of shape ${formatShape(shape)} needs ${bytes} bytes, more than the maximum input size of ${limits.maxInputSize} bytes (--http-max-input-size)`);
+  }
+  if (count === 0) return datatype === 'BYTES' ? { data: limits.packBytes ? new Uint8Array(0) : [], packed: limits.packBytes } : { data: new Uint8Array(0) };
+  const decoded = decodeJsonData(name, datatype, data, count);
+  if (datatype !== 'BYTES' || !limits.packBytes) return { data: decoded };
+  return { data: packBytes(decoded as Uint8Array[]), packed: true };
+}
+
+/** BYTES elements serialized into one buffer of its own (never a pooled one: it is transferred). */
+function packBytes(elements: Uint8Array[]): Uint8Array {
+  let total = 0;
+  for (const e of elements) total += 4 + e.byteLength;
+  const out = new Uint8Array(total);
+  const view = new DataView(out.buffer);
+  let at = 0;
+  for (const e of elements) {
+    view.setUint32(at, e.byteLength, true);
+    out.set(e, at + 4);
+    at += 4 + e.byteLength;
+  }
+  return out;
 }
 
 function binaryTensor(name: string, datatype: DataType, shape: number[], count: number, bytes: Buffer, model: string): Tensor {
@@ -109,11 +201,19 @@ function binaryTensor(name: string, datatype: DataType, shape: number[], count: 
   return { name, datatype, shape, data: bytes };
 }
 
-function decodeShape(s: unknown, name: string): number[] {
-  if (!Array.isArray(s)) throw invalidArg(`Unable to parse 'shape' of input '${name}': it must be an array of non-negative integers`);
-  for (const d of s) {
+/**
+ * The shape, as Triton's frontend reads it (an array of unsigned integers), and no longer than the model's
+ * inputs can be: the length is checked before the dimensions are looked at.
+ */
+function decodeShape(s: unknown, name: string, bounds: RequestBounds): number[] {
+  if (!Array.isArray(s)) throw invalidArg(`Unable to parse 'shape' of input '${name}': expected an array of unsigned integers, got ${describe(s)}`);
+  if (s.length > bounds.rank) {
+    throw invalidArg(`unexpected shape for input '${name}' for model '${bounds.model}': ${s.length} dimensions, more than any of its inputs has (${bounds.rank})`);
+  }
+  for (let i = 0; i < s.length; i++) {
+    const d: unknown = s[i];
     if (typeof d !== 'number' || !Number.isSafeInteger(d) || d < 0) {
-      throw invalidArg(`Unable to parse 'shape' of input '${name}': ${JSON.stringify(d)} is not a non-negative integer`);
+      throw invalidArg(`Unable to parse 'shape' of input '${name}': dimension ${i} is ${describe(d)}, not an unsigned integer below 2^53`);
     }
   }
   return s as number[];
@@ -131,11 +231,19 @@ export interface DecodedParameters {
 
 const RESERVED = new Set(['sequence_id', 'sequence_start', 'sequence_end', 'priority', 'timeout', 'binary_data_output', 'headers']);
 
+/**
+ * The most parameters one request may carry. Every one is handed to the model, and a body of millions of tiny
+ * ones would otherwise cost the event loop seconds to take over from the JSON worker. Clients send a few.
+ */
+export const MAX_REQUEST_PARAMETERS = 1024;
+
 export function decodeParameters(p: unknown): DecodedParameters {
   const out: DecodedParameters = { custom: undefined, priority: undefined, timeoutUs: undefined, binaryDataOutput: false };
   if (p === undefined) return out;
   if (!isObject(p)) throw invalidArg("'parameters' must be a JSON object");
+  let n = 0;
   for (const [k, v] of Object.entries(p)) {
+    if (++n > MAX_REQUEST_PARAMETERS) throw invalidArg(`a request may have at most ${MAX_REQUEST_PARAMETERS} parameters`);
     if (k.startsWith('triton_')) throw invalidArg(`parameter keys starting with 'triton_' are reserved for Triton usage and should not be specified: '${k}'`);
     if (RESERVED.has(k)) {
       reserved(out, k, v);

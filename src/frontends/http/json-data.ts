@@ -51,8 +51,21 @@ function flatten(data: unknown[], name: string): unknown[] {
 }
 
 function badValue(name: string, datatype: DataType, v: unknown) {
-  return invalidArg(`unable to parse 'data' of input '${name}': ${JSON.stringify(v) ?? String(v)} is not a valid ${datatype} value`);
+  return invalidArg(`unable to parse 'data' of input '${name}': ${describe(v)} is not a valid ${datatype} value`);
 }
+
+/**
+ * A client's JSON value for an error message, in bounded time and length: values can be nested arbitrarily
+ * deep (JSON.stringify would overflow the stack) or megabytes long.
+ */
+export function describe(v: unknown): string {
+  if (Array.isArray(v)) return 'an array';
+  if (v === null) return 'null';
+  if (typeof v === 'object') return 'an object';
+  if (typeof v === 'string') return JSON.stringify(v.length > 64 ? `${v.slice(0, 64)}…` : v);
+  return String(v);
+}
+
 
 function fillBool(arr: Uint8Array, flat: unknown[], name: string): void {
   for (let i = 0; i < flat.length; i++) {

@@ -1,15 +1,25 @@
 import { Worker } from 'node:worker_threads';
 import { NereidError, invalidArg, type ErrorCode } from '../../errors.js';
-import type { InferenceResponse } from '../../inference/index.js';
+import type { InferenceResponse, RequestBounds } from '../../inference/index.js';
 import type { Tensor } from '../../tensor/tensor.js';
+import { decodeHeader, type InferHeader } from './infer-request.js';
 import { encodeInfer, type EncodedInfer } from './infer-response.js';
 
 /**
- * JSON request headers: parsed inline when small, in a worker thread when large, so one client's big JSON
- * body never stalls everyone else's requests. The threshold is where parsing starts to cost more than the
- * hop to the worker and back.
+ * JSON request headers: parsed and checked inline when small, in a worker thread when large, so one client's
+ * big JSON body never stalls everyone else's requests. The threshold is where parsing starts to cost more
+ * than the hop to the worker and back. Only the checked header comes back from the worker: its size is
+ * bounded by the model (see RequestBounds), and tensor data is transferred. Sending back the parsed JSON
+ * itself would cost the event loop as much as parsing it: structured clone rebuilds every object.
  */
 export const OFF_THREAD_BYTES = 256 * 1024;
+
+/**
+ * The most JSON values a large body of an endpoint other than infer may hold (see parseBody): rebuilding them
+ * on the event loop then takes milliseconds, not the seconds a body of millions of tiny objects would.
+ * Such bodies are small (settings, a prompt, a model config); tensors go to infer.
+ */
+export const MAX_BODY_VALUES = 100_000;
 
 export function parseJsonInline(body: Buffer, length: number): unknown {
   try {
@@ -53,21 +63,49 @@ export class JsonParser {
   private readonly pending = new Map<number, Pending>();
   private nextId = 0;
 
-  parse(body: Buffer, length: number): Promise<unknown> {
+  parse(body: Buffer, length: number, bounds: RequestBounds, maxInputSize: number): Promise<InferHeader> {
     if (length < OFF_THREAD_BYTES) {
       try {
-        return Promise.resolve(parseJsonInline(body, length));
+        return Promise.resolve(decodeHeader(parseJsonInline(body, length), { bounds, maxInputSize, packBytes: false }));
       } catch (e) {
         return Promise.reject(e);
       }
     }
     const w = this.ensureWorker();
     const id = this.nextId++;
-    // A copy: the body's binary part must stay here, and the JSON part is transferred away.
-    const text = new Uint8Array(body.subarray(0, length));
+    // A body that is all JSON and owns its memory (a large one read in several chunks, or inflated) goes to the
+    // worker as it is: the caller gives it up (see handleInfer). Otherwise a copy, as the binary part must stay
+    // here: slice() is one memcpy into a buffer of its own (never the Buffer pool's, which must not move).
+    const text = length === body.byteLength && body.byteOffset === 0 && body.buffer.byteLength === length
+      ? new Uint8Array(body.buffer, 0, length)
+      : Uint8Array.prototype.slice.call(body, 0, length);
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
-      w.postMessage({ id, text }, [text.buffer]);
+      w.postMessage({ id, text, bounds, maxInputSize }, [text.buffer as ArrayBuffer]);
+    });
+  }
+
+  /**
+   * The JSON body of an endpoint other than infer (generate, repository, logging, shared memory), parsed
+   * inline when small and in the worker when large; undefined for an empty body. What the worker sends back
+   * is rebuilt value by value on the event loop, so a large body may hold at most MAX_BODY_VALUES values.
+   */
+  parseBody(body: Buffer): Promise<unknown> {
+    if (body.byteLength === 0) return Promise.resolve(undefined);
+    if (body.byteLength < OFF_THREAD_BYTES) {
+      try {
+        return Promise.resolve(JSON.parse(body.toString('utf8')));
+      } catch (e) {
+        return Promise.reject(invalidArg(`failed to parse the request JSON buffer: ${(e as Error).message}`));
+      }
+    }
+    const w = this.ensureWorker();
+    const id = this.nextId++;
+    // The caller gives the body up: transferred as it is when it owns its memory, else copied.
+    const plain = body.byteOffset === 0 && body.buffer.byteLength === body.byteLength ? new Uint8Array(body.buffer) : Uint8Array.prototype.slice.call(body);
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { resolve, reject });
+      w.postMessage({ id, plain }, [plain.buffer as ArrayBuffer]);
     });
   }
 
@@ -92,7 +130,7 @@ export class JsonParser {
     if (this.worker) return this.worker;
     const w = new Worker(new URL('./json-worker.js', import.meta.url));
     w.unref();
-    w.on('message', (m: { id: number; json?: unknown; encoded?: EncodedInfer; error?: { code: string; message: string } }) => {
+    w.on('message', (m: { id: number; header?: InferHeader; value?: unknown; encoded?: EncodedInfer; error?: { code: string; message: string; limit?: string } }) => {
       const p = this.pending.get(m.id);
       if (!p) return;
       this.pending.delete(m.id);
@@ -100,10 +138,12 @@ export class JsonParser {
       else if (m.error) {
         p.reject(m.error.code === 'PARSE'
           ? invalidArg(`failed to parse the request JSON buffer: ${m.error.message}`)
-          : new NereidError(m.error.code as ErrorCode, m.error.message));
-      } else p.resolve(m.json);
+          : new NereidError(m.error.code as ErrorCode, m.error.message, m.error.limit !== undefined ? { limit: m.error.limit } : undefined));
+      } else p.resolve('value' in m ? m.value : m.header);
     });
     w.on('error', (e) => this.failAll(e));
+    // A message that cannot be rebuilt here names no request: fail them all rather than leave one unanswered.
+    w.on('messageerror', (e) => this.failAll(e));
     w.on('exit', () => {
       this.worker = undefined;
       this.failAll(new Error('JSON worker exited'));

@@ -1,20 +1,27 @@
 import { parentPort } from 'node:worker_threads';
-import { isNereidError } from '../../errors.js';
-import { isDataType } from '../../tensor/datatype.js';
-import { elementCount } from '../../tensor/tensor.js';
-import { decodeJsonData } from './json-data.js';
+import { isNereidError, type NereidError } from '../../errors.js';
+import { decodeHeader } from './infer-request.js';
+import { moreValuesThan, scanHeader } from './json-scan.js';
 import { encodeInfer } from './infer-response.js';
-import { parseInferJson } from './json-parse.js';
-import type { InferenceResponse } from '../../inference/index.js';
+import { MAX_BODY_VALUES, parseInferJson } from './json-parse.js';
+import type { InferenceResponse, RequestBounds } from '../../inference/index.js';
 
 /**
- * Parses large JSON request headers off the event loop: JSON.parse plus the conversion of every input's
- * `data` into its final bytes, which is where the time goes. The bytes come back as transferred buffers.
+ * Parses and checks large JSON request headers off the event loop: JSON.parse, the checks against the
+ * model's bounds and the conversion of every input's `data` into its final bytes, which is where the time
+ * goes. Only the checked header comes back, its bytes as transferred buffers.
  * It also writes large JSON responses (numbers to text is as slow as text to numbers).
  */
 interface ParseJob {
   id: number;
   text: Uint8Array;
+  bounds: RequestBounds;
+  maxInputSize: number;
+}
+
+interface PlainJob {
+  id: number;
+  plain: Uint8Array;
 }
 
 interface EncodeJob {
@@ -25,7 +32,7 @@ interface EncodeJob {
 const decoder = new TextDecoder();
 const encoder = new TextEncoder();
 
-parentPort!.on('message', (job: ParseJob | EncodeJob) => {
+parentPort!.on('message', (job: ParseJob | PlainJob | EncodeJob) => {
   if ('encode' in job) {
     const { response, binaryOutputs, binaryDefault } = job.encode;
     const encoded = encodeInfer(response, binaryOutputs, binaryDefault);
@@ -36,26 +43,46 @@ parentPort!.on('message', (job: ParseJob | EncodeJob) => {
     parentPort!.postMessage({ id: job.id, encoded: { json, blobs: encoded.blobs } }, transfer);
     return;
   }
-  const { id, text } = job;
-  try {
-    const json = parseInferJson(decoder.decode(text));
-    const transfer: ArrayBuffer[] = [];
-    const inputs = (json as { inputs?: unknown }).inputs;
-    if (Array.isArray(inputs)) {
-      for (const input of inputs as Record<string, unknown>[]) {
-        if (typeof input !== 'object' || input === null || input['data'] === undefined) continue;
-        const { name, datatype, shape } = input;
-        if (typeof name !== 'string' || !isDataType(datatype) || !Array.isArray(shape) || !shape.every((d) => Number.isSafeInteger(d) && d >= 0)) continue;
-        const count = elementCount(shape as number[]);
-        if (count === 0) continue;
-        const data = decodeJsonData(name, datatype, input['data'], count);
-        input['data'] = data;
-        if (data instanceof Uint8Array) transfer.push(data.buffer as ArrayBuffer);
-      }
+  if ('plain' in job) {
+    const { id, plain } = job;
+    if (moreValuesThan(plain, MAX_BODY_VALUES)) {
+      parentPort!.postMessage({ id, error: { code: 'INVALID_ARG', message: `the request body holds more than ${MAX_BODY_VALUES} JSON values` } });
+      return;
     }
-    parentPort!.postMessage({ id, json }, transfer);
+    try {
+      parentPort!.postMessage({ id, value: JSON.parse(decoder.decode(plain)) });
+    } catch (e) {
+      parentPort!.postMessage({ id, error: { code: 'PARSE', message: (e as Error).message } });
+    }
+    return;
+  }
+  const { id, text, bounds, maxInputSize } = job;
+  let json: unknown;
+  try {
+    scanHeader(text, bounds);
   } catch (e) {
-    const error = isNereidError(e) ? { code: e.code, message: e.message } : { code: 'PARSE', message: (e as Error).message };
+    const err = e as NereidError;
+    parentPort!.postMessage({ id, error: { code: err.code, message: err.message } });
+    return;
+  }
+  try {
+    json = parseInferJson(decoder.decode(text));
+  } catch (e) {
+    parentPort!.postMessage({ id, error: { code: 'PARSE', message: (e as Error).message } });
+    return;
+  }
+  try {
+    const header = decodeHeader(json, { bounds, maxInputSize, packBytes: true });
+    // Tensor bytes go back transferred; everything else in the header is bounded by the model.
+    const transfer = new Set<ArrayBuffer>();
+    for (const input of header.inputs) {
+      if (input.data instanceof Uint8Array) transfer.add(input.data.buffer as ArrayBuffer);
+    }
+    parentPort!.postMessage({ id, header }, [...transfer]);
+  } catch (e) {
+    const error = isNereidError(e)
+      ? { code: e.code, message: e.message, limit: e.limit }
+      : { code: 'INTERNAL', message: `failed to decode the request: ${(e as Error).message}` };
     parentPort!.postMessage({ id, error });
   }
 });

@@ -7,27 +7,25 @@ import { sendEmpty, sendJson } from './reply.js';
 
 /** The model repository extension: index, load (with config and file overrides), unload. */
 
-function parseOptionalJson(body: Buffer): Record<string, unknown> | undefined {
-  if (body.byteLength === 0) return undefined;
-  let j: unknown;
-  try {
-    j = JSON.parse(body.toString('utf8'));
-  } catch (e) {
-    throw invalidArg(`failed to parse the request JSON buffer: ${(e as Error).message}`);
-  }
+/** The parsed body (undefined when empty) as the object it must be. */
+function optionalObject(j: unknown): Record<string, unknown> | undefined {
+  if (j === undefined) return undefined;
   if (!isObject(j)) throw invalidArg('the request body must be a JSON object');
   return j;
 }
 
-export async function handleRepoIndex(server: InferenceServer, body: Buffer, res: ServerResponse): Promise<void> {
-  const j = parseOptionalJson(body);
+/** Parses JSON off the event loop when large (the frontend's JsonParser.parseBody). */
+export type ParseBody = (body: Buffer) => Promise<unknown>;
+
+export async function handleRepoIndex(server: InferenceServer, body: unknown, res: ServerResponse): Promise<void> {
+  const j = optionalObject(body);
   const ready = j?.['ready'];
   if (ready !== undefined && typeof ready !== 'boolean') throw invalidArg("'ready' must be a boolean");
   sendJson(res, 200, JSON.stringify(await server.repositoryIndex(ready ?? false)));
 }
 
-export async function handleLoad(server: InferenceServer, model: string, body: Buffer, res: ServerResponse): Promise<void> {
-  const params = parseOptionalJson(body)?.['parameters'];
+export async function handleLoad(server: InferenceServer, model: string, body: unknown, res: ServerResponse, parse: ParseBody): Promise<void> {
+  const params = optionalObject(body)?.['parameters'];
   if (params !== undefined && !isObject(params)) throw invalidArg("'parameters' must be a JSON object");
   let config;
   const files = new Map<string, Uint8Array>();
@@ -36,9 +34,9 @@ export async function handleLoad(server: InferenceServer, model: string, body: B
     if (k === 'config') {
       let cj: unknown;
       try {
-        cj = JSON.parse(v);
+        cj = await parse(Buffer.from(v));
       } catch (e) {
-        throw invalidArg(`failed to parse the 'config' load parameter as JSON: ${(e as Error).message}`);
+        throw invalidArg(`failed to parse the 'config' load parameter as JSON: ${(e as Error).message.replace(/^failed to parse the request JSON buffer: /, '')}`);
       }
       config = modelConfigFromJson(cj);
     } else if (k.startsWith('file:')) {
@@ -52,8 +50,8 @@ export async function handleLoad(server: InferenceServer, model: string, body: B
   sendEmpty(res, 200);
 }
 
-export async function handleUnload(server: InferenceServer, model: string, body: Buffer, res: ServerResponse): Promise<void> {
-  const params = parseOptionalJson(body)?.['parameters'];
+export async function handleUnload(server: InferenceServer, model: string, body: unknown, res: ServerResponse): Promise<void> {
+  const params = optionalObject(body)?.['parameters'];
   if (params !== undefined && !isObject(params)) throw invalidArg("'parameters' must be a JSON object");
   const dependents = params?.['unload_dependents'];
   if (dependents !== undefined && typeof dependents !== 'boolean') throw invalidArg("'unload_dependents' must be a boolean");

@@ -37,8 +37,10 @@ export interface HttpFrontend {
  * from the one table in status.ts.
  */
 export async function startHttpFrontend(server: InferenceServer, options: HttpOptions, logger: Logger): Promise<HttpFrontend> {
+  const json = new JsonParser();
   const ctx: Context = {
-    server, options, json: new JsonParser(), logger, restrict: restriction(options.restricted), forwarded: headerForwarder(options.headerForwardPattern),
+    server, options, json, logger, restrict: restriction(options.restricted), forwarded: headerForwarder(options.headerForwardPattern),
+    parseBody: (body) => json.parseBody(body),
   };
   const http = createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
     handle(ctx, req, res).catch((e) => sendError(res, e, ctx));
@@ -78,6 +80,8 @@ interface Context {
   /** null when no API category is restricted. */
   readonly restrict: ((r: Route, headers: IncomingHttpHeaders) => string | null) | null;
   readonly forwarded: (headers: IncomingHttpHeaders) => Record<string, string> | undefined;
+  /** JSON bodies of the endpoints other than infer: json.parseBody. */
+  readonly parseBody: (body: Buffer) => Promise<unknown>;
 }
 
 async function handle(ctx: Context, req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -99,13 +103,13 @@ async function handle(ctx: Context, req: IncomingMessage, res: ServerResponse): 
     case 'all_stats': return sendJson(res, 200, JSON.stringify(s.statistics()));
     case 'all_instance_stats': return sendJson(res, 200, JSON.stringify(s.instanceStatistics()));
     case 'logging': return handleLogging(ctx, req, res, method);
-    case 'repo_index': return handleRepoIndex(s, await readBody(req, ctx.options.maxInputSize), res);
+    case 'repo_index': return handleRepoIndex(s, await readJson(ctx, req), res);
     case 'repo_index_named': throw unsupported("'repository_name' specification is not supported");
     case 'repo_model':
       if (r.repository !== '') throw unsupported("'repository_name' specification is not supported");
       return r.action === 'load'
-        ? handleLoad(s, r.model, await readBody(req, ctx.options.maxInputSize), res)
-        : handleUnload(s, r.model, await readBody(req, ctx.options.maxInputSize), res);
+        ? handleLoad(s, r.model, await readJson(ctx, req), res, ctx.parseBody)
+        : handleUnload(s, r.model, await readJson(ctx, req), res);
     // Nereid has no tracing yet: a Triton built without tracing answers this (HTTP says "tracing", gRPC "trace").
     case 'trace': throw unavailable('the server does not support tracing');
     case 'shm': return handleSharedMemory(ctx, r, req, res);
@@ -135,13 +139,16 @@ async function handleModel(ctx: Context, r: Extract<Route, { kind: 'model' }>, r
     case 'nereid_instance_stats': return sendJson(res, 200, JSON.stringify(s.instanceStatistics(r.model, r.version)));
     case 'infer': return handleInfer(ctx, r.model, r.version, req, res);
     case 'generate': case 'generate_stream':
-      return handleGenerate(s, r.model, r.version, r.action === 'generate_stream', req, res, ctx.options.maxInputSize, connectionSignal(req.socket));
+      return handleGenerate(s, r.model, r.version, r.action === 'generate_stream', req, res, ctx.options.maxInputSize, connectionSignal(req.socket), ctx.parseBody);
   }
 }
 
 async function handleInfer(ctx: Context, model: string, version: number | undefined, req: IncomingMessage, res: ServerResponse): Promise<void> {
-  // As Triton's HandleInfer (CheckTransactionPolicy): a decoupled model is refused before the body is read.
-  if (ctx.server.isModelDecoupled(model, version)) throw unsupported("HTTP end point doesn't support models with decoupled transaction policy");
+  // As Triton's HandleInfer, the model is looked up before the body is read (an unknown model is refused
+  // then), and a decoupled one is refused (CheckTransactionPolicy). Its bounds let the decoding refuse a
+  // request that holds more than the model could take before doing the work it asks for.
+  const bounds = ctx.server.requestBounds(model, version);
+  if (bounds.decoupled) throw unsupported("HTTP end point doesn't support models with decoupled transaction policy");
   const limit = ctx.options.maxInputSize;
   const encoding = requestEncoding(req.headers['content-encoding'] as string | undefined);
   let body = await readBody(req, limit);
@@ -149,9 +156,12 @@ async function handleInfer(ctx: Context, model: string, version: number | undefi
   const headerLength = parseHeaderLength(req.headers['inference-header-content-length'], body.byteLength);
   if (headerLength === 0) throw unsupported('raw binary requests (Inference-Header-Content-Length: 0) are not supported yet');
   const jsonLength = headerLength ?? body.byteLength;
-  const json = await ctx.json.parse(body, jsonLength);
+  // A body that is all JSON may be handed to the JSON worker without a copy: only its (empty) binary part is
+  // read afterwards.
+  const binary = jsonLength === body.byteLength ? NO_BINARY : body;
+  const parsed = await ctx.json.parse(body, jsonLength, bounds, limit);
   const signal = connectionSignal(req.socket);
-  const decoded = decodeInfer(json, body, jsonLength, { model, version, signal, forwarded: ctx.forwarded(req.headers) });
+  const decoded = decodeInfer(parsed, binary, binary === NO_BINARY ? 0 : jsonLength, { model, version, signal, forwarded: ctx.forwarded(req.headers) });
   // Borrowed outputs go to the socket without a copy; they are given back once the response is over.
   const response = await ctx.server.infer({ ...decoded.request, borrowOutputs: true });
   if (response.release) releaseWhenDone(res, signal, response.release);
@@ -160,6 +170,8 @@ async function handleInfer(ctx: Context, model: string, version: number | undefi
   const { json: header, blobs } = encoded instanceof Promise ? await encoded : encoded;
   await sendInfer(res, header, blobs, negotiate(req.headers['accept-encoding'] as string | undefined));
 }
+
+const NO_BINARY = Buffer.alloc(0);
 
 const kAbort = Symbol('nereid.abort');
 
@@ -242,7 +254,7 @@ async function handleSharedMemory(ctx: Context, r: Extract<Route, { kind: 'shm' 
       // The route requires a region for register; the regex makes it optional for the other actions.
       const name = r.region ?? '';
       shm.checkAllowed();
-      const body = parseRegisterBody(await readBody(req, ctx.options.maxInputSize));
+      const body = parseRegisterBody(await readJson(ctx, req));
       if (r.cuda) shm.registerCuda(name);
       else shm.registerSystem(name, requiredString(body, 'key'), optionalUint(body, 'offset'), requiredUint(body, 'byte_size'));
       return sendEmpty(res, 200);
@@ -250,15 +262,14 @@ async function handleSharedMemory(ctx: Context, r: Extract<Route, { kind: 'shm' 
   }
 }
 
-function parseRegisterBody(body: Buffer): Record<string, unknown> {
-  let j: unknown;
-  try {
-    j = JSON.parse(body.toString('utf8'));
-  } catch (e) {
-    throw invalidArg(`failed to parse the request JSON buffer: ${(e as Error).message}`);
-  }
+function parseRegisterBody(j: unknown): Record<string, unknown> {
   if (!isObject(j)) throw invalidArg('the shared memory register request must be a JSON object');
   return j;
+}
+
+/** A request body as JSON (undefined when empty), parsed off the event loop when large. */
+async function readJson(ctx: Context, req: IncomingMessage): Promise<unknown> {
+  return ctx.parseBody(await readBody(req, ctx.options.maxInputSize));
 }
 
 function requiredString(j: Record<string, unknown>, key: string): string {
@@ -282,15 +293,10 @@ function optionalUint(j: Record<string, unknown>, key: string): number {
 
 async function handleLogging(ctx: Context, req: IncomingMessage, res: ServerResponse, method: string): Promise<void> {
   if (method === 'POST') {
-    const body = await readBody(req, ctx.options.maxInputSize);
-    if (body.byteLength > 0) {
-      let j: unknown;
-      try {
-        j = JSON.parse(body.toString('utf8'));
-      } catch (e) {
-        // Triton answers 500 (its JSON wrapper's INTERNAL); a client's mistake is 400 here, as on every path.
-        throw invalidArg(`failed to parse the request JSON buffer: ${(e as Error).message}`);
-      }
+    // A body that is not JSON: Triton answers 500 (its JSON wrapper's INTERNAL); a client's mistake is 400
+    // here, as on every path.
+    const j = await readJson(ctx, req);
+    if (j !== undefined) {
       if (!isObject(j)) throw invalidArg('the logging settings must be a JSON object');
       ctx.logger.update(j);
     }
@@ -302,6 +308,12 @@ function sendError(res: ServerResponse, e: unknown, ctx: Context): void {
   const err = isNereidError(e) ? e : new NereidError('INTERNAL', 'internal error');
   if (err.limit !== undefined) ctx.server.reportError(err);
   if (!isNereidError(e)) ctx.logger.error(`unexpected error in the HTTP frontend: ${(e as Error)?.stack ?? String(e)}`);
+  else if (res.socket === null || res.socket.destroyed) {
+    // The client has gone (mid-upload, or while its request waited): there is no one to answer, and nothing
+    // went wrong here. One line for whoever follows requests; the message is ours, never the client's text.
+    if (ctx.logger.isVerbose(1)) ctx.logger.verbose(1, `HTTP client closed its connection before its answer (${err.code}${err.code === 'CANCELLED' ? `: ${err.message}` : ''})`);
+    return;
+  }
   if (res.headersSent) {
     res.destroy();
     return;
