@@ -447,7 +447,9 @@ export class InferenceServer {
    * a `limit`) is counted in `nereid_limit_refusal_count` and logged at most once a minute per limit.
    */
   reportError(e: unknown): void {
-    if (isNereidError(e) && e.limit !== undefined) this.refusals.refused(e.limit, e.message);
+    // A frontend's own error type (the OpenAI one) may name a limit too.
+    const limit = (e as { limit?: unknown } | null)?.limit;
+    if (typeof limit === 'string') this.refusals.refused(limit, (e as Error).message);
   }
 
   /**

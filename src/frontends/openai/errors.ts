@@ -25,6 +25,8 @@ export class OpenAiError extends Error {
     message: string,
     readonly param: string | null = null,
     readonly code: string | null = null,
+    /** The server limit that refused the request, as on a NereidError: counted by the frontend. */
+    readonly limit: string | undefined = undefined,
   ) {
     super(message);
   }

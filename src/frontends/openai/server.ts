@@ -4,6 +4,7 @@ import { isNereidError } from '../../errors.js';
 import type { Logger } from '../../observability/logger.js';
 import type { InferenceServer } from '../../server/inference-server.js';
 import { readBody } from '../http/body.js';
+import { JsonParser } from '../http/json-parse.js';
 import { handleCompletion } from './completions.js';
 import { badRequest, errorReply, OpenAiError } from './errors.js';
 import { chatRequest, completionRequest } from './requests.js';
@@ -29,7 +30,9 @@ const DEFAULT_MAX_INPUT_SIZE = 64 * 1024 * 1024;
  * answer in OpenAI's shape with the status from the one table in errors.ts.
  */
 export async function startOpenAiFrontend(server: InferenceServer, options: OpenAiOptions, logger: Logger): Promise<OpenAiFrontend> {
-  const ctx: Context = { server, logger, maxInputSize: options.maxInputSize ?? DEFAULT_MAX_INPUT_SIZE, started: Math.floor(Date.now() / 1000) };
+  const ctx: Context = {
+    server, logger, maxInputSize: options.maxInputSize ?? DEFAULT_MAX_INPUT_SIZE, started: Math.floor(Date.now() / 1000), json: new JsonParser(),
+  };
   const http = createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
     handle(ctx, req, res).catch((e: unknown) => sendError(res, e, ctx));
   });
@@ -42,7 +45,7 @@ export async function startOpenAiFrontend(server: InferenceServer, options: Open
   });
   const port = (http.address() as AddressInfo).port;
   logger.info(`Started OpenAI-compatible service at ${options.address}:${port}`);
-  return { port, close: () => closeServer(http) };
+  return { port, close: () => closeServer(http, ctx.json) };
 }
 
 interface Context {
@@ -51,6 +54,8 @@ interface Context {
   readonly maxInputSize: number;
   /** What /v1/models reports as each model's `created`: when this frontend started. */
   readonly started: number;
+  /** Large bodies are parsed in its worker, so that one client's body of tiny objects never stalls the others. */
+  readonly json: JsonParser;
 }
 
 async function handle(ctx: Context, req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -71,7 +76,7 @@ async function handle(ctx: Context, req: IncomingMessage, res: ServerResponse): 
   }
   if (path === '/v1/completions' || path === '/v1/chat/completions') {
     allow(method, 'POST');
-    const body = await readJson(req, ctx.maxInputSize);
+    const body = await readJson(ctx, req);
     const request = path === '/v1/completions' ? completionRequest(body) : chatRequest(body);
     return handleCompletion(ctx.server, request, res, clientGone(res));
   }
@@ -103,18 +108,21 @@ function clientGone(res: ServerResponse): AbortSignal {
   return ac.signal;
 }
 
-/** The body as JSON, refused past the size limit before it is all read. */
-async function readJson(req: IncomingMessage, limit: number): Promise<unknown> {
-  const body = await readBody(req, limit, (_size, max) => tooLarge(max));
+/**
+ * The body as JSON, refused past the size limit before it is all read. A large body is parsed in the worker,
+ * which refuses one of more JSON values than such a request can need (see JsonParser.parseBody).
+ */
+async function readJson(ctx: Context, req: IncomingMessage): Promise<unknown> {
+  const body = await readBody(req, ctx.maxInputSize, (_size, max) => tooLarge(max));
   try {
-    return JSON.parse(body.toString('utf8'));
+    return await ctx.json.parseBody(body);
   } catch (e) {
     throw badRequest(`We could not parse the JSON body of your request: ${(e as Error).message}`);
   }
 }
 
 function tooLarge(limit: number): OpenAiError {
-  return new OpenAiError(413, `the request body exceeds ${limit} bytes`);
+  return new OpenAiError(413, `the request body exceeds ${limit} bytes`, null, null, 'http-max-input-size');
 }
 
 function sendJson(res: ServerResponse, status: number, body: string): void {
@@ -133,11 +141,12 @@ function sendError(res: ServerResponse, e: unknown, ctx: Context): void {
   sendJson(res, status, body);
 }
 
-async function closeServer(http: Server, graceMs = 1000): Promise<void> {
+async function closeServer(http: Server, json: JsonParser, graceMs = 1000): Promise<void> {
   const force = setTimeout(() => http.closeAllConnections(), graceMs);
   await new Promise<void>((resolve) => {
     http.close(() => resolve());
     http.closeIdleConnections();
   });
   clearTimeout(force);
+  await json.close();
 }

@@ -130,12 +130,20 @@ test('a large JSON body is parsed off the event loop: other clients keep being s
   const n = 262144;
   const big = JSON.stringify({ inputs: [{ name: 'INPUT0', shape: [n], datatype: 'FP32', data: Array.from({ length: n }, (_, i) => (i % 1000) / 7) }] });
   const small = { inputs: [{ name: 'INPUT0', shape: [1, 16], datatype: 'INT32', data: new Array(16).fill(2) }, { name: 'INPUT1', shape: [1, 16], datatype: 'INT32', data: new Array(16).fill(1) }] };
-  // The server runs in this process: its event loop is this one, so its delay is measured directly. Parsing
-  // one of these bodies and writing its JSON answer on the loop stalls it for 150 ms or more every time; a
-  // busy machine (garbage collection, the test client's own copies) stalls it now and then too, so the best
-  // of three attempts must stay under 100 ms.
+  // The server runs in this process: its event loop is this one, so its delay is measured directly. The
+  // reference is the bare JSON work of one of these requests (parse the body, write an answer of the same
+  // size), measured on this thread, now; a server doing it on its loop also decodes and copies the tensors and
+  // stalls about three times that. The client's own work and garbage collection stall the loop now and then
+  // too, so after a warm-up the best of three attempts must stay under 1.5 times the reference.
+  const parseMs = 1.5 * Math.min(...[0, 1, 2].map(() => {
+    const t = performance.now();
+    JSON.stringify(JSON.parse(big));
+    return performance.now() - t;
+  }));
+  // One request first, so that starting the JSON worker and the model's first run are not measured.
+  assert.equal((await request(`${s.url}/v2/models/identity_fp32_1m/infer`, { body: big, headers: { 'content-type': 'application/json' } })).status, 200);
   const stalls: number[] = [];
-  for (let attempt = 0; attempt < 3 && !(stalls.length > 0 && Math.min(...stalls) < 100); attempt++) {
+  for (let attempt = 0; attempt < 3 && !(stalls.length > 0 && Math.min(...stalls) < parseMs); attempt++) {
     const h = monitorEventLoopDelay({ resolution: 1 });
     h.enable();
     const bigs = Array.from({ length: 4 }, () => request(`${s.url}/v2/models/identity_fp32_1m/infer`, { body: big, headers: { 'content-type': 'application/json' } }));
@@ -152,5 +160,5 @@ test('a large JSON body is parsed off the event loop: other clients keep being s
     assert.ok(smallDone > 4, `only ${smallDone} small requests completed meanwhile`);
     stalls.push(h.max / 1e6);
   }
-  assert.ok(Math.min(...stalls) < 100, `event loop stalled for ${stalls.map((x) => x.toFixed(1)).join(', ')} ms`);
+  assert.ok(Math.min(...stalls) < parseMs, `event loop stalled for ${stalls.map((x) => x.toFixed(1)).join(', ')} ms; the bound, 1.5 times the JSON work of one request here, is ${parseMs.toFixed(1)} ms`);
 });

@@ -243,3 +243,25 @@ test('nereid serve --openai-port starts the frontend beside HTTP', async () => {
     await p.exited;
   }
 });
+
+test('hostile bodies: millions of tiny values are refused off the event loop, an oversized body is 413 and counted', async () => {
+  const small = await startOpenAiFrontend(s.server, { port: 0, address: '127.0.0.1', maxInputSize: 4 << 20 }, createLogger({ info: false, warning: false, error: false, verbose: 0, format: 'default', file: '' }));
+  const url = `http://127.0.0.1:${small.port}/v1/completions`;
+  try {
+    // 3 MB of empty objects: parsed in the worker, which refuses more JSON values than a request can need.
+    const tiny = `{"model":"tiny_llm","prompt":"hi","user":[${new Array(750_000).fill('{}').join(',')}]}`;
+    const r = await request(url, { body: tiny, headers: { 'Content-Type': 'application/json' } });
+    assert.equal(r.status, 400);
+    assert.match(r.json().error.message, /more than 100000 JSON values/);
+    const before = /nereid_limit_refusal_count\{limit="http-max-input-size"\} (\d+)/.exec(await s.server.metricsText())?.[1] ?? '0';
+    const big = await request(url, { body: Buffer.alloc(5 << 20, 0x20), headers: { 'Content-Type': 'application/json' } });
+    assert.equal(big.status, 413);
+    const after = /nereid_limit_refusal_count\{limit="http-max-input-size"\} (\d+)/.exec(await s.server.metricsText())?.[1];
+    assert.equal(Number(after), Number(before) + 1);
+    // The frontend still answers.
+    const ok = await postJson(url, { model: 'tiny_llm', prompt: 'Hi', max_tokens: 2, ignore_eos: true });
+    assert.equal(ok.json().usage.completion_tokens, 2);
+  } finally {
+    await small.close();
+  }
+});
