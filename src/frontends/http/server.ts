@@ -2,11 +2,13 @@ import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Serv
 import type { AddressInfo, Socket } from 'node:net';
 import { NereidError, invalidArg, isNereidError, unavailable, unsupported } from '../../errors.js';
 import type { InferenceServer } from '../../server/inference-server.js';
+import type { RequestBounds } from '../../inference/index.js';
 import type { Logger } from '../../observability/logger.js';
 import { readBody } from './body.js';
 import { compress, decompress, negotiate, requestEncoding } from './compression.js';
 import { decodeInfer, isObject } from './infer-request.js';
 import { JsonParser } from './json-parse.js';
+import { scanHeader } from './json-scan.js';
 import { headerForwarder, restriction, type HttpRestrictedGroup } from './restricted.js';
 import { route, type Route } from './routes.js';
 import { HTTP_STATUS } from './status.js';
@@ -151,7 +153,7 @@ async function handleInfer(ctx: Context, model: string, version: number | undefi
   if (bounds.decoupled) throw unsupported("HTTP end point doesn't support models with decoupled transaction policy");
   const limit = ctx.options.maxInputSize;
   const encoding = requestEncoding(req.headers['content-encoding'] as string | undefined);
-  let body = await readBody(req, limit);
+  let body = await readBody(req, limit, undefined, encoding === 'identity' ? earlyRefusal(req, res, bounds) : undefined);
   if (encoding !== 'identity') body = await decompress(body, limit);
   const headerLength = parseHeaderLength(req.headers['inference-header-content-length'], body.byteLength);
   if (headerLength === 0) throw unsupported('raw binary requests (Inference-Header-Content-Length: 0) are not supported yet');
@@ -172,6 +174,23 @@ async function handleInfer(ctx: Context, model: string, version: number | undefi
 }
 
 const NO_BINARY = Buffer.alloc(0);
+
+/**
+ * The look at the start of a large body (readBody's `inspect`): the JSON header's first bytes are scanned for
+ * more inputs, outputs or parameters than the model allows, so that such a request is refused before the rest
+ * of it is read. The connection closes after the answer: the rest of the body is not read to keep it.
+ */
+function earlyRefusal(req: IncomingMessage, res: ServerResponse, bounds: RequestBounds): (prefix: Buffer) => void {
+  const declared = Number(req.headers['inference-header-content-length'] ?? Number.NaN);
+  return (prefix) => {
+    try {
+      scanHeader(Number.isSafeInteger(declared) && declared > 0 && declared < prefix.byteLength ? prefix.subarray(0, declared) : prefix, bounds);
+    } catch (e) {
+      res.shouldKeepAlive = false;
+      throw e;
+    }
+  };
+}
 
 const kAbort = Symbol('nereid.abort');
 

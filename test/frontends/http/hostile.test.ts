@@ -185,6 +185,29 @@ describe('one request does not stall the event loop for everyone else', () => {
   test('the server still answers a normal inference correctly', normalInferenceIsRight);
 });
 
+describe('a body refused from its start', () => {
+  test('is answered 400 after its first 64 KiB, without waiting for the rest, and the connection closes', async () => {
+    const port = Number(new URL(s.url).port);
+    const start = Buffer.from(tinyObjects(40_000)).subarray(0, 80 * 1024);
+    const answer = await new Promise<string>((resolve, reject) => {
+      let got = '';
+      const sock = connect(port, '127.0.0.1', () => {
+        // 6 MB declared, 80 KiB sent: the rest never comes, so only a refusal from the start can answer.
+        sock.write(`POST /v2/models/simple/infer HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: ${6 * 1024 * 1024}\r\n\r\n`);
+        sock.write(start);
+      });
+      sock.on('data', (c: Buffer) => (got += c.toString()));
+      sock.on('close', () => resolve(got));
+      sock.on('error', () => resolve(got));
+      setTimeout(() => reject(new Error(`no answer; got so far: ${got}`)), 20_000).unref();
+    });
+    assert.match(answer, /^HTTP\/1\.1 400 /);
+    assert.match(answer, /connection: close/i);
+    assert.match(answer, /expected 2 inputs but got at least \d+ inputs for model 'simple'/);
+  });
+  test('the server still answers a normal inference correctly', normalInferenceIsRight);
+});
+
 describe('a client that disconnects mid-upload', () => {
   /** Sends half a request body, then closes the connection; returns the server's log output after that. */
   async function disconnectMidUpload(verbose: number): Promise<string> {
