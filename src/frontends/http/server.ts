@@ -4,7 +4,7 @@ import { NereidError, invalidArg, isNereidError, unavailable, unsupported } from
 import type { InferenceServer } from '../../server/inference-server.js';
 import type { RequestBounds } from '../../inference/index.js';
 import type { Logger } from '../../observability/logger.js';
-import { readBody } from './body.js';
+import { INSPECT_BYTES, readBody } from './body.js';
 import { compress, decompress, negotiate, requestEncoding } from './compression.js';
 import { decodeInfer, isObject } from './infer-request.js';
 import { JsonParser } from './json-parse.js';
@@ -153,7 +153,10 @@ async function handleInfer(ctx: Context, model: string, version: number | undefi
   if (bounds.decoupled) throw unsupported("HTTP end point doesn't support models with decoupled transaction policy");
   const limit = ctx.options.maxInputSize;
   const encoding = requestEncoding(req.headers['content-encoding'] as string | undefined);
-  let body = await readBody(req, limit, undefined, encoding === 'identity' ? earlyRefusal(req, res, bounds) : undefined);
+  // Only a body that can reach INSPECT_BYTES (or of unknown length) is looked at from its start.
+  const declared = req.headers['content-length'];
+  const inspect = encoding === 'identity' && (declared === undefined || Number(declared) >= INSPECT_BYTES) ? earlyRefusal(req, res, bounds) : undefined;
+  let body = await readBody(req, limit, undefined, inspect);
   if (encoding !== 'identity') body = await decompress(body, limit);
   const headerLength = parseHeaderLength(req.headers['inference-header-content-length'], body.byteLength);
   if (headerLength === 0) throw unsupported('raw binary requests (Inference-Header-Content-Length: 0) are not supported yet');
