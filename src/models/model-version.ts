@@ -6,6 +6,7 @@ import type { FailureReason, Job, Scheduler } from '../scheduler/scheduler.js';
 import type { Tensor } from '../tensor/tensor.js';
 import { ResponseStream } from '../inference/stream.js';
 import { classify } from './classification.js';
+import { LiveJobs, type LiveLinks } from './live-jobs.js';
 import { responseCacheKey, type ResponseCache } from '../cache/cache.js';
 import type { ModelContext } from './context.js';
 import { StreamJob } from './stream-job.js';
@@ -18,9 +19,9 @@ import { countTokens } from './token-counts.js';
 export class ModelVersion {
   private closing: Promise<void> | undefined;
   /** Requests accepted and not yet answered, so that abort() can answer them whatever their backend does. */
-  private readonly live = new Set<InferJob | StreamJob>();
+  private readonly live = new LiveJobs<InferJob | StreamJob>();
   private readonly untrack = (job: InferJob | StreamJob): void => {
-    this.live.delete(job);
+    this.live.remove(job);
   };
 
   constructor(
@@ -186,7 +187,7 @@ export class ModelVersion {
    */
   abort(error: NereidError): void {
     this.scheduler.rejectQueued(error);
-    for (const job of [...this.live]) job.abort(error);
+    for (const job of this.live.toArray()) job.abort(error);
     for (const i of this.instances) i.kill?.(error);
   }
 
@@ -230,6 +231,8 @@ class InferJob implements Job {
   private error: NereidError | undefined;
   /** Answered by abort(): whatever the scheduler or backend reports later is dropped. */
   private aborted = false;
+  livePrev: LiveLinks | null = null;
+  liveNext: LiveLinks | null = null;
 
   constructor(
     private readonly model: ModelVersion,

@@ -8,6 +8,7 @@ import type { Tensor } from '../tensor/tensor.js';
 import { classify } from './classification.js';
 import { countTokens } from './token-counts.js';
 import type { ModelContext } from './context.js';
+import type { LiveLinks } from './live-jobs.js';
 
 /**
  * A request to a decoupled model between enqueue and its final response; it is also the ResponseSender the
@@ -18,6 +19,9 @@ import type { ModelContext } from './context.js';
  * seen, whichever comes last; a failure counts when it happens.
  */
 export class StreamJob implements Job {
+  /** Its links on its model version's LiveJobs list. */
+  livePrev: LiveLinks | null = null;
+  liveNext: LiveLinks | null = null;
   readonly enqueuedNs: bigint;
   readonly signal: AbortSignal;
   readonly parameters: Parameters | undefined;
