@@ -14,7 +14,7 @@
 // (undici, one connection per in-flight request) with simpleBodies('binary').
 
 import { mkdtempSync, cpSync, rmSync, mkdirSync, writeFileSync } from 'node:fs';
-import { spawn, execFileSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { tmpdir, cpus, loadavg } from 'node:os';
 import { join, relative } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -22,7 +22,7 @@ import * as grpc from '@grpc/grpc-js';
 import protobuf from 'protobufjs';
 import { runLoad } from './loadgen.mjs';
 import { simpleBodies } from './bodies.mjs';
-import { ROOT, BENCH_DIR, HOST, startServer, nereidArgs, nereidBuilt, freePort, cpuMs, killAll } from './servers.mjs';
+import { ROOT, BENCH_DIR, HOST, startServer, nereidArgs, nereidBuilt, commitName, freePort, cpuMs, killAll } from './servers.mjs';
 
 const { values: a } = parseArgs({
   options: {
@@ -151,16 +151,6 @@ function startReference() {
     proc.stderr.on('data', onData);
     proc.once('exit', (code) => reject(new Error(`the gRPC reference exited (${code}) before it was ready:\n${tail}`)));
   });
-}
-
-function commitName() {
-  try {
-    const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
-    const dirty = execFileSync('git', ['status', '--porcelain', '--', 'src', 'bin'], { cwd: ROOT, encoding: 'utf8' }).trim() !== '';
-    return dirty ? `${commit} (src/ has uncommitted changes)` : commit;
-  } catch {
-    return 'unknown';
-  }
 }
 
 if (!nereidBuilt()) throw new Error('build first: ./node_modules/.bin/tsc -p .');

@@ -1,6 +1,6 @@
 // Starting, watching and stopping the servers a benchmark compares, each as its own child process.
 
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { readFileSync, existsSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
@@ -133,4 +133,15 @@ export function nereidArgs(repository, port) {
 /** Whether bin/nereid.js can run: it imports the compiled dist/ (`npx tsc -p .`). */
 export function nereidBuilt() {
   return existsSync(join(ROOT, 'dist', 'src', 'cli', 'main.js'));
+}
+
+/** The commit benchmarked, saying so when src/ or bin/ had uncommitted changes. */
+export function commitName() {
+  try {
+    const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
+    const dirty = execFileSync('git', ['status', '--porcelain', '--', 'src', 'bin'], { cwd: ROOT, encoding: 'utf8' }).trim() !== '';
+    return dirty ? `${commit} (src/ has uncommitted changes)` : commit;
+  } catch {
+    return 'unknown';
+  }
 }

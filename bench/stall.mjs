@@ -11,7 +11,7 @@
 //                        [--attack-timeout S] [--nereid-args '...'] [--out FILE]
 
 import { mkdtempSync, cpSync, rmSync, mkdirSync, writeFileSync } from 'node:fs';
-import { fork, execFileSync } from 'node:child_process';
+import { fork } from 'node:child_process';
 import { tmpdir, cpus, loadavg } from 'node:os';
 import { join, relative } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -21,7 +21,7 @@ import { Pool } from 'undici';
 import { Worker } from 'node:worker_threads';
 import protobuf from 'protobufjs';
 import { simpleBodies } from './bodies.mjs';
-import { ROOT, BENCH_DIR, HOST, nereidBuilt, freePort } from './servers.mjs';
+import { ROOT, BENCH_DIR, HOST, nereidBuilt, commitName, freePort } from './servers.mjs';
 
 const { values: a } = parseArgs({
   options: {
@@ -269,16 +269,6 @@ async function window(nereid, bodies, attacker) {
     loopMaxMs: loop.maxMs, loopP99Ms: loop.p99Ms, p99Ms: r.p99, maxMs: r.max, throughput: r.throughput, requests: r.requests,
     errors: r.errors, errorSamples: r.samples, attacker: attacked,
   };
-}
-
-function commitName() {
-  try {
-    const commit = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
-    const dirty = execFileSync('git', ['status', '--porcelain', '--', 'src', 'bin'], { cwd: ROOT, encoding: 'utf8' }).trim() !== '';
-    return dirty ? `${commit} (src/ has uncommitted changes)` : commit;
-  } catch {
-    return 'unknown';
-  }
 }
 
 if (!nereidBuilt()) throw new Error('build first: ./node_modules/.bin/tsc -p .');
