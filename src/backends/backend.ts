@@ -185,6 +185,16 @@ export interface InstanceStatus {
 
 export const READY_INSTANCE: InstanceStatus = Object.freeze({ ready: true, hung: false, reason: '' });
 
+/**
+ * The status of an instance that runs its model in a process or worker of its own (Python stub, JavaScript
+ * worker): hung past the execute timeout, down (died, or could not start again), unloaded, or still starting.
+ */
+export function workerStatus(instanceName: string, ready: boolean, s: { hungReason?: string | undefined; downReason?: string | undefined; closed: boolean; starting: string }): InstanceStatus {
+  if (ready) return READY_INSTANCE;
+  const why = s.hungReason ?? s.downReason ?? (s.closed ? 'unloaded' : s.starting);
+  return { ready: false, hung: s.hungReason !== undefined, reason: `model instance '${instanceName}': ${why}` };
+}
+
 /** The status of any instance: status() where it has one, else what ready() says. */
 export function instanceStatus(i: BackendInstance): InstanceStatus {
   if (i.status) return i.status();

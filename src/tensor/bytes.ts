@@ -5,10 +5,14 @@ import { invalidArg } from '../errors.js';
  * little-endian length followed by that many bytes, with no padding.
  */
 
-export function serializeBytes(elements: readonly Uint8Array[]): Buffer {
+/**
+ * `ownMemory` puts the result in an ArrayBuffer of its own rather than possibly Node's shared Buffer pool, for
+ * data that is transferred to another thread.
+ */
+export function serializeBytes(elements: readonly Uint8Array[], ownMemory = false): Buffer {
   let total = 0;
   for (const e of elements) total += 4 + e.byteLength;
-  const out = Buffer.allocUnsafe(total);
+  const out = ownMemory ? Buffer.allocUnsafeSlow(total) : Buffer.allocUnsafe(total);
   let at = 0;
   for (const e of elements) {
     out.writeUInt32LE(e.byteLength, at);

@@ -111,14 +111,13 @@ test('--exit-timeout-secs bounds the drain: a long backlog does not keep the pro
   const body = { inputs: [{ name: 'INPUT0', shape: [1, 16], datatype: 'FP32', data: new Array(16).fill(0.25) }] };
   const pending = Array.from({ length: 40 }, () => postJson(`${s.url}/v2/models/slow_fp32/infer`, body).catch(() => undefined));
   await sleep(200);
-  const t0 = performance.now();
   s.child.kill('SIGTERM');
   assert.equal(await s.exited, 1, s.output());
-  // 40 requests of ~85 ms would take over 3 s to drain.
-  assert.ok(performance.now() - t0 < 2500, `exited after ${(performance.now() - t0).toFixed(0)} ms`);
   const replies = await Promise.all(pending);
-  // Every request was answered: a 200, or a 503 for those the timeout caught.
+  // Every request was answered: a 200, or a 503 for those the timeout caught. The drain was cut short (counted,
+  // not timed): 40 requests of ~85 ms on one instance cannot all have run within a timeout of 0 s.
   for (const r of replies) assert.ok(r && (r.status === 200 || r.status === 503), `answered ${r?.status}`);
+  assert.ok(replies.filter((r) => r?.status === 503).length > 0, 'no request was cut short by the exit timeout');
   assert.match(s.output(), /failed to stop server: Internal - Exit timeout expired\. Exiting immediately\./);
 });
 

@@ -4,7 +4,7 @@ import { NO_RESPONSE } from '../../inference/response.js';
 import type { Logger } from '../../observability/logger.js';
 import type { Tensor } from '../../tensor/tensor.js';
 import type { DataType } from '../../tensor/datatype.js';
-import { READY_INSTANCE, type BackendInstance, type BackendRequest, type ExecutionTimes, type InstanceStatus } from '../backend.js';
+import { workerStatus, type BackendInstance, type BackendRequest, type ExecutionTimes, type InstanceStatus } from '../backend.js';
 import type { WorkerInit } from './model-worker.js';
 import { ERROR_CODE_NAMES, bytesElements, fixedBytes, pack, type FromWorker, type ToWorker, type WireRequest, type WireTensor } from './wire.js';
 
@@ -62,9 +62,7 @@ export class JsInstance implements BackendInstance {
   }
 
   status(): InstanceStatus {
-    if (this.ready()) return READY_INSTANCE;
-    const why = this.hungReason ?? this.downReason ?? (this.closed ? 'unloaded' : 'its worker is starting');
-    return { ready: false, hung: this.hungReason !== undefined, reason: `model instance '${this.instanceName}': ${why}` };
+    return workerStatus(this.instanceName, this.ready(), { hungReason: this.hungReason, downReason: this.downReason, closed: this.closed, starting: 'its worker is starting' });
   }
 
   private start(): Promise<Worker> {

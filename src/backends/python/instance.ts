@@ -3,7 +3,7 @@ import { NO_RESPONSE, type Parameters } from '../../inference/index.js';
 import type { Logger } from '../../observability/logger.js';
 import type { DataType } from '../../tensor/datatype.js';
 import { wireByteLength, type Tensor } from '../../tensor/tensor.js';
-import { READY_INSTANCE, type BackendInstance, type BackendRequest, type ExecutionTimes, type InstanceStatus, type ModelCalls } from '../backend.js';
+import { workerStatus, type BackendInstance, type BackendRequest, type ExecutionTimes, type InstanceStatus, type ModelCalls } from '../backend.js';
 import { StubCalls, splitElements } from './calls.js';
 import type { Interpreter } from './interpreter.js';
 import { InputArena, StubRegions, align, unlinkAll, type ArenaBlock, type Mapping } from './shm.js';
@@ -180,9 +180,7 @@ export class PythonInstance implements BackendInstance {
   }
 
   status(): InstanceStatus {
-    if (this.ready()) return READY_INSTANCE;
-    const why = this.hungReason ?? this.downReason ?? (this.closed ? 'unloaded' : 'its Python stub is starting');
-    return { ready: false, hung: this.hungReason !== undefined, reason: `model instance '${this.opts.instanceName}': ${why}` };
+    return workerStatus(this.opts.instanceName, this.ready(), { hungReason: this.hungReason, downReason: this.downReason, closed: this.closed, starting: 'its Python stub is starting' });
   }
 
   async execute(requests: readonly BackendRequest[]): Promise<ExecutionTimes> {

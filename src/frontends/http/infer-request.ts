@@ -1,7 +1,7 @@
 import { invalidArg, limitExceeded } from '../../errors.js';
 import type { InferenceRequest, Parameters, RequestBounds, RequestedOutput, SharedMemoryInput, SharedMemoryRef } from '../../inference/index.js';
 import { byteSize, isDataType, type DataType } from '../../tensor/datatype.js';
-import { deserializeBytes } from '../../tensor/bytes.js';
+import { deserializeBytes, serializeBytes } from '../../tensor/bytes.js';
 import { elementCount, formatShape, type Tensor } from '../../tensor/tensor.js';
 import { decodeJsonData, describe } from './json-data.js';
 
@@ -177,22 +177,7 @@ function jsonData(data: unknown, name: string, datatype: DataType, shape: number
   if (count === 0) return datatype === 'BYTES' ? { data: limits.packBytes ? new Uint8Array(0) : [], packed: limits.packBytes } : { data: new Uint8Array(0) };
   const decoded = decodeJsonData(name, datatype, data, count);
   if (datatype !== 'BYTES' || !limits.packBytes) return { data: decoded };
-  return { data: packBytes(decoded as Uint8Array[]), packed: true };
-}
-
-/** BYTES elements serialized into one buffer of its own (never a pooled one: it is transferred). */
-function packBytes(elements: Uint8Array[]): Uint8Array {
-  let total = 0;
-  for (const e of elements) total += 4 + e.byteLength;
-  const out = new Uint8Array(total);
-  const view = new DataView(out.buffer);
-  let at = 0;
-  for (const e of elements) {
-    view.setUint32(at, e.byteLength, true);
-    out.set(e, at + 4);
-    at += 4 + e.byteLength;
-  }
-  return out;
+  return { data: serializeBytes(decoded as Uint8Array[], true), packed: true };
 }
 
 function binaryTensor(name: string, datatype: DataType, shape: number[], count: number, bytes: Buffer, model: string): Tensor {
