@@ -16,6 +16,8 @@ test/fixtures/ is a Triton-style model repository:
   slow/          slow_fp32: ~0.1 s per inference on CPU, for in-flight/drain tests
   batching/      ragged_acc: a ragged input with a batch input and a batch output
   warmup/        model_warmup with zero_data, random_data and input_data_file
+  sequence/      state_no_start: implicit state with no START control
+  cache/         cached_add: two inputs, response_cache on
 
 test/fixtures/README.md (written by this script) describes each model and
 what the server is expected to do with it. Needs Debian's python3-numpy and
@@ -314,6 +316,49 @@ instance_group [ { count: 1 kind: KIND_CPU } ]
 """))
 
 
+# ------------------------------------------------------------------ sequence, cache
+
+def write_sequence(w):
+    # Without a START control the model cannot reset its sum itself: only the batcher's fresh state on START
+    # starts a sequence over, so a batcher that keeps the old state shows.
+    name = "state_no_start"
+    w.write_model("sequence/%s/1/model.onnx" % name, make_model(name, [
+        helper.make_node("Add", ["ACC_IN", "INPUT"], ["OUTPUT"]),
+        helper.make_node("Identity", ["OUTPUT"], ["ACC_OUT"]),
+    ], [vi("INPUT", "TYPE_INT32", [B, 1]), vi("ACC_IN", "TYPE_INT32", [B, 1])],
+        [vi("OUTPUT", "TYPE_INT32", [B, 1]), vi("ACC_OUT", "TYPE_INT32", [B, 1])],
+        doc="state_no_start: OUTPUT = ACC_IN + INPUT; ACC_OUT = OUTPUT"))
+    w.write_text("sequence/%s/config.pbtxt" % name, cfg(
+        name, [io("INPUT", "TYPE_INT32", [1])], [io("OUTPUT", "TYPE_INT32", [1])], 8,
+        header=HEADER + "\nA running sum kept as implicit state, with no control inputs: the model never sees START.",
+        extra_bottom="""sequence_batching {
+  state [
+    {
+      input_name: "ACC_IN"
+      output_name: "ACC_OUT"
+      data_type: TYPE_INT32
+      dims: [ 1 ]
+    }
+  ]
+}
+instance_group [ { count: 1 kind: KIND_CPU } ]
+"""))
+
+
+def write_cache(w):
+    name = "cached_add"
+    w.write_model("cache/%s/1/model.onnx" % name, make_model(name, [
+        helper.make_node("Add", ["INPUT0", "INPUT1"], ["OUTPUT0"]),
+    ], [vi("INPUT0", "TYPE_INT32", [B, 4]), vi("INPUT1", "TYPE_INT32", [B, 4])],
+        [vi("OUTPUT0", "TYPE_INT32", [B, 4])],
+        doc="cached_add: OUTPUT0 = INPUT0 + INPUT1"))
+    w.write_text("cache/%s/config.pbtxt" % name, cfg(
+        name, [io("INPUT0", "TYPE_INT32", [4]), io("INPUT1", "TYPE_INT32", [4])],
+        [io("OUTPUT0", "TYPE_INT32", [4])], 8,
+        header=HEADER + "\nTwo inputs behind the response cache: a key must cover both.",
+        extra_bottom="response_cache { enable: true }\n"))
+
+
 # ------------------------------------------------------------------ warmup
 
 def bytes_tensor(items):
@@ -497,6 +542,30 @@ had. Requests [1,2], [1,3], [1,1] batched together get ACC 2, 5, 6.
 | `warmup_zero_random` | INPUT0 FP32 [4], INPUT1 INT32 [4] → identities; samples `zero_sample` (batch 1, `zero_data`) and `random_sample` (batch 4, count 2, `random_data`) |
 | `warmup_file` | INPUT0 FP32 [4], INPUT1 BYTES [2] → identities; `file_sample` reads `warmup/input0_fp32.bin` (0.5, −1, 2, 3.25 as little-endian FP32) and `warmup/input1_bytes.bin` ("warm", "up!" as 4-byte LE length + bytes) |
 | `warmup_missing_file` | INPUT0 FP32 [4]; `input_data_file: "does_not_exist.bin"`: load must fail |
+
+## sequence/
+
+`state_no_start`: INPUT INT32 [1] → OUTPUT = ACC_IN + INPUT, mbs 8, one CPU
+instance, `sequence_batching` with implicit state ACC_IN / ACC_OUT (INT32 [1])
+and no control inputs. The model cannot tell a START: only the batcher's
+fresh (zero) state on START starts the sum over, so START on a live id with
+5 then 1 must answer 1, not 6.
+
+## cache/
+
+`cached_add`: INPUT0, INPUT1 INT32 [4] → OUTPUT0 = INPUT0 + INPUT1, mbs 8,
+`response_cache { enable: true }`. Two requests that differ only in INPUT1
+must get different answers: a cache key must cover every input.
+
+## Written by hand (not by the script)
+
+- `python/` and `js/`: Python and JavaScript models, one folder each.
+  `python/sequence_flags` answers the flags (`request.flags()`) and the
+  correlation id the model sees; `js/barrier` (with `js/barrier_fanout`, an
+  ensemble of two `barrier` steps) finishes a request only once a second one
+  has started on the other instance, so steps run one after another never
+  finish (they fail after 10 s).
+- `shm/simple_client.py`: a shared-memory client for the `simple` model.
 """
 
 # Measured by hand with onnxruntime-node (timing loop over session.run); update when SLOW_* change.
@@ -506,7 +575,7 @@ SLOW_TIMING = ("batch 1: 79-91 ms per request, batch 8: 225-245 ms, steady acros
                "(still alive) the first run took 540-640 ms, later runs ~100 ms")
 
 
-REPOS = ["dtypes", "autocomplete", "big", "reshape", "versions", "broken", "slow", "batching", "warmup"]
+REPOS = ["dtypes", "autocomplete", "big", "reshape", "versions", "broken", "slow", "batching", "warmup", "sequence", "cache"]
 
 
 def main():
@@ -523,6 +592,8 @@ def main():
     write_slow(w)
     write_batching(w)
     write_warmup(w)
+    write_sequence(w)
+    write_cache(w)
     w.write_text("README.md", README % {"iters": SLOW_ITERS, "dim": SLOW_DIM, "timing": SLOW_TIMING})
     # Only the generated repositories are cleaned; other files in test/fixtures stay.
     for r in w.remove_stale(REPOS):
