@@ -6,7 +6,7 @@ import { LocalResponseCache } from '../../src/cache/local.js';
 import { responseCacheKey } from '../../src/cache/cache.js';
 import { InferenceServer } from '../../src/server/inference-server.js';
 import type { Tensor } from '../../src/tensor/tensor.js';
-import { EXAMPLES } from '../helpers/paths.js';
+import { EXAMPLES, FIXTURES } from '../helpers/paths.js';
 import { startTestServer, tempRepository } from '../helpers/server.js';
 import { postJson, request } from '../helpers/http.js';
 import { parseServeFlags } from '../../src/cli/flags.js';
@@ -37,6 +37,29 @@ test('keys: same model, version, inputs and outputs match; any difference does n
   assert.notEqual(k(1), k(2));
   assert.notEqual(k(1), k(1, ['Y', 'Z']));
   assert.notEqual(k(1), k(1, ['Y'], 2));
+  const two = (a: number, b: number) => responseCacheKey('m', 1, { model: 'm', inputs: [{ ...t(a), name: 'A' }, { ...t(b), name: 'B' }] }, ['Y']);
+  assert.notEqual(two(1, 1), two(1, 2), 'the last input is part of the key');
+  assert.notEqual(two(1, 1), two(2, 1), 'the first input is part of the key');
+});
+
+test('through the server: two requests that differ only in their last input each get their own answer', async () => {
+  const s = await startTestServer({ modelRepositories: [join(FIXTURES, 'cache')], responseCache: { local: { size: String(1 << 20) } } });
+  try {
+    const add = async (b: number[]) => {
+      const r = await postJson(`${s.url}/v2/models/cached_add/infer`, { inputs: [
+        { name: 'INPUT0', shape: [1, 4], datatype: 'INT32', data: [1, 2, 3, 4] },
+        { name: 'INPUT1', shape: [1, 4], datatype: 'INT32', data: b }] });
+      assert.equal(r.status, 200, r.body.toString());
+      return r.json().outputs[0].data as number[];
+    };
+    assert.deepEqual(await add([0, 0, 0, 0]), [1, 2, 3, 4]);
+    assert.deepEqual(await add([10, 10, 10, 10]), [11, 12, 13, 14]);
+    assert.deepEqual(await add([0, 0, 0, 0]), [1, 2, 3, 4]);
+    const st = (await request(`${s.url}/v2/models/cached_add/stats`)).json().model_stats[0].inference_stats;
+    assert.deepEqual([st.cache_hit.count, st.cache_miss.count], [1, 2]);
+  } finally {
+    await s.close();
+  }
 });
 
 test('through the server: a repeated request is a hit, counted as Triton counts it', async () => {

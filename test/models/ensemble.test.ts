@@ -1,12 +1,13 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdir, writeFile } from 'node:fs/promises';
+import { mkdir, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EXAMPLES, FIXTURES } from '../helpers/paths.js';
 import { startTestServer, tempRepository, type TestServer } from '../helpers/server.js';
 import { postJson, request } from '../helpers/http.js';
 
-// Ensembles through the real server: a two-step chain over `simple`, a fan-out of two independent slow steps,
+// Ensembles through the real server: a two-step chain over `simple`, a fan-out of two steps that must run at the same time,
 // step errors, missing composing models, and dependency loading in explicit mode.
 
 const CHAIN = `
@@ -27,21 +28,6 @@ ensemble_scheduling {
 }
 `;
 
-// Two steps that read the same input and do not depend on each other.
-const FANOUT = `
-name: "fanout"
-platform: "ensemble"
-max_batch_size: 8
-input [ { name: "X" data_type: TYPE_FP32 dims: [ 16 ] } ]
-output [ { name: "Y1" data_type: TYPE_FP32 dims: [ 16 ] }, { name: "Y2" data_type: TYPE_FP32 dims: [ 16 ] } ]
-ensemble_scheduling {
-  step [
-    { model_name: "slow_fp32" model_version: -1 input_map { key: "INPUT0" value: "X" } output_map { key: "OUTPUT0" value: "Y1" } },
-    { model_name: "slow_fp32" model_version: -1 input_map { key: "INPUT0" value: "X" } output_map { key: "OUTPUT0" value: "Y2" } }
-  ]
-}
-`;
-
 const MISSING = CHAIN.replace('"chain"', '"missing_step"').replace(/model_name: "simple" model_version: 1/, 'model_name: "nowhere" model_version: -1');
 
 async function addEnsemble(dir: string, name: string, config: string): Promise<void> {
@@ -54,9 +40,9 @@ const ints = (n: number, f: (i: number) => number) => Array.from({ length: n }, 
 let repo: { dir: string; remove(): Promise<void> };
 let s: TestServer;
 before(async () => {
-  repo = await tempRepository([{ from: join(EXAMPLES, 'simple') }, { from: join(FIXTURES, 'slow', 'slow_fp32') }]);
+  repo = await tempRepository([{ from: join(EXAMPLES, 'simple') },
+    { from: join(FIXTURES, 'js', 'barrier') }, { from: join(FIXTURES, 'js', 'barrier_fanout') }]);
   await addEnsemble(repo.dir, 'chain', CHAIN);
-  await addEnsemble(repo.dir, 'fanout', FANOUT);
   await addEnsemble(repo.dir, 'missing_step', MISSING);
   await addEnsemble(repo.dir, 'too_big', CHAIN.replace('"chain"', '"too_big"').replace('max_batch_size: 8', 'max_batch_size: 16'));
   s = await startTestServer({ modelRepositories: [repo.dir], exitOnError: false, strictReadiness: false });
@@ -102,22 +88,17 @@ test('composing models count their own executions; the ensemble counts its reque
   assert.ok(chain >= 3);
 });
 
-test('independent steps run concurrently', async () => {
-  const body = { inputs: [{ name: 'X', shape: [1, 16], datatype: 'FP32', data: ints(16, () => 0.5) }] };
-  const t0 = performance.now();
-  const one = await postJson(`${s.url}/v2/models/slow_fp32/infer`, { inputs: [{ name: 'INPUT0', shape: [1, 16], datatype: 'FP32', data: ints(16, () => 0.5) }] });
-  const single = performance.now() - t0;
-  assert.equal(one.status, 200);
-  const t1 = performance.now();
-  const r = await postJson(`${s.url}/v2/models/fanout/infer`, body);
-  const both = performance.now() - t1;
-  assert.equal(r.status, 200, r.body.toString());
-  assert.deepEqual(r.json().outputs[0].data, r.json().outputs[1].data);
-  // slow_fp32 has one instance, so the two steps queue on it: what matters here is that both were launched
-  // at once, which shows as the second step's queue time in the model's statistics.
-  const stats = (await request(`${s.url}/v2/models/slow_fp32/stats`)).json().model_stats[0].inference_stats;
-  assert.ok(stats.success.count >= 3);
-  assert.ok(both < single * 3.5, `fan-out took ${both.toFixed(0)} ms, one run ${single.toFixed(0)} ms`);
+test('independent steps run at the same time: two steps that each wait for the other both finish', async () => {
+  // Each barrier step finishes only once the other has started on the second instance, so steps run one
+  // after another would fail (after the barrier's 10 s) instead of answering.
+  const token = 4242;
+  try {
+    const r = await postJson(`${s.url}/v2/models/barrier_fanout/infer`, { inputs: [{ name: 'TOKEN', shape: [1], datatype: 'INT32', data: [token] }] });
+    assert.equal(r.status, 200, r.body.toString());
+    assert.deepEqual(r.json().outputs.map((o: any) => [o.name, o.data[0]]).sort(), [['A', 2], ['B', 2]]);
+  } finally {
+    await rm(join(tmpdir(), `nereid-barrier-${process.pid}-${token}`), { recursive: true, force: true });
+  }
 });
 
 test('an ensemble allowing bigger batches than a composing model does not load', async () => {

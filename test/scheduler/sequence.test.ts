@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { EXAMPLES } from '../helpers/paths.js';
+import { EXAMPLES, FIXTURES } from '../helpers/paths.js';
 import { startTestServer, tempRepository, type TestServer } from '../helpers/server.js';
 import { postJson, request } from '../helpers/http.js';
 
@@ -14,7 +14,8 @@ import { postJson, request } from '../helpers/http.js';
 let repo: { dir: string; remove(): Promise<void> };
 let s: TestServer;
 before(async () => {
-  repo = await tempRepository([{ from: join(EXAMPLES, 'sequence_accumulator') }, { from: join(EXAMPLES, 'sequence_accumulator'), name: 'accumulator_oldest' }]);
+  repo = await tempRepository([{ from: join(EXAMPLES, 'sequence_accumulator') }, { from: join(EXAMPLES, 'sequence_accumulator'), name: 'accumulator_oldest' },
+    { from: join(FIXTURES, 'sequence', 'state_no_start') }]);
   // The same model under the oldest strategy, waiting up to 400 ms for a second sequence to batch with.
   const o = join(repo.dir, 'accumulator_oldest', 'config.pbtxt');
   await writeFile(o, (await readFile(o, 'utf8'))
@@ -83,6 +84,17 @@ test('a START on a live id starts over from a fresh state', async () => {
   assert.equal((await send(43, 10, { start: true })).json().outputs[0].data[0], 10);
   assert.equal((await send(43, 10, { start: true })).json().outputs[0].data[0], 10);
   assert.equal((await send(43, 1, { end: true })).json().outputs[0].data[0], 11);
+});
+
+test('a START on a live id gives a model with no START control a fresh state', async () => {
+  // sequence_accumulator resets its sum itself on START; this model only adds, so the state it is handed
+  // on START is all that can start it over.
+  const add = (value: number, start: boolean) => postJson(`${s.url}/v2/models/state_no_start/infer`, {
+    inputs: [{ name: 'INPUT', shape: [1, 1], datatype: 'INT32', data: [value] }],
+    parameters: { sequence_id: 77, sequence_start: start },
+  }).then((r) => { assert.equal(r.status, 200, r.body.toString()); return r.json().outputs[0].data[0] as number; });
+  assert.deepEqual([await add(5, true), await add(3, false)], [5, 8]);
+  assert.deepEqual([await add(1, true), await add(2, false)], [1, 3]);
 });
 
 test('Triton\'s errors: no correlation id, no START, after END, batch size above 1', async () => {
