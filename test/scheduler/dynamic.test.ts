@@ -8,6 +8,7 @@ import { startTestServer, tempRepository, type TestServer } from '../helpers/ser
 import { postJson, request, type Reply } from '../helpers/http.js';
 import type { InferenceResponse } from '../../src/inference/index.js';
 import type { ServerOptions } from '../../src/server/options.js';
+import { until } from '../helpers/until.js';
 
 // The dynamic batcher through the real server. Timing is checked by counts, the order answers come back in
 // and batch statistics, never by how long something took: `slow_fp32` (~85 ms per execution on two cores,
@@ -22,6 +23,8 @@ interface Slow {
   order: string[];
   stats(): Promise<any>;
   instances(): Promise<any[]>;
+  /** Requests the model holds: executing, and waiting in its queue. */
+  held(): { executing: number; waiting: number };
 }
 
 async function slowServer(batching: string, opts: { mbs?: number; groups?: string; options?: Partial<ServerOptions>; ensembles?: Record<string, string> } = {}): Promise<Slow> {
@@ -56,6 +59,10 @@ async function slowServer(batching: string, opts: { mbs?: number; groups?: strin
     },
     stats: async () => (await request(`${s.url}/v2/models/slow_fp32/stats`)).json().model_stats[0],
     instances: async () => (await request(`${s.url}/v2/models/slow_fp32/nereid_instance_stats`)).json().model_stats[0].instance_stats,
+    held: () => {
+      const v = (s.server as any).manager.resolve('slow_fp32');
+      return { executing: v.inflight() - v.waiting(), waiting: v.waiting() };
+    },
   };
 }
 
@@ -73,7 +80,7 @@ test('requests that wait together run as one batch; each gets its own rows back;
   const m = await slowServer('dynamic_batching { }');
   try {
     const first = postJson(`${m.s.url}/v2/models/slow_fp32/infer`, slowBody(0));
-    await sleep(20); // the first occupies the instance; the next ones queue behind it
+    await until(() => m.held().executing === 1, 'the first request to occupy the instance'); // the next ones queue behind it
     const rest = await Promise.all([1, 2, 3, 4, 5].map((v) => postJson(`${m.s.url}/v2/models/slow_fp32/infer`, slowBody(v))));
     assert.equal((await first).status, 200);
     rest.forEach((r, i) => {
@@ -171,9 +178,9 @@ test('priority over HTTP: the request\'s `priority` parameter', async () => {
         order.push(tag);
       });
     const first = send('busy');
-    await sleep(20);
+    await until(() => m.held().executing === 1, "'busy' to run");
     const low = [send('low1'), send('low2'), send('low3')];
-    await sleep(20);
+    await until(() => m.held().waiting === 3, 'three low-priority requests to queue');
     const high = send('high', { priority: 1 });
     await Promise.all([first, ...low, high]);
     assert.equal(order[0], 'busy');
@@ -236,7 +243,7 @@ test('REJECT over HTTP: 503 with Triton\'s message; the request\'s `timeout` par
   const m = await slowServer('dynamic_batching { default_queue_policy { default_timeout_microseconds: 60000000 allow_timeout_override: true } }', { mbs: 1 });
   try {
     const busy = postJson(`${m.s.url}/v2/models/slow_fp32/infer`, slowBody(0, { timeout: 60000000 }));
-    await sleep(10);
+    await until(() => m.held().executing === 1, 'the first request to run');
     const r = await postJson(`${m.s.url}/v2/models/slow_fp32/infer`, slowBody(1, { timeout: 20000 }, 'h1'));
     assert.equal(r.status, 503);
     assert.deepEqual(r.json(), { error: '[request id: h1] Request timeout expired' });
@@ -312,7 +319,7 @@ test('preserve_ordering: answers keep dispatch order when a later batch finishes
     // slower than one), the other takes the ninth, which is done long before the eight (without
     // preserve_ordering, r9 answers first).
     const busy = [m.send('busyA'), m.send('busyB')];
-    await sleep(10);
+    await until(() => m.held().executing === 2, 'both instances to be busy');
     const queued = Array.from({ length: 9 }, (_, i) => m.send(`r${i + 1}`));
     await Promise.all([...busy, ...queued]);
     assert.deepEqual(batchSizes(await m.stats()), { 1: 3, 8: 1 });
@@ -394,14 +401,15 @@ test('cancelled while queued: answered as cancelled when reached, never executed
     assert.equal(failures(m.s).CANCELED, 1);
     // A client that hangs up over HTTP cancels its queued request the same way.
     const busy2 = postJson(`${m.s.url}/v2/models/slow_fp32/infer`, slowBody(0));
-    await sleep(20);
+    await until(() => m.held().executing === 1, 'the HTTP request to run');
     const ac = new AbortController();
     const hungUp = fetch(`${m.s.url}/v2/models/slow_fp32/infer`, { method: 'POST', body: JSON.stringify(slowBody(1)), signal: ac.signal }).catch(() => 'aborted');
-    await sleep(20);
+    await until(() => m.held().waiting === 1, 'the second HTTP request to queue');
     ac.abort();
     assert.equal(await hungUp, 'aborted');
+    await until(() => failures(m.s).CANCELED === 2, 'the hung-up request to be answered as cancelled');
     assert.equal((await busy2).status, 200);
-    await sleep(50);
+    await until(() => m.held().executing + m.held().waiting === 0, 'the model to be idle');
     assert.equal((await m.stats()).execution_count, 3);
   } finally {
     await m.remove();
@@ -414,7 +422,7 @@ test('cancelled while its pending batch waits for the queue delay: answered, not
     const c = new AbortController();
     const gone = settle(m.send('gone', { signal: c.signal }));
     const kept = m.send('kept');
-    await sleep(50);
+    await until(() => m.held().waiting === 2, 'both requests to wait for the queue delay');
     c.abort();
     await kept;
     assert.equal(((await gone) as Error & { code?: string }).code, 'CANCELLED');
@@ -432,7 +440,7 @@ test('unload drains: queued requests still run; new ones are refused', async () 
     const busy = m.send('busy');
     // These would wait a minute for a batch of 8; unloading sends them at once.
     const queued = [m.send('q1'), m.send('q2')];
-    await sleep(20);
+    await until(() => m.held().waiting === 3, 'three requests to wait for a batch of 8');
     const unloading = m.s.server.unloadModel('slow_fp32');
     await sleep(10);
     const after = settle(m.s.server.infer({ model: 'slow_fp32', inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [1, 16], data: new Uint8Array(64) }] }));
