@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { readFile, writeFile } from 'node:fs/promises';
 import { spawnServer, startTestServer, tempRepository, type TestServer } from '../../helpers/server.js';
 import { postJson } from '../../helpers/http.js';
+import { until } from '../../helpers/until.js';
 import { isNereidError } from '../../../src/index.js';
 import { PYTHON_EXAMPLES, PYTHON_FIXTURES, fp32, fp32s, int32, int32s, output, pythonSkip, strings, text } from './helpers.js';
 
@@ -109,9 +110,8 @@ test('errors: one request\'s error response, an exception failing its batch with
 test('a stub that dies fails its requests at once and is started again', { skip }, async () => {
   await withServer([PYTHON_FIXTURES], ['faulty'], async (s) => {
     const before = int32s(output((await s.server.infer({ model: 'faulty', inputs: [int32('IN', [1])] })).outputs, 'PID'))[0];
-    const t0 = Date.now();
+    // The model's execute timeout (1.5 s) would fail it with "did not finish within": the error names the exit.
     await assert.rejects(s.server.infer({ model: 'faulty', inputs: [int32('IN', [-3])] }), /its Python stub stopped \(exit code 3\)/);
-    assert.ok(Date.now() - t0 < 1000, 'the crash is noticed at once, not by a timeout');
     assert.equal(s.server.isModelReady('faulty'), false, 'not ready while its stub starts again');
     const after = await s.server.infer({ model: 'faulty', inputs: [int32('IN', [5])] });
     assert.deepEqual(int32s(output(after.outputs, 'OUT')), [10]);
@@ -125,7 +125,7 @@ test('a hung execute past the model\'s NEREID_EXECUTE_TIMEOUT_MS fails, the stub
     const t0 = Date.now();
     await assert.rejects(s.server.infer({ model: 'faulty', inputs: [int32('IN', [-4])] }), /did not finish within 1500 ms/);
     const waited = Date.now() - t0;
-    assert.ok(waited >= 1400 && waited < 5000, `failed after ${waited} ms`);
+    assert.ok(waited >= 1500, `failed after ${waited} ms, before the timeout`);
     const after = await s.server.infer({ model: 'faulty', inputs: [int32('IN', [4])] });
     assert.deepEqual(int32s(output(after.outputs, 'OUT')), [8]);
   });
@@ -135,17 +135,17 @@ test('an execution waiting in the stub behind another: the execute timeout count
   await withServer([PYTHON_FIXTURES], ['faulty'], async (s) => {
     // Both go to the stub at once and run one after the other (1.8 s in all, past the 1.5 s timeout, which
     // each execution only starts when the stub starts it).
-    const t0 = Date.now();
+    // Lower bounds only (sleeps are never short); the upper side is a relation between figures of one run.
     const both = await Promise.all([5, 6].map(() => s.server.infer({ model: 'faulty', inputs: [int32('IN', [-5])] })));
-    assert.ok(Date.now() - t0 >= 1700, 'they ran one after the other');
     for (const r of both) assert.deepEqual(int32s(output(r.outputs, 'OUT')), [10]);
-    const stats = s.server.statistics('faulty').model_stats[0] as any;
-    const queueMs = Number(stats.inference_stats.queue.ns) / 1e6;
-    const inferMs = Number(stats.inference_stats.compute_infer.ns) / 1e6;
-    const outputMs = Number(stats.inference_stats.compute_output.ns) / 1e6;
-    assert.ok(queueMs >= 800, `the second one's wait is queue time (${queueMs} ms)`);
-    assert.ok(inferMs >= 1700 && inferMs < 2500, `compute infer is the two executions (${inferMs} ms)`);
-    assert.ok(outputMs < 500, `compute output holds no wait (${outputMs} ms)`);
+    const st = (s.server.statistics('faulty').model_stats[0] as any).inference_stats;
+    const ms = (k: string): number => Number(st[k].ns) / 1e6;
+    assert.ok(ms('queue') >= 900, `the second one's wait is queue time (${ms('queue')} ms)`);
+    assert.ok(ms('compute_infer') >= 1800, `compute infer is the two executions (${ms('compute_infer')} ms)`);
+    // Counted once: queue and compute infer add up to no more than the requests' own durations (the 0.9 s wait
+    // counted as queue and again as compute would not fit).
+    const parts = ms('queue') + ms('compute_infer');
+    assert.ok(parts <= ms('success'), `queue + compute infer ${parts} ms exceed the requests' ${ms('success')} ms`);
   });
 });
 
@@ -167,14 +167,14 @@ test('a stub that dies with an execution waiting behind the one it ran: that one
 
 test('a request cancelled while it waits in the stub is answered CANCELLED at once and never runs', { skip }, async () => {
   await withServer([PYTHON_FIXTURES], ['faulty'], async (s) => {
-    const t0 = Date.now();
-    const running = s.server.infer({ model: 'faulty', inputs: [int32('IN', [-5])] });
+    const order: string[] = [];
+    const running = s.server.infer({ model: 'faulty', inputs: [int32('IN', [-5])] }).finally(() => order.push('running'));
     const ac = new AbortController();
-    const waiting = s.server.infer({ model: 'faulty', inputs: [int32('IN', [7])], signal: ac.signal });
+    const waiting = s.server.infer({ model: 'faulty', inputs: [int32('IN', [7])], signal: ac.signal }).finally(() => order.push('cancelled'));
     setTimeout(() => ac.abort(), 100);
     await assert.rejects(waiting, (e: unknown) => isNereidError(e) && e.code === 'CANCELLED');
-    assert.ok(Date.now() - t0 < 700, `answered before the running execution ended (${Date.now() - t0} ms)`);
     assert.deepEqual(int32s(output((await running).outputs, 'OUT')), [10]);
+    assert.deepEqual(order, ['cancelled', 'running'], 'answered before the running execution ended');
     // The stub skipped the cancelled execution and serves the next request.
     assert.deepEqual(int32s(output((await s.server.infer({ model: 'faulty', inputs: [int32('IN', [3])] })).outputs, 'OUT')), [6]);
     const stats = s.server.statistics('faulty').model_stats[0] as any;
@@ -189,20 +189,18 @@ test('a model with two instances: a request waits for a free instance, never beh
     const text = (await readFile(config, 'utf8')).replace('name: "faulty"', 'name: "faulty2"');
     await writeFile(config, `${text}\ninstance_group [ { count: 2 kind: KIND_CPU } ]\n`);
     await withServer([repo.dir], ['faulty2'], async (s) => {
-      const t0 = Date.now();
-      const done: number[] = [];
-      const slow = s.server.infer({ model: 'faulty2', inputs: [int32('IN', [-5])] }).then(() => done.push(Date.now() - t0));
-      const quick = [1, 2, 3].map((v) => s.server.infer({ model: 'faulty2', inputs: [int32('IN', [v])] }).then(() => done.push(Date.now() - t0)));
-      await Promise.all(quick);
-      assert.ok(Date.now() - t0 < 600, `the quick ones ran on the free instance while the slow one ran (${done.join(', ')} ms)`);
-      await slow;
+      const done: string[] = [];
+      const slow = s.server.infer({ model: 'faulty2', inputs: [int32('IN', [-5])] }).then(() => done.push('slow'));
+      const quick = [1, 2, 3].map((v) => s.server.infer({ model: 'faulty2', inputs: [int32('IN', [v])] }).then(() => done.push(`quick${v}`)));
+      await Promise.all([slow, ...quick]);
+      assert.equal(done.at(-1), 'slow', `the quick ones ran on the free instance while the slow one ran (${done.join(', ')})`);
     });
   } finally {
     await repo.remove();
   }
 });
 
-test('a server killed while a stub hangs in execute: the stub notices within a second or two, removes the regions and exits', { skip }, async () => {
+test('a server killed while a stub hangs in execute: the stub notices, removes the regions and exits', { skip }, async () => {
   const repo = await tempRepository([{ from: join(PYTHON_FIXTURES, 'faulty') }]);
   const config = join(repo.dir, 'faulty', 'config.pbtxt');
   // No execute timeout: nothing but the server's death ends the hung execute.
@@ -225,10 +223,8 @@ test('a server killed while a stub hangs in execute: the stub notices within a s
         return false;
       }
     };
-    const t0 = Date.now();
-    while (alive(stubPid) && Date.now() - t0 < 5000) await new Promise((r) => setTimeout(r, 50));
-    assert.equal(alive(stubPid), false, 'the stub exited');
-    assert.ok(Date.now() - t0 < 3000, `the stub took ${Date.now() - t0} ms to exit`);
+    // The hung execute would sleep for 1000 s: an exit at all is the stub noticing.
+    await until(() => !alive(stubPid), 'the stub to exit');
     assert.deepEqual(readdirSync('/dev/shm').filter((n) => n.startsWith(`nereid_python_${serverPid}_`)), [], 'its regions are gone');
   } finally {
     server.child.kill('SIGKILL');
@@ -275,19 +271,20 @@ test('decoupled square_int32 streams through inferStream and HTTP generate_strea
 
 test('async def execute in a decoupled model: streams overlap, a cancelled stream stops early', { skip }, async () => {
   await withServer([PYTHON_FIXTURES], ['async_decoupled'], async (s) => {
-    const run = async (count: number, delay: number): Promise<number[]> => {
+    const run = async (count: number, delay: number, tag = '', log: string[] = []): Promise<number[]> => {
       const out: number[] = [];
       for await (const r of s.server.inferStream({ model: 'async_decoupled', inputs: [int32('COUNT', [count]), int32('DELAY_MS', [delay])] })) {
         out.push(...int32s(output(r.outputs, 'INDEX')));
+        log.push(`${tag}${out.at(-1)}`);
       }
       return out;
     };
-    const t0 = Date.now();
-    const [a, b] = await Promise.all([run(5, 60), run(5, 60)]);
+    const arrivals: string[] = [];
+    const [a, b] = await Promise.all([run(5, 60, 'a', arrivals), run(5, 60, 'b', arrivals)]);
     assert.deepEqual(a, [0, 1, 2, 3, 4]);
     assert.deepEqual(b, [0, 1, 2, 3, 4]);
-    // One instance: the second execution starts while the first coroutine awaits, so both take ~300 ms, not 600.
-    assert.ok(Date.now() - t0 < 550, `took ${Date.now() - t0} ms`);
+    // One instance: the second execution starts while the first coroutine awaits, so the streams interleave.
+    assert.ok(arrivals.indexOf('b0') < arrivals.indexOf('a4'), `arrivals: ${arrivals.join(' ')}`);
 
     const stream = s.server.inferStream({ model: 'async_decoupled', inputs: [int32('COUNT', [1000]), int32('DELAY_MS', [5])] });
     let n = 0;
@@ -308,15 +305,14 @@ test('a decoupled model streaming from inside a synchronous execute: each respon
     assert.deepEqual(got, [0, 1, 2, 3]);
     assert.ok(arrivals[3]! - arrivals[0]! >= 300, `responses arrived at ${arrivals.join(', ')} ms: held until execute() returned`);
     // is_cancelled() inside a synchronous execute sees a stream dropped by its client (nothing else reads the
-    // stub's pipe while it runs), so the 5 s execution ends early and the next request does not wait for it.
-    const stream = s.server.inferStream({ model: 'stream_in_execute', inputs: [int32('COUNT', [1000]), int32('DELAY_MS', [5])] });
+    // stub's pipe while it runs), so the execution (an hour, uncancelled) ends early and the next request
+    // does not wait for it: the test ending at all shows it.
+    const stream = s.server.inferStream({ model: 'stream_in_execute', inputs: [int32('COUNT', [720_000]), int32('DELAY_MS', [5])] });
     let n = 0;
     for await (const _ of stream) if (++n === 3) break;
-    const t1 = Date.now();
     const next: number[] = [];
     for await (const r of s.server.inferStream({ model: 'stream_in_execute', inputs: [int32('COUNT', [2]), int32('DELAY_MS', [0])] })) next.push(...int32s(output(r.outputs, 'INDEX')));
     assert.deepEqual(next, [0, 1]);
-    assert.ok(Date.now() - t1 < 2000, `the next request waited ${Date.now() - t1} ms`);
   });
 });
 

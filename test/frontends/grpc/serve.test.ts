@@ -55,7 +55,9 @@ test('keepalive and connection-age flags reach the server; flags it cannot honou
     const goaway = await new Promise<number>((resolve) => session.once('goaway', () => resolve(Date.now() - started)));
     session.destroy();
     assert.ok(pings >= 3, `pings: ${pings}`);
-    assert.ok(goaway >= 1000 && goaway < 5000, `goaway after ${goaway} ms`);
+    // The age is jittered by up to 10 % either way, so the lower bound is 0.9 × 1500 ms; the GOAWAY coming at all is
+    // the upper side.
+    assert.ok(goaway >= 1350, `goaway after ${goaway} ms, before the maximum age`);
   } finally {
     p.child.kill('SIGTERM');
     assert.equal(await p.exited, 0, p.output());
