@@ -1,49 +1,23 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { createServer as createHttpServer, request as httpRequest, type Server } from 'node:http';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { EXAMPLES, ROOT } from '../../helpers/paths.js';
+import { LLAMA_MODEL, llamaServer } from '../../helpers/llama-server.js';
 import { startTestServer, type TestServer } from '../../helpers/server.js';
 import { postJson, request } from '../../helpers/http.js';
+import { until } from '../../helpers/until.js';
 
 // The gateway backend ("openai") against a real OpenAI-compatible engine that this project did not write:
 // llama.cpp's llama-server, built from the llama.cpp source node-llama-cpp ships (scripts/build-llama-server.mjs,
-// cached outside the checkout), serving the tiny example LLM. Plus the engine's failure modes: down, and
-// answering garbage.
+// run before the tests by scripts/run-tests.mjs, cached outside the checkout), serving the tiny example LLM.
+// Plus the engine's failure modes: down, and answering garbage.
 
-const MODEL = join(EXAMPLES, 'tiny_llm', '1', 'model.gguf');
-const CI = process.env.CI === 'true';
-
-async function llamaServerBinary(): Promise<string | undefined> {
-  const script = join(ROOT, 'scripts', 'build-llama-server.mjs');
-  const { llamaServerPath, buildLlamaServer } = (await import(script)) as {
-    llamaServerPath(): { bin: string };
-    buildLlamaServer(log?: (s: string) => void): string;
-  };
-  const { bin } = llamaServerPath();
-  if (existsSync(bin)) return bin;
-  // Outside CI a missing binary is built only when asked (it takes minutes); CI builds it.
-  if (!CI && process.env.NEREID_BUILD_LLAMA_SERVER !== '1') return undefined;
-  return buildLlamaServer(() => undefined);
-}
-
-let skip: string | false = false;
-let bin: string | undefined;
-try {
-  if (!existsSync(MODEL)) skip = `the tiny example LLM is missing (${MODEL}); run scripts/models/make_tiny_llm.py`;
-  else {
-    bin = await llamaServerBinary();
-    if (!bin) skip = 'llama-server is not built; run `node scripts/build-llama-server.mjs` (or set NEREID_BUILD_LLAMA_SERVER=1)';
-  }
-} catch (e) {
-  if (CI) throw e;
-  skip = `llama-server cannot be built here: ${(e as Error).message}`;
-}
+const { bin, skip, missing } = llamaServer();
+const MODEL = LLAMA_MODEL;
 
 async function freePort(): Promise<number> {
   return new Promise((resolve) => {
@@ -54,8 +28,15 @@ async function freePort(): Promise<number> {
   });
 }
 
+/** What each engine has logged, so a test can read what the engine itself saw. */
+const engineLog = new Map<ChildProcess, string>();
+
 async function startEngine(port: number, extra: string[] = []): Promise<ChildProcess> {
-  const child = spawn(bin!, ['-m', MODEL, '--host', '127.0.0.1', '--port', String(port), '-t', '1', '-c', '1024', '-np', '2', '--no-webui', '--no-warmup', ...extra], { stdio: 'ignore' });
+  const child = spawn(bin, ['-m', MODEL, '--host', '127.0.0.1', '--port', String(port), '-t', '1', '-c', '1024', '-np', '2', '--no-webui', '--no-warmup', ...extra], { stdio: ['ignore', 'pipe', 'pipe'] });
+  engineLog.set(child, '');
+  const keep = (b: Buffer): void => void engineLog.set(child, (engineLog.get(child)! + b.toString()).slice(-1_000_000));
+  child.stdout!.on('data', keep);
+  child.stderr!.on('data', keep);
   for (let i = 0; i < 200; i++) {
     const ok = await fetch(`http://127.0.0.1:${port}/health`).then((r) => r.ok, () => false);
     if (ok) return child;
@@ -89,6 +70,7 @@ ${opts.extra ?? ''}
 
 before(async () => {
   if (skip) return;
+  if (missing) throw new Error(missing);
   enginePort = await freePort();
   keyedPort = await freePort();
   [engine, keyed] = await Promise.all([startEngine(enginePort), startEngine(keyedPort, ['--api-key', 'sesame'])]);
@@ -204,6 +186,7 @@ test('an engine that answers garbage: a clear error naming the engine; other mod
 });
 
 test('a client that leaves mid-stream cancels the engine request', { skip }, async () => {
+  const cancelsBefore = engineLog.get(engine!)!.match(/cancel task, id_task/g)?.length ?? 0;
   const u = new URL(`${s.url}/v2/models/llm/generate_stream`);
   await new Promise<void>((resolve, reject) => {
     const req = httpRequest({ host: u.hostname, port: u.port, path: u.pathname, method: 'POST', headers: { 'content-type': 'application/json' } }, (res) => {
@@ -215,6 +198,10 @@ test('a client that leaves mid-stream cancels the engine request', { skip }, asy
     req.once('error', reject);
     req.end(JSON.stringify({ text_input: 'A long story', max_tokens: 1000, ignore_eos: true }));
   });
+  // llama-server logs "cancel task" when the client of an unfinished task goes away (a task that ends by
+  // itself logs nothing of the kind): the engine's own word that the request was cancelled, not finished.
+  const cancels = (): number => engineLog.get(engine!)!.match(/cancel task, id_task/g)?.length ?? 0;
+  await until(() => cancels() === cancelsBefore + 1, 'llama-server to log the cancelled task');
   let st: any;
   for (let i = 0; i < 50; i++) {
     st = (await request(`${s.url}/v2/models/llm/stats`)).json().model_stats[0].inference_stats;

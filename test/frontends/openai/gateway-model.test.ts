@@ -1,7 +1,6 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -9,18 +8,17 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { startOpenAiFrontend, type OpenAiFrontend } from '../../../src/frontends/openai/server.js';
 import { createLogger } from '../../../src/observability/logger.js';
-import { EXAMPLES, ROOT } from '../../helpers/paths.js';
+import { EXAMPLES } from '../../helpers/paths.js';
+import { LLAMA_MODEL, llamaServer } from '../../helpers/llama-server.js';
 import { postJson, request } from '../../helpers/http.js';
 import { startTestServer, type TestServer } from '../../helpers/server.js';
 
 // The OpenAI frontend serves any text model, not only llama.cpp in process: here a gateway model (backend
 // "openai") in front of llama.cpp's llama-server, beside the in-process tiny_llm. llama-server is built by
-// scripts/build-llama-server.mjs (the gateway's own tests build it in CI); without it this file skips.
+// scripts/build-llama-server.mjs before the tests run; without it this file skips, and fails under CI.
 
-const MODEL = join(EXAMPLES, 'tiny_llm', '1', 'model.gguf');
-const { llamaServerPath } = (await import(join(ROOT, 'scripts', 'build-llama-server.mjs'))) as { llamaServerPath(): { bin: string } };
-const bin = llamaServerPath().bin;
-const skip = existsSync(bin) ? false : 'llama-server is not built (node scripts/build-llama-server.mjs)';
+const MODEL = LLAMA_MODEL;
+const { bin, skip, missing } = llamaServer();
 
 let engine: ChildProcess | undefined;
 let repo: string;
@@ -39,6 +37,7 @@ async function freePort(): Promise<number> {
 
 before(async () => {
   if (skip) return;
+  if (missing) throw new Error(missing);
   const port = await freePort();
   engine = spawn(bin, ['-m', MODEL, '--host', '127.0.0.1', '--port', String(port), '-t', '1', '-c', '1024', '-np', '2', '--no-webui', '--no-warmup'], { stdio: 'ignore' });
   for (let i = 0; !(await fetch(`http://127.0.0.1:${port}/health`).then((r) => r.ok, () => false)); i++) {
