@@ -9,12 +9,12 @@ byte-identical files and leaves unchanged files untouched):
   simple                 INT32 [16] x2 -> sum, difference      (Triton docs/examples)
   simple_int8            INT8  [16] x2 -> sum, difference      (Triton docs/examples)
   simple_string          BYTES [16] x2 (decimal integers) -> sum, difference as strings
-  simple_identity        BYTES [-1] identity                    (Triton's is a python model)
-  custom_identity_int32  INT32 [-1] identity, max_batch_size 1024 (Triton's is a C++ backend)
+  simple_identity        BYTES [-1], backend "identity"      (Triton's is a python model)
+  custom_identity_int32  INT32 [-1], backend "identity", max_batch_size 1024 (as Triton's QA)
   simple_sequence        INT32 [1], START/READY controls -> READY * (INPUT + START), as Triton's
   sequence_accumulator   INT32 [1] -> running sum per sequence (START resets), implicit state
-  repeat_int32           decoupled JavaScript model: IN INT32 [-1], DELAY UINT32 [-1], WAIT UINT32 [1]
-                         -> one response (OUT INT32 [1], IDX UINT32 [1]) per IN element (Triton's repeat)
+  repeat_int32           backend "repeat", decoupled: IN INT32 [-1], DELAY UINT32 [-1], WAIT UINT32 [1]
+                         -> one response (OUT INT32 [1], IDX UINT32 [1]) per IN element (as Triton's QA)
   simple_dyna_sequence   JavaScript: INT32 [1] -> INPUT + START + END * CORRID (Triton's, stateless)
   simple_string_dyna_sequence
                          JavaScript: INT32 [1] -> accumulator per string CORRID, + id at END
@@ -89,17 +89,13 @@ def write_add_sub(w, name, triton_type, via_int32=False):
 
 
 def write_identity(w, name, triton_type, max_batch_size, extra_top=""):
-    model = make_model(
-        name, [helper.make_node("Identity", ["INPUT0"], ["OUTPUT0"])],
-        [vi("INPUT0", triton_type, ["batch_size", "n"])],
-        [vi("OUTPUT0", triton_type, ["batch_size", "n"])],
-        doc="%s: OUTPUT0 = INPUT0" % name)
-    w.write_model(name + "/1/model.onnx", model)
+    """A model of Triton's identity backend (OUTPUT0 = INPUT0): no model file, an empty version folder."""
+    w.write_text(name + "/1/.gitkeep", "")
     w.write_text(name + "/config.pbtxt", config_text(
         name,
         [{"name": "INPUT0", "data_type": triton_type, "dims": [-1]}],
         [{"name": "OUTPUT0", "data_type": triton_type, "dims": [-1]}],
-        max_batch_size=max_batch_size, backend="onnxruntime", header=HEADER,
+        max_batch_size=max_batch_size, backend="identity", header=HEADER,
         extra_top=extra_top))
 
 
@@ -315,8 +311,9 @@ def copy_js(w, source, rel):
 
 
 def write_repeat_int32(w):
-    """Triton's repeat example (python_backend examples/decoupled repeat_model.py / repeat_config.pbtxt, the
-    repeat_backend): decoupled, one response per element of IN after DELAY[i] ms; execute returns after WAIT."""
+    """Triton's QA repeat_int32 (qa/L0_decoupled): the repeat backend, decoupled, one response per element of
+    IN after DELAY[i] ms; the execution ends after WAIT ms."""
+    w.write_text("repeat_int32/1/.gitkeep", "")
     w.write_text("repeat_int32/config.pbtxt", config_text(
         "repeat_int32",
         [{"name": "IN", "data_type": "TYPE_INT32", "dims": [-1]},
@@ -324,12 +321,11 @@ def write_repeat_int32(w):
          {"name": "WAIT", "data_type": "TYPE_UINT32", "dims": [1]}],
         [{"name": "OUT", "data_type": "TYPE_INT32", "dims": [1]},
          {"name": "IDX", "data_type": "TYPE_UINT32", "dims": [1]}],
-        max_batch_size=0, backend="javascript",
-        header=HEADER + "\nTriton's repeat example (python_backend examples/decoupled, repeat_backend) as a\n"
-        "JavaScript model: for IN of n elements, n responses (OUT = IN[i], IDX = i), each after DELAY[i] ms;\n"
-        "execute returns after WAIT ms, so requests interleave.",
-        extra_top="model_transaction_policy {\n  decoupled: True\n}\n"))
-    copy_js(w, "repeat_int32.js", "repeat_int32/1/model.js")
+        max_batch_size=0, backend="repeat",
+        header=HEADER + "\nTriton's repeat backend: for IN of n elements, n responses (OUT = IN[i], IDX = i), each\n"
+        "after DELAY[i] ms; the execution ends after WAIT ms, so requests interleave.",
+        extra_top="model_transaction_policy {\n  decoupled: True\n}\n",
+        extra_bottom="instance_group [ { kind: KIND_CPU } ]\n"))
 
 
 def dyna_sequence_config(name, corrid_type, header):

@@ -20,7 +20,16 @@ export interface Backend {
   autoComplete?(model: ModelFiles, config: ModelConfig): Promise<void>;
   /** Creates one instance of a model version; the instance is ready to execute when the promise resolves. */
   createInstance(spec: InstanceSpec): Promise<BackendInstance>;
+  /**
+   * A check of each request's inputs that the backend needs beyond the config's (something its engine cannot
+   * carry), made once when a model version loads and run before a request is queued, so that a bad request is
+   * refused alone rather than failing the batch it would join. Undefined (or absent): nothing to check.
+   */
+  inputCheck?(config: ModelConfig): InputCheck | undefined;
 }
+
+/** Throws a NereidError (INVALID_ARG) for inputs the backend cannot take; see Backend.inputCheck. */
+export type InputCheck = (inputs: readonly Tensor[]) => void;
 
 export interface ModelFiles {
   readonly name: string;

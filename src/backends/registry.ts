@@ -41,5 +41,9 @@ export function defaultBackends(): BackendRegistry {
   r.register('pytorch', async () => (await import('./pytorch/backend.js')).pytorchBackend);
   r.register('llamacpp', async () => (await import('./llamacpp/backend.js')).llamaCppBackend);
   r.register('openai', async () => (await import('./openai/backend.js')).openaiBackend);
+  // Triton's example backends, which its QA model repositories use everywhere.
+  r.register('identity', async () => (await import('./identity/backend.js')).identityBackend);
+  r.register('repeat', async () => (await import('./repeat/backend.js')).repeatBackend);
+  r.register('square', async () => (await import('./square/backend.js')).squareBackend);
   return r;
 }

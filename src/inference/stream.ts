@@ -18,6 +18,7 @@ export class ResponseStream implements AsyncIterableIterator<InferenceResponse> 
   private head = 0;
   private readonly waiters: { resolve(r: IteratorResult<InferenceResponse>): void; reject(e: unknown): void }[] = [];
   private ended = false;
+  private endedAlone = false;
   private error: NereidError | undefined;
   private settle!: () => void;
   /** Resolves once the stream is over: ended, failed or cancelled. */
@@ -38,11 +39,19 @@ export class ResponseStream implements AsyncIterableIterator<InferenceResponse> 
     return s;
   }
 
+  /** A stream refused before any model saw its request (see `refused`). */
   static failed(e: unknown): ResponseStream {
     const s = new ResponseStream();
+    s.refused = true;
     s.fail(toNereidError(e));
     return s;
   }
+
+  /**
+   * True for a stream that failed before a model saw its request (a check, an unknown model); false once a
+   * model has it, even when the model answers with an error before inferStream() has handed the stream back.
+   */
+  refused = false;
 
   /** True once end(), fail() or a cancel has happened: later pushes are dropped. */
   get closed(): boolean {
@@ -50,12 +59,12 @@ export class ResponseStream implements AsyncIterableIterator<InferenceResponse> 
   }
 
   /**
-   * True once the stream has ended without error and every response has been read: the response just read
-   * was the last one. A consumer that must label the last response (gRPC's triton_final_response) reads it
+   * True once the stream has ended without error, with its last response (not after it, see end()), and every
+   * response has been read: the response just read was the last one. A consumer that must label the last response (gRPC's triton_final_response) reads it
    * here instead of waiting for the next response or the end.
    */
   get drained(): boolean {
-    return this.ended && this.error === undefined && this.head === this.buffered.length;
+    return this.ended && !this.endedAlone && this.error === undefined && this.head === this.buffered.length;
   }
 
   push(response: InferenceResponse): void {
@@ -65,9 +74,14 @@ export class ResponseStream implements AsyncIterableIterator<InferenceResponse> 
     else this.buffered.push(response);
   }
 
-  end(): void {
+  /**
+   * `alone`: the end came as a final flag of its own, after the last response rather than with it (Triton's
+   * FINAL flag sent without a response); `drained` then never calls a response the last one.
+   */
+  end(alone = false): void {
     if (this.ended) return;
     this.ended = true;
+    this.endedAlone = alone;
     this.settle();
     if (this.head === this.buffered.length) for (const w of this.waiters.splice(0)) w.resolve({ value: undefined, done: true });
   }

@@ -41,7 +41,13 @@ export class ModelContext {
   readonly reshapes: boolean;
   readonly bounds: RequestBounds;
 
-  constructor(readonly name: string, readonly version: number, readonly config: ModelConfig, labels: ReadonlyMap<string, string[]>) {
+  /**
+   * `backendCheck`: the backend's own check of a request's inputs (Backend.inputCheck), run after the config's.
+   */
+  constructor(
+    readonly name: string, readonly version: number, readonly config: ModelConfig, labels: ReadonlyMap<string, string[]>,
+    private readonly backendCheck?: (inputs: readonly Tensor[]) => void,
+  ) {
     this.maxBatchSize = config.max_batch_size;
     const batched = this.maxBatchSize > 0;
     this.inputs = new Map(config.input.map((i) => {
@@ -98,6 +104,7 @@ export class ModelContext {
       this.checkData(t, info);
     }
     if (required < this.requiredInputs) throw this.missingInputs(inputs);
+    this.backendCheck?.(inputs);
     if (this.maxBatchSize > 0) {
       if (batch < 1 && inputs.length > 0) throw invalidArg(`inference request batch-size must be >= 1 for '${this.name}'`);
       if (batch > this.maxBatchSize) {

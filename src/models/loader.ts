@@ -132,7 +132,7 @@ async function readLabels(config: ModelConfig, name: string, modelDir: string): 
 /** Loads one version: creates its instances (warmed up) and its scheduler. */
 export async function loadVersion(model: PreparedModel, version: number, opts: LoaderOptions): Promise<ModelVersion> {
   const startNs = process.hrtime.bigint();
-  const context = new ModelContext(model.name, version, model.config, model.labels);
+  const context = new ModelContext(model.name, version, model.config, model.labels, model.backend?.inputCheck?.(model.config));
   const loaded = model.backend ? await loadInstances(model, context, opts)
     : model.config.backend === 'router' ? loadRouter(model, context, opts) : loadEnsemble(model, context, opts);
   loaded.stats.loadNs = Number(process.hrtime.bigint() - startNs);

@@ -94,7 +94,7 @@ export class StreamJob implements Job {
     if (!final) return;
     countTokens(this.stats, parameters);
     this.close();
-    this.stream.end();
+    this.stream.end(outputs === NO_RESPONSE);
     this.finalSeen = true;
     this.recordSuccess();
   }

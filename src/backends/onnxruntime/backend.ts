@@ -4,7 +4,7 @@ import { invalidArg, NereidError } from '../../errors.js';
 import type { ModelConfig, ModelInput, ModelOutput } from '../../config/types.js';
 import { resolveModelFile, withoutServerPaths } from '../../config/model-files.js';
 import { versionFolder, type Backend, type InstanceSpec, type ModelFiles } from '../backend.js';
-import { configTypeOfOrt } from './convert.js';
+import { configTypeOfOrt, nulFreeCheck } from './convert.js';
 import { sessionOptions } from './session-options.js';
 import { OrtInstance } from './instance.js';
 import { choosePlacement } from './placement.js';
@@ -20,6 +20,7 @@ export const onnxRuntimeBackend: Backend = {
   name: 'onnxruntime',
   autoComplete,
   createInstance,
+  inputCheck: nulFreeCheck,
 };
 
 /** `model.onnx` (or default_model_filename) in the version folder: a file, or a folder holding `model.onnx`. */

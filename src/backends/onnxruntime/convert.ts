@@ -1,8 +1,10 @@
 import type { Tensor as OrtTensor } from 'onnxruntime-node';
 import type { DataType } from '../../tensor/datatype.js';
-import type { DataType as ConfigDataType } from '../../config/types.js';
+import type { DataType as ConfigDataType, ModelConfig } from '../../config/types.js';
 import type { Tensor } from '../../tensor/tensor.js';
 import { typedView, bytesOf } from '../../tensor/view.js';
+import { invalidArg, type NereidError } from '../../errors.js';
+import { bytesToOrtString, firstNul, ortStringToBytes } from './strings.js';
 
 /** Triton data types ⇄ ONNX Runtime tensor types. BF16 has no ORT CPU tensor type in Node. */
 const TO_ORT: Partial<Record<DataType, OrtTensor.Type>> = {
@@ -25,16 +27,20 @@ export function configTypeOfOrt(t: string): ConfigDataType {
   return dt ? (`TYPE_${dt}` as ConfigDataType) : 'TYPE_INVALID';
 }
 
-const decoder = new TextDecoder();
-const encoder = new TextEncoder();
 
 type OrtTensorCtor = typeof import('onnxruntime-node').Tensor;
 
-/** A Nereid tensor as an ORT tensor over the same memory (strings are decoded: ORT takes JS strings). */
+/**
+ * A Nereid tensor as an ORT tensor over the same memory (strings are converted: ORT takes JS strings, see
+ * strings.ts). An element with a NUL byte, which ORT would cut short, is refused: requests are checked before
+ * they are queued (nulFreeCheck), so this only guards other paths.
+ */
 export function toOrt(Ctor: OrtTensorCtor, t: Tensor, type: OrtTensor.Type, dims: readonly number[]): OrtTensor {
   if (t.datatype === 'BYTES') {
+    const nul = firstNul(t.data);
+    if (nul !== -1) throw nulError(t.name, nul);
     const strings = new Array<string>(t.data.length);
-    for (let i = 0; i < t.data.length; i++) strings[i] = decoder.decode(t.data[i]);
+    for (let i = 0; i < t.data.length; i++) strings[i] = bytesToOrtString(t.data[i]!);
     return new Ctor('string', strings, dims);
   }
   // ORT wants its own typed array per type; BOOL rides in a Uint8Array, FP16 in a Uint16Array.
@@ -47,8 +53,30 @@ export function fromOrt(name: string, datatype: DataType, o: { readonly dims: re
   if (datatype === 'BYTES') {
     const strings = o.data as string[];
     const data = new Array<Uint8Array>(strings.length);
-    for (let i = 0; i < strings.length; i++) data[i] = encoder.encode(strings[i]);
+    for (let i = 0; i < strings.length; i++) data[i] = ortStringToBytes(strings[i]!);
     return { name, datatype, shape, data };
   }
   return { name, datatype, shape, data: bytesOf(o.data as ArrayBufferView) };
+}
+
+/** The refusal of a BYTES element with a NUL byte, naming the input and the element (its index in the tensor). */
+export function nulError(input: string, element: number, model?: string): NereidError {
+  const where = model === undefined ? `input '${input}'` : `input '${input}' for model '${model}'`;
+  return invalidArg(`element ${element} of ${where} contains a NUL byte, which ONNX Runtime string tensors cannot carry (the element would end there)`);
+}
+
+/**
+ * The check of a request's BYTES inputs for NUL bytes, run before the request is queued so that one bad
+ * request never fails a batch; undefined when the model has no BYTES input (nothing to check).
+ */
+export function nulFreeCheck(config: ModelConfig): ((inputs: readonly Tensor[]) => void) | undefined {
+  const names = new Set(config.input.filter((i) => i.data_type === 'TYPE_STRING').map((i) => i.name));
+  if (names.size === 0) return undefined;
+  return (inputs) => {
+    for (const t of inputs) {
+      if (t.datatype !== 'BYTES' || !names.has(t.name)) continue;
+      const nul = firstNul(t.data);
+      if (nul !== -1) throw nulError(t.name, nul, config.name);
+    }
+  };
 }

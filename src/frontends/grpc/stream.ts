@@ -100,8 +100,7 @@ class InferStream {
       return;
     }
     const stream = server.inferStream(request);
-    // A stream already over when handed back failed before the model saw the request.
-    const refused = stream.closed;
+    const refused = stream.refused;
     let finalSent = false;
     try {
       for await (const res of stream) {

@@ -7,8 +7,8 @@ import { postJson, request } from '../../helpers/http.js';
 import { isNereidError, type InferenceResponse, type Tensor } from '../../../src/index.js';
 
 // Decoupled JavaScript models: zero or more responses then the FINAL flag, read through the in-process
-// streaming API (InferenceServer.inferStream); HTTP /infer refuses them as Triton does. repeat_int32 is the
-// bundled example, Triton's repeat model; stream_js is a test fixture.
+// streaming API (InferenceServer.inferStream); HTTP /infer refuses them as Triton does. repeat_js is
+// Triton's repeat example written in JavaScript; stream_js is another test fixture.
 
 const JS = join(FIXTURES, 'js');
 
@@ -22,7 +22,7 @@ function value(r: InferenceResponse, name: string): number {
 }
 
 function repeat(s: TestServer, id: string, values: number[], delays: number[], wait: number) {
-  return s.server.inferStream({ model: 'repeat_int32', id, inputs: [int32('IN', values), uint32('DELAY', delays), uint32('WAIT', [wait])] });
+  return s.server.inferStream({ model: 'repeat_js', id, inputs: [int32('IN', values), uint32('DELAY', delays), uint32('WAIT', [wait])] });
 }
 
 async function collect(stream: AsyncIterable<InferenceResponse>): Promise<InferenceResponse[]> {
@@ -32,7 +32,7 @@ async function collect(stream: AsyncIterable<InferenceResponse>): Promise<Infere
 }
 
 async function withServer(fn: (s: TestServer) => Promise<void>): Promise<void> {
-  const s = await startTestServer({ modelRepositories: [EXAMPLES, JS], modelControlMode: 'explicit', loadModels: ['repeat_int32', 'stream_js', 'simple'] });
+  const s = await startTestServer({ modelRepositories: [EXAMPLES, JS], modelControlMode: 'explicit', loadModels: ['repeat_js', 'stream_js', 'simple'] });
   try {
     await fn(s);
   } finally {
@@ -40,12 +40,12 @@ async function withServer(fn: (s: TestServer) => Promise<void>): Promise<void> {
   }
 }
 
-test('repeat_int32: one response per IN element with OUT and IDX, then the end; none for IN of shape [0]', async () => {
+test('repeat_js: one response per IN element with OUT and IDX, then the end; none for IN of shape [0]', async () => {
   await withServer(async (s) => {
     const responses = await collect(repeat(s, 'r1', [100, 101, 102, 103], [0, 10, 0, 5], 0));
     assert.deepEqual(responses.map((r) => [value(r, 'OUT'), value(r, 'IDX')]), [[100, 0], [101, 1], [102, 2], [103, 3]]);
     for (const r of responses) {
-      assert.equal(r.model, 'repeat_int32');
+      assert.equal(r.model, 'repeat_js');
       assert.equal(r.version, 1);
       assert.equal(r.id, 'r1');
       assert.deepEqual(r.outputs.map((o) => [o.name, o.datatype, o.shape]).sort(), [['IDX', 'UINT32', [1]], ['OUT', 'INT32', [1]]]);
@@ -54,20 +54,20 @@ test('repeat_int32: one response per IN element with OUT and IDX, then the end; 
 
     // Only OUT asked for: IDX is left out of every response.
     const onlyOut = await collect(s.server.inferStream({
-      model: 'repeat_int32', inputs: [int32('IN', [5, 6]), uint32('DELAY', [0, 0]), uint32('WAIT', [0])], outputs: [{ name: 'OUT' }],
+      model: 'repeat_js', inputs: [int32('IN', [5, 6]), uint32('DELAY', [0, 0]), uint32('WAIT', [0])], outputs: [{ name: 'OUT' }],
     }));
     assert.deepEqual(onlyOut.map((r) => r.outputs.map((o) => o.name)), [['OUT'], ['OUT']]);
 
     // IN and DELAY must have the same shape: an error response, as Triton's repeat backend sends.
     await assert.rejects(collect(repeat(s, 'bad', [1, 2], [0], 0)), (e) => isNereidError(e) && e.code === 'INVALID_ARG' && e.message === 'expected IN and DELAY shape to match, got [2] and [1]');
 
-    const stats = s.server.statistics('repeat_int32').model_stats[0] as any;
+    const stats = s.server.statistics('repeat_js').model_stats[0] as any;
     assert.equal(stats.inference_stats.success.count, 3);
     assert.equal(stats.inference_stats.fail.count, 1);
   });
 });
 
-test('repeat_int32: WAIT frees the instance while responses are still coming, so requests interleave', async () => {
+test('repeat_js: WAIT frees the instance while responses are still coming, so requests interleave', async () => {
   await withServer(async (s) => {
     // One instance. A returns from execute at once (WAIT 0) but sends its response after 1 s, so B runs and
     // answers first.
@@ -94,7 +94,7 @@ test('repeat_int32: WAIT frees the instance while responses are still coming, so
 
 test('HTTP /infer on a decoupled model answers 501 with Triton\'s message, before reading the body', async () => {
   await withServer(async (s) => {
-    const r = await postJson(`${s.url}/v2/models/repeat_int32/infer`, {
+    const r = await postJson(`${s.url}/v2/models/repeat_js/infer`, {
       inputs: [
         { name: 'IN', shape: [1], datatype: 'INT32', data: [1] },
         { name: 'DELAY', shape: [1], datatype: 'UINT32', data: [0] },
@@ -103,14 +103,14 @@ test('HTTP /infer on a decoupled model answers 501 with Triton\'s message, befor
     });
     assert.equal(r.status, 501);
     assert.deepEqual(r.json(), { error: "HTTP end point doesn't support models with decoupled transaction policy" });
-    const garbage = await request(`${s.url}/v2/models/repeat_int32/versions/1/infer`, { body: 'not json', headers: { 'Content-Type': 'application/json' } });
+    const garbage = await request(`${s.url}/v2/models/repeat_js/versions/1/infer`, { body: 'not json', headers: { 'Content-Type': 'application/json' } });
     assert.equal(garbage.status, 501);
     assert.equal(garbage.json().error, "HTTP end point doesn't support models with decoupled transaction policy");
     // Metadata and config still work; the policy shows in the config.
-    const cfg = (await request(`${s.url}/v2/models/repeat_int32/config`)).json();
+    const cfg = (await request(`${s.url}/v2/models/repeat_js/config`)).json();
     assert.deepEqual(cfg.model_transaction_policy, { decoupled: true });
     // The in-process infer() points to inferStream().
-    await assert.rejects(s.server.infer({ model: 'repeat_int32', inputs: [int32('IN', [1]), uint32('DELAY', [0]), uint32('WAIT', [0])] }),
+    await assert.rejects(s.server.infer({ model: 'repeat_js', inputs: [int32('IN', [1]), uint32('DELAY', [0]), uint32('WAIT', [0])] }),
       (e) => isNereidError(e) && e.code === 'UNSUPPORTED' && /inferStream/.test(e.message));
   });
 });
