@@ -2,14 +2,18 @@ import { NereidError, invalidArg, isNereidError, notFound, unavailable } from '.
 import type { ModelConfig } from '../config/types.js';
 import { modelConfigToJson } from '../config/index.js';
 import type { Logger } from '../observability/logger.js';
-import { assertModelName, listVersions, modelTimestamps, scanRepositories, selectVersions, type ModelLocation } from '../repository/local.js';
+import { assertModelName, listVersions, modelTimestamps, scanRepositories, selectVersions, type ModelLocation, type RepositoryScan } from '../repository/local.js';
 import { writeOverrides, type OverrideDir } from '../repository/overrides.js';
+import { redactPaths, shownPaths, type PathShown } from '../repository/redact.js';
 import { loadVersion, prepareModel, readConfig, type LoaderOptions, type PreparedModel } from './loader.js';
 import { EnsembleScheduler } from './ensemble.js';
 import { routerTargets, stringParameter, VERSION_WEIGHTS_PARAMETER } from './router.js';
 import { parseRoutes, WeightedRoutes } from './routing.js';
 import type { ModelVersion } from './model-version.js';
 import type { RequestBounds } from '../inference/request.js';
+
+/** Triton's reason when a model to load could not be read from the repository (or written from overrides). */
+const POLL_FAILED = 'failed to poll from model repository';
 
 export type ModelState = 'UNKNOWN' | 'READY' | 'UNAVAILABLE' | 'LOADING' | 'UNLOADING';
 
@@ -293,10 +297,10 @@ export class ModelManager {
     }
     let location: ModelLocation | undefined;
     if (!req.files || req.files.size === 0) {
-      const scan = await scanRepositories(this.repositories);
+      const scan = await this.scanForLoad(name);
       if (scan.duplicates.has(name)) throw invalidArg(`failed to load '${name}': model is not unique across all model repositories`);
       location = scan.models.get(name);
-      if (!location) throw invalidArg(`failed to load '${name}', failed to poll from model repository`);
+      if (!location) throw invalidArg(`failed to load '${name}', ${POLL_FAILED}`);
     }
     // Loading an ensemble loads the composing models that are not loaded yet, as Triton does.
     const config = req.config ?? (location ? await readConfig(location.dir, name, this.opts).catch(() => undefined) : undefined);
@@ -305,7 +309,18 @@ export class ModelManager {
     }
     const err = await this.withEntry(name, (e) => this.loadEntry(e, location, req));
     // A refusal by a limit keeps its code and names the limit, so that the frontend counts it.
-    if (err) throw new NereidError(err.limit ? err.code : 'INVALID_ARG', `failed to load '${name}', ${err.message}`, { limit: err.limit });
+    // A failed poll keeps Triton's INTERNAL; any other failure is the client's to fix (see failure()).
+    if (err) throw new NereidError(err.limit || err.code === 'INTERNAL' ? err.code : 'INVALID_ARG', `failed to load '${name}', ${err.message}`, { limit: err.limit });
+  }
+
+  /** The repositories as a load sees them; one that cannot be read is Triton's failed poll, its path logged only. */
+  private async scanForLoad(name: string): Promise<RepositoryScan> {
+    try {
+      return await scanRepositories(this.repositories);
+    } catch (e) {
+      this.logger.error(`failed to poll the model repositories for '${name}': ${reasonOf(e)}`);
+      throw new NereidError('INTERNAL', `failed to load '${name}', ${POLL_FAILED}`);
+    }
   }
 
   async unload(name: string): Promise<void> {
@@ -398,15 +413,21 @@ export class ModelManager {
     let stamps = new Map<string, bigint>();
     try {
       if (req.files && req.files.size > 0) overrides = await writeOverrides(e.name, req.files);
+    } catch (err) {
+      if (isNereidError(err)) return this.prepareFailed(e, err, []);
+      // The file system refused the folder Triton calls the model's localized repository (a name too long, a
+      // full disk): Triton's answer is a failed poll. The detail names server paths, so only the log has it.
+      this.logger.error(`failed to write the file overrides of '${e.name}': ${reasonOf(err)}`);
+      return this.prepareFailed(e, new NereidError('INTERNAL', POLL_FAILED), []);
+    }
+    const shown = shownPaths(e.name, overrides?.root, location);
+    try {
       const modelDir = overrides?.modelDir ?? location!.dir;
       if (!overrides) stamps = await modelTimestamps(modelDir);
       prepared = await prepareModel(e.name, modelDir, req.config ? structuredClone(req.config) : undefined, this.opts);
     } catch (err) {
       await overrides?.remove();
-      const reason = reasonOf(err);
-      this.logger.error(`failed to load '${e.name}': ${reason}`);
-      if (e.versions.size === 0) e.failure = reason;
-      return failure(reason, err);
+      return this.prepareFailed(e, err, shown);
     }
     const configJson = JSON.stringify(modelConfigToJson(prepared.config));
     const available = await listVersions(prepared.modelDir);
@@ -419,12 +440,12 @@ export class ModelManager {
       const slot = e.versions.get(v);
       if (!slot) e.versions.set(v, { state: 'LOADING', reason: '', model: undefined });
       try {
-        const model = await loadVersion(prepared, v, this.opts);
+        const model = await this.createVersion(prepared, v, shown);
         this.live.add(model);
         this.logger.info(`successfully loaded '${e.name}' version ${v}`);
         return [v, model, '', undefined] as const;
       } catch (err) {
-        const reason = reasonOf(err);
+        const reason = redactPaths(reasonOf(err), shown);
         this.logger.error(`failed to load '${e.name}' version ${v}: ${reason}`);
         return [v, undefined, reason, err] as const;
       }
@@ -466,6 +487,31 @@ export class ModelManager {
     if (wanted.length === 0) return failure(e.failure, undefined);
     if (failed.length === 0) return undefined;
     return failure(failed.map(([v, , r]) => `version ${v}: ${r}`).join('; '), failed.find(([, , , err]) => isNereidError(err) && err.limit)?.[3]);
+  }
+
+  /**
+   * Creates one version, and again after a failure up to --model-load-retry-count more times, as Triton's model
+   * lifecycle retries the creation of a version (not the reading of its config).
+   */
+  private async createVersion(prepared: PreparedModel, v: number, shown: readonly PathShown[]): Promise<ModelVersion> {
+    const retries = this.opts.loadRetries ?? 0;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await loadVersion(prepared, v, this.opts);
+      } catch (err) {
+        if (attempt >= retries) throw err;
+        this.logger.warn(`failed to load '${prepared.name}' version ${v} (attempt ${attempt + 1} of ${retries + 1}), retrying: ${redactPaths(reasonOf(err), shown)}`);
+      }
+    }
+  }
+
+  /** A load that failed before any version loaded: the versions serving keep serving. */
+  private prepareFailed(e: ModelEntry, err: unknown, shown: readonly PathShown[]): NereidError {
+    const reason = redactPaths(reasonOf(err), shown);
+    this.logger.error(`failed to load '${e.name}': ${reason}`);
+    if (e.versions.size === 0) e.failure = reason;
+    if (isNereidError(err) && err.code === 'INTERNAL' && err.message === POLL_FAILED) return err;
+    return failure(reason, err);
   }
 
   /** Takes versions out of service: new requests stop at once, running ones finish, then they are released. */

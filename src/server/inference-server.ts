@@ -108,6 +108,7 @@ export class InferenceServer {
       backendConfig: options.backendConfig ?? {},
       logger: this.logger,
       loadThreads: options.modelLoadThreadCount ?? 4,
+      loadRetries: options.modelLoadRetryCount ?? 0,
       instances: new InstanceBudget(options.modelMaxInstances, options.serverMaxInstances),
       rateLimiter: new RateLimiter(options.rateLimit === 'execution_count', options.rateLimitResources ?? []),
       responseCache: this.cache,

@@ -30,6 +30,8 @@ export interface ServerOptions {
   id?: string;
   /** --model-load-thread-count (default 4). */
   modelLoadThreadCount?: number;
+  /** --model-load-retry-count (default 0): times a version whose creation failed is created again before its load fails. */
+  modelLoadRetryCount?: number;
   /**
    * --model-max-instances (Nereid's, default 128): instances one model version may have, its instance_group counts
    * summed; a load asking for more fails, naming the limit.
