@@ -152,6 +152,8 @@ export class InferenceServer {
    */
   static async create(options: ServerOptions, created: CreateOptions = {}): Promise<InferenceServer> {
     if (options.modelRepositories.length === 0) throw invalidArg('at least one model repository is required');
+    const url = options.modelRepositories.find((r) => /^[A-Za-z][A-Za-z0-9+.-]*:\/\//.test(r));
+    if (url !== undefined) throw invalidArg(`model repository ${url}: repositories at URLs are not supported yet, only local directories`);
     // prom-client is loaded only when metrics are on.
     const Metrics = options.metrics ? (await import('../observability/metrics/server-metrics.js')).ServerMetrics : undefined;
     const server = new InferenceServer(options, created, Metrics);
