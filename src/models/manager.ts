@@ -43,6 +43,11 @@ interface ModelEntry {
   overrides: OverrideDir | undefined;
   /** Unloaded on request: not counted by strict readiness. */
   unloaded: boolean;
+  /**
+   * Loaded because it was asked for by name (a load request, --load-model, every model in modes none and
+   * poll), not only as a model an ensemble runs on: unload_dependents leaves such a model loaded.
+   */
+  explicit: boolean;
   /** Operations on one model run one at a time, in order. */
   busy: Promise<void>;
 }
@@ -224,6 +229,7 @@ export class ModelManager {
       this.entry(name).failure = `model '${name}' is not unique across all model repositories: ${repos.join(', ')}`;
     }
     const wanted = names ? await this.withDependencies(names, scan.models) : [...scan.models.keys()];
+    for (const name of wanted) if (!names || names.includes(name)) this.entry(name).explicit = true;
     const failures = new Map<string, string>();
     for (const name of scan.duplicates.keys()) if (!names || names.includes(name)) failures.set(name, this.entry(name).failure);
     // Ensembles load after the models they run on, as Triton orders them.
@@ -289,8 +295,11 @@ export class ModelManager {
     return config ? modelsRunOn(config) : [];
   }
 
-  /** The repository API's load: (re)loads a model, with optional config and file overrides. */
-  async load(name: string, req: LoadRequest): Promise<void> {
+  /**
+   * The repository API's load: (re)loads a model, with optional config and file overrides. `explicit` is false
+   * for the models an ensemble being loaded runs on.
+   */
+  async load(name: string, req: LoadRequest, explicit = true): Promise<void> {
     assertModelName(name);
     if (req.files && req.files.size > 0 && !req.config) {
       throw invalidArg(`failed to load '${name}': a model config must be provided when file overrides are given`);
@@ -305,8 +314,9 @@ export class ModelManager {
     // Loading an ensemble loads the composing models that are not loaded yet, as Triton does.
     const config = req.config ?? (location ? await readConfig(location.dir, name, this.opts).catch(() => undefined) : undefined);
     for (const other of config ? modelsRunOn(config) : []) {
-      if (other !== name && this.readyVersions(other).length === 0) await this.load(other, {}).catch(() => undefined);
+      if (other !== name && this.readyVersions(other).length === 0) await this.load(other, {}, false).catch(() => undefined);
     }
+    if (explicit) this.entry(name).explicit = true;
     const err = await this.withEntry(name, (e) => this.loadEntry(e, location, req));
     // A refusal by a limit keeps its code and names the limit, so that the frontend counts it.
     // A failed poll keeps Triton's INTERNAL; any other failure is the client's to fix (see failure()).
@@ -323,12 +333,19 @@ export class ModelManager {
     }
   }
 
-  async unload(name: string): Promise<void> {
+  /**
+   * Unloads a model. With `dependents` (the unload_dependents parameter), as Triton's dependency graph: the
+   * models it ran on (an ensemble's steps, a router's targets) go too, each that was not loaded by name and
+   * that no other loaded model runs on, and so on down.
+   */
+  async unload(name: string, dependents = false): Promise<void> {
     const entry = this.entries.get(name);
     if (!entry) throw invalidArg(`failed to unload '${name}', model is not loaded`);
+    const ranOn = entry.prepared ? modelsRunOn(entry.prepared.config) : [];
     await this.withEntry(name, async (e) => {
       await this.retire(e, [...e.versions.keys()]);
       e.unloaded = true;
+      e.explicit = false;
       e.failure = '';
       await e.overrides?.remove();
       e.overrides = undefined;
@@ -337,6 +354,20 @@ export class ModelManager {
       e.timestamps = new Map();
       return undefined;
     });
+    if (!dependents) return;
+    for (const other of new Set(ranOn)) {
+      const o = this.entries.get(other);
+      if (!o || o.unloaded || o.explicit || other === name || this.runOnBy(other)) continue;
+      await this.unload(other, true);
+    }
+  }
+
+  /** Whether a loaded model runs on `name`. */
+  private runOnBy(name: string): boolean {
+    for (const e of this.entries.values()) {
+      if (!e.unloaded && e.prepared && e.name !== name && modelsRunOn(e.prepared.config).includes(name)) return true;
+    }
+    return false;
   }
 
   /** Poll mode: one pass over the repositories, loading what appeared or changed and unloading what went. */
@@ -383,7 +414,7 @@ export class ModelManager {
   private entry(name: string): ModelEntry {
     let e = this.entries.get(name);
     if (!e) {
-      e = { name, location: undefined, prepared: undefined, configJson: '', versions: new Map(), failure: '', timestamps: new Map(), overrides: undefined, unloaded: false, busy: Promise.resolve() };
+      e = { name, location: undefined, prepared: undefined, configJson: '', versions: new Map(), failure: '', timestamps: new Map(), overrides: undefined, unloaded: false, explicit: false, busy: Promise.resolve() };
       this.entries.set(name, e);
     }
     return e;

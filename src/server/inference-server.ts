@@ -385,10 +385,10 @@ export class InferenceServer {
     await this.manager.load(name, request);
   }
 
-  async unloadModel(name: string, _options: { unloadDependents?: boolean } = {}): Promise<void> {
+  /** With unloadDependents, the models it ran on that nothing else needs go too (see ModelManager.unload). */
+  async unloadModel(name: string, options: { unloadDependents?: boolean } = {}): Promise<void> {
     this.checkControlMode();
-    // Without ensembles no model depends on another yet, so unload_dependents has nothing more to unload.
-    await this.manager.unload(name);
+    await this.manager.unload(name, options.unloadDependents ?? false);
   }
 
   /** Triton's words and code when model control is off, in modes none and poll alike (its model_control_enabled). */
