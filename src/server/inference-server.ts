@@ -114,7 +114,7 @@ export class InferenceServer {
       responseCache: this.cache,
       calls: this.modelCalls(ownSharedMemory),
       ...(this.metrics ? { metrics: this.metrics } : {}),
-    }, this.logger);
+    }, this.logger, options.modelNamespacing ?? false);
     this.metadataValue = { name: options.id ?? DEFAULT_SERVER_ID, version: NEREID_VERSION, extensions: EXTENSIONS };
   }
 
