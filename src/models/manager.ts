@@ -195,6 +195,7 @@ export class ModelManager {
    */
   isReady(name: string, version: number | undefined): boolean {
     let model: ModelVersion;
+    this.lookup(name); // an ambiguous name is an error here too, as in Triton
     try {
       model = this.resolve(name, version);
     } catch (e) {

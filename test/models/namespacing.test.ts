@@ -4,7 +4,7 @@ import { mkdir, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-import { postJson } from '../helpers/http.js';
+import { postJson, request } from '../helpers/http.js';
 
 // --model-namespacing as Triton's L0_model_namespacing pins it, in modes poll and explicit: two repositories,
 // each its own namespace; a name in both is ambiguous for requests, and an ensemble runs the steps of its own
@@ -92,6 +92,8 @@ async function ambiguous(s: TestServer, model: string): Promise<void> {
   const r = await infer(s, model);
   assert.equal(r.status, 400);
   assert.match(r.body.error, /There are 2 identifiers of model '.*' in global map, model namespace must be provided to resolve ambiguity\./);
+  const ready = await request(`${s.url}/v2/models/${model}/ready`);
+  assert.equal(ready.status, 400);
 }
 
 async function withServer(kind: Layout, mode: 'poll' | 'explicit', body: (s: TestServer, dirs: { root: string; addsub: string; subadd: string }) => Promise<void>): Promise<void> {
