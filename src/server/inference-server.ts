@@ -369,6 +369,9 @@ export class InferenceServer {
    * Throws as infer() would when no version of the model can take a request.
    */
   requestBounds(name: string, version?: number): RequestBounds {
+    // As admit(): a request that arrives while the server stops is refused for that, not for the model that the
+    // stop has already unloaded.
+    if (this.state !== 'ready') throw unavailable('Server is not ready: it is shutting down');
     return this.manager.requestBounds(name, version);
   }
 
