@@ -56,6 +56,8 @@ interface ServerDraft {
   backendConfig: Record<string, Record<string, string>>;
   id: string;
   modelLoadThreadCount: number;
+  modelLoadRetryCount?: number;
+  modelNamespacing?: boolean;
   modelMaxInstances?: number;
   serverMaxInstances?: number;
   rateLimit?: 'off' | 'execution_count';
@@ -76,6 +78,8 @@ interface Draft extends Omit<ServeOptions, 'server' | 'metrics' | 'openai'> {
   cacheConfigGiven: boolean;
   /** Restricted categories already claimed, per flag: a category may sit in one group only. */
   restricted: Record<string, Set<string>>;
+  /** Flags given that have no effect, by the reason: one warning line per reason. */
+  ignored: Map<string, string[]>;
 }
 
 function newDraft(): Draft {
@@ -98,6 +102,7 @@ function newDraft(): Draft {
     cacheSizeGiven: false,
     cacheConfigGiven: false,
     restricted: {},
+    ignored: new Map(),
   };
 }
 
@@ -253,15 +258,57 @@ function headerPattern(v: string): string {
 // ---------------------------------------------------------------------------------------------------------
 // The flag table: tritonserver's flags, in its --help groups and order. Help texts are Nereid's own words.
 
+/**
+ * What giving a flag does in Nereid. Every tritonserver flag has one, so that none is accepted and then
+ * dropped without a word: it takes effect, or it warns why it cannot (once per reason, whatever the number of
+ * flags), or the start is refused. `when` narrows a warning or a refusal to the values it concerns.
+ */
+export type FlagEffect =
+  | { readonly kind: 'implemented'; readonly note?: string }
+  | { readonly kind: 'warns'; readonly why: string; readonly when?: Values; readonly byFrontend?: true }
+  | { readonly kind: 'refused'; readonly why: string; readonly when?: Values };
+
+/** The values a warning or refusal concerns: a test, and how the flag table names them. */
+export interface Values {
+  readonly test: (value: string) => boolean;
+  readonly label: string;
+}
+
 interface FlagSpec extends UsageEntry {
   /** The canonical name: an alias carries the id of the flag it stands for. */
   readonly id: string;
   readonly set: (d: Draft, value: string, id: string) => void;
+  readonly effect: FlagEffect;
 }
 
 function flag(group: string, name: string, arg: string | null, def: string, help: string, set: FlagSpec['set'], id = name): FlagSpec {
-  return { group, name, arg, def, help, set, id };
+  return { group, name, arg, def, help, set, id, effect: { kind: 'implemented' } };
 }
+
+/** A flag with no effect in Nereid: giving it logs `--<flag> has no effect: <why>` (when `when` holds). */
+function warns(spec: FlagSpec, why: string, when?: Values): FlagSpec {
+  return { ...spec, effect: { kind: 'warns', why, ...(when ? { when } : {}) } };
+}
+
+/** As warns(), the warning written by the frontend's own option builder (cli/http-options, cli/grpc-options). */
+function warnsInFrontend(spec: FlagSpec, why: string, when?: Values): FlagSpec {
+  return { ...spec, effect: { kind: 'warns', why, byFrontend: true, ...(when ? { when } : {}) } };
+}
+
+/** A flag Nereid cannot honour: giving it (with a value `when` accepts) stops the start with exit status 2. */
+function refused(spec: FlagSpec, why: string, when?: Values): FlagSpec {
+  return { ...spec, effect: { kind: 'refused', why, ...(when ? { when } : {}) } };
+}
+
+function noted(spec: FlagSpec, note: string): FlagSpec {
+  return { ...spec, effect: { kind: 'implemented', note } };
+}
+
+const TRUE: Values = { test: (v) => bool(v), label: 'true' };
+const NOT_ZERO: Values = { test: (v) => Number(v) !== 0, label: 'other than 0' };
+const NEREID_OWN = "Nereid's own flag";
+const NO_GPU = 'Nereid runs models on the CPU only: there is no GPU or CUDA device to configure';
+const NO_TRACING = 'request tracing is not built in Nereid yet; no trace is written';
 
 const BOOL_ARG = '<boolean>';
 const keepBool: FlagSpec['set'] = (d, v, id) => keep(d, id, String(bool(v)));
@@ -283,6 +330,8 @@ const REPOAGENT = 'Repository Agent';
 const CACHE = 'Response Cache';
 const RATE = 'Rate Limiter';
 const MEMORY = 'Memory/Device Management';
+const SAGEMAKER = 'SageMaker';
+const VERTEX = 'Vertex AI';
 const DEPRECATED = 'DEPRECATED';
 
 const FLAGS: readonly FlagSpec[] = [
@@ -292,12 +341,12 @@ const FLAGS: readonly FlagSpec[] = [
   flag(SERVER, 'exit-timeout-secs', '<integer>', '30', 'On shutdown, seconds to wait for inferences in flight before exiting anyway. Negative values mean 0.',
     (d, v) => { d.server.exitTimeoutSecs = Math.max(0, int(v)); }),
   flag(SERVER, 'allow-client-shm', BOOL_ARG, 'false', 'Let clients register and use system shared memory regions.', (d, v) => { d.server.allowClientShm = bool(v); }),
-  flag(SERVER, 'shm-max-regions', '<integer>', String(DEFAULT_MAX_REGIONS),
+  noted(flag(SERVER, 'shm-max-regions', '<integer>', String(DEFAULT_MAX_REGIONS),
     "Nereid's: most system shared memory regions the server maps at once for its clients (an unregistered region counts until its last request ends); past it, registering answers RESOURCE_EXHAUSTED.",
-    (d, v) => { d.server.shmMaxRegions = int(v, 1, INT32_MAX, 'an integer greater than 0'); }),
-  flag(SERVER, 'shm-max-mapped-bytes', '<integer>', `${DEFAULT_MAX_MAPPED_BYTES} (64 GiB)`,
+    (d, v) => { d.server.shmMaxRegions = int(v, 1, INT32_MAX, 'an integer greater than 0'); }), NEREID_OWN),
+  noted(flag(SERVER, 'shm-max-mapped-bytes', '<integer>', `${DEFAULT_MAX_MAPPED_BYTES} (64 GiB)`,
     "Nereid's: most bytes of client shared memory the server maps at once, counted in whole pages; past it, registering answers RESOURCE_EXHAUSTED.",
-    (d, v) => { d.server.shmMaxMappedBytes = int64(v, 1n, 'an integer greater than 0 (bytes)'); }),
+    (d, v) => { d.server.shmMaxMappedBytes = int64(v, 1n, 'an integer greater than 0 (bytes)'); }), NEREID_OWN),
 
   flag(LOGGING, 'log-verbose', '<integer>', '0', 'Verbose logging level: 0 turns verbose logging off, N >= 1 prints verbose messages up to level N. true means 1, false means 0.',
     (d, v) => { d.log.verbose = logVerbose(v); }),
@@ -308,8 +357,9 @@ const FLAGS: readonly FlagSpec[] = [
     (d, v) => { d.log.format = logFormat(v); }),
   flag(LOGGING, 'log-file', '<path>', "'' (stderr)", 'Append log lines to this file instead of printing them on stderr.', (d, v) => { d.log.file = v; }),
 
-  flag(REPO, 'model-store', '<path>', '', 'Same as --model-repository.', addRepository, 'model-repository'),
-  flag(REPO, 'model-repository', '<path>', '', 'A model repository directory. Required; repeat it to serve several repositories (a model name must then be unique across all of them).', addRepository),
+  noted(flag(REPO, 'model-store', '<path>', '', 'Same as --model-repository.', addRepository, 'model-repository'), 'same as --model-repository'),
+  noted(flag(REPO, 'model-repository', '<path>', '', 'A model repository directory. Required; repeat it to serve several repositories (a model name must then be unique across all of them, unless --model-namespacing). Local directories only: a URL such as s3://, gs:// or as:// is refused.', addRepository),
+    'local directories; a URL (s3://, gs://, as://, any scheme://) is refused'),
   flag(REPO, 'exit-on-error', BOOL_ARG, 'true', 'Fail the start when anything, such as a model load, fails during initialization.', (d, v) => { d.server.exitOnError = bool(v); }),
   flag(REPO, 'disable-auto-complete-config', null, '', 'Do not fill in missing model configuration from the model files: every model needs a complete config.pbtxt. Implies --strict-model-config=true.',
     (d) => { d.disableAutoComplete = true; }),
@@ -325,20 +375,24 @@ const FLAGS: readonly FlagSpec[] = [
     (d, v) => { d.server.modelConfigName = configName(v); }),
   flag(REPO, 'model-load-thread-count', '<integer>', '4', 'How many models load at the same time (at least 1).',
     (d, v) => { d.server.modelLoadThreadCount = Math.max(1, int(v)); }),
-  flag(REPO, 'model-max-instances', '<integer>', '128', "Most instances one model version may have (its instance_group counts summed, at least 1); a load asking for more fails. Nereid's own flag.",
-    (d, v) => { d.server.modelMaxInstances = int(v, 1, INT32_MAX, 'an integer of at least 1'); }),
-  flag(REPO, 'server-max-instances', '<integer>', '1024', "Most instances of all loaded model versions together (at least 1); a load that would pass it fails. Nereid's own flag.",
-    (d, v) => { d.server.serverMaxInstances = int(v, 1, INT32_MAX, 'an integer of at least 1'); }),
-  flag(REPO, 'model-load-retry-count', '<integer>', '0', 'How many times a failed model load is retried.', (d, v, id) => keep(d, id, String(Math.max(0, int(v))))),
-  flag(REPO, 'model-namespacing', BOOL_ARG, 'false', 'Let models of the same name live in different repositories, each in its own namespace.', keepBool),
+  noted(flag(REPO, 'model-max-instances', '<integer>', '128', "Most instances one model version may have (its instance_group counts summed, at least 1); a load asking for more fails. Nereid's own flag.",
+    (d, v) => { d.server.modelMaxInstances = int(v, 1, INT32_MAX, 'an integer of at least 1'); }), NEREID_OWN),
+  noted(flag(REPO, 'server-max-instances', '<integer>', '1024', "Most instances of all loaded model versions together (at least 1); a load that would pass it fails. Nereid's own flag.",
+    (d, v) => { d.server.serverMaxInstances = int(v, 1, INT32_MAX, 'an integer of at least 1'); }), NEREID_OWN),
+  flag(REPO, 'model-load-retry-count', '<integer>', '0', 'How many more times the creation of a model version is tried after it failed, before its load fails. Negative values mean 0.',
+    (d, v) => { d.server.modelLoadRetryCount = Math.max(0, int(v)); }),
+  flag(REPO, 'model-namespacing', BOOL_ARG, 'false', 'Each repository is its own namespace: models of the same name in different repositories all load; a request naming such a model is refused as ambiguous, and an ensemble runs the steps of its own repository.',
+    (d, v) => { d.server.modelNamespacing = bool(v); }),
 
   flag(HTTP, 'allow-http', BOOL_ARG, 'true', 'Serve the HTTP/REST protocol.', (d, v) => { d.http.allow = bool(v); }),
   flag(HTTP, 'http-address', '<address>', '0.0.0.0', 'Address the HTTP server binds to.', (d, v) => { d.http.address = v; }),
   flag(HTTP, 'http-port', '<integer>', '8000', 'Port of the HTTP server (0 picks a free port).', (d, v) => { d.http.port = port(v); }),
-  flag(HTTP, 'reuse-http-port', BOOL_ARG, 'false', 'Let several servers listen on the same HTTP port when all of them set this. Node.js 20 cannot: setting it true only warns.', keepBool),
+  warnsInFrontend(flag(HTTP, 'reuse-http-port', BOOL_ARG, 'false', 'Let several servers listen on the same HTTP port when all of them set this. Node.js 20 cannot: setting it true only warns.', keepBool),
+    'Node.js 20 cannot share a listening port between processes', TRUE),
   flag(HTTP, 'http-header-forward-pattern', '<regex>', '', 'HTTP headers whose names match this regular expression (any case) are passed to models as request parameters.',
     (d, v, id) => keep(d, id, headerPattern(v))),
-  flag(HTTP, 'http-thread-count', '<integer>', '8', 'Threads serving HTTP in tritonserver. Ignored with a warning: Nereid serves HTTP on the event loop.', keepInt),
+  warnsInFrontend(flag(HTTP, 'http-thread-count', '<integer>', '8', 'Threads serving HTTP in tritonserver. Ignored with a warning: Nereid serves HTTP on the event loop.', keepInt),
+    'the HTTP server runs on the Node.js event loop'),
   flag(HTTP, 'http-max-input-size', '<integer>', '67108864', 'Largest HTTP request body in bytes, before and after decompression (greater than 0).',
     (d, v) => { d.http.maxInputSize = int64(v, 1n, 'an integer greater than 0 (bytes)'); }),
   flag(HTTP, 'http-restricted-api', '<category>[,<category>...]:<header>=<value>', '', `Serve these API categories only to requests carrying header <header> with value <value>. Categories: ${RESTRICTED_CATEGORIES.join(', ')}. Repeatable; a category may appear in one group only.`,
@@ -347,14 +401,16 @@ const FLAGS: readonly FlagSpec[] = [
   flag(GRPC, 'allow-grpc', BOOL_ARG, 'true', 'Serve the gRPC protocol.', (d, v) => { d.grpc.allow = bool(v); }),
   flag(GRPC, 'grpc-address', '<address>', '0.0.0.0', 'Address the gRPC server binds to.', (d, v) => { d.grpc.address = v; }),
   flag(GRPC, 'grpc-port', '<integer>', '8001', 'Port of the gRPC server (0 picks a free port).', (d, v) => { d.grpc.port = port(v); }),
-  flag(GRPC, 'reuse-grpc-port', BOOL_ARG, 'false', 'Let several servers listen on the same gRPC port when all of them set this. Node.js 20 cannot: setting it true only warns.', keepBool),
+  warnsInFrontend(flag(GRPC, 'reuse-grpc-port', BOOL_ARG, 'false', 'Let several servers listen on the same gRPC port when all of them set this. Node.js 20 cannot: setting it true only warns.', keepBool),
+    'Node.js 20 cannot share a listening port between processes', TRUE),
   flag(GRPC, 'grpc-header-forward-pattern', '<regex>', '', 'gRPC metadata whose keys match this regular expression (any case) are passed to models as request parameters.',
     (d, v, id) => keep(d, id, headerPattern(v))),
-  flag(GRPC, 'grpc-infer-thread-count', '<integer>', '2', 'Threads handling gRPC inference in tritonserver, 2 to 128. Checked, then ignored with a warning: Nereid serves gRPC on the event loop.',
-    (d, v, id) => keep(d, id, String(int(v, 2, 128)))),
-  flag(GRPC, 'grpc-infer-allocation-pool-size', '<integer>', '8', 'How many inference request/response objects tritonserver keeps for reuse. Ignored with a warning: Nereid keeps no such pool.', keepInt),
-  flag(GRPC, 'grpc-max-response-pool-size', '<integer>', '2147483647 (no limit)', 'Most inference response objects alive at once in tritonserver (greater than 0). Checked, then ignored with a warning: Nereid keeps no such pool.',
-    (d, v, id) => keep(d, id, String(int(v, 1)))),
+  warnsInFrontend(flag(GRPC, 'grpc-infer-thread-count', '<integer>', '2', 'Threads handling gRPC inference in tritonserver, 2 to 128. Checked, then ignored with a warning: Nereid serves gRPC on the event loop.',
+    (d, v, id) => keep(d, id, String(int(v, 2, 128)))), 'the gRPC server runs on the Node.js event loop'),
+  warnsInFrontend(flag(GRPC, 'grpc-infer-allocation-pool-size', '<integer>', '8', 'How many inference request/response objects tritonserver keeps for reuse. Ignored with a warning: Nereid keeps no such pool.', keepInt),
+    'the gRPC server keeps no pool of request and response objects'),
+  warnsInFrontend(flag(GRPC, 'grpc-max-response-pool-size', '<integer>', '2147483647 (no limit)', 'Most inference response objects alive at once in tritonserver (greater than 0). Checked, then ignored with a warning: Nereid keeps no such pool.',
+    (d, v, id) => keep(d, id, String(int(v, 1)))), 'the gRPC server keeps no pool of response objects'),
   flag(GRPC, 'grpc-use-ssl', BOOL_ARG, 'false', 'Serve gRPC over TLS.', keepBool),
   flag(GRPC, 'grpc-use-ssl-mutual', BOOL_ARG, 'false', 'Serve gRPC over TLS and require client certificates. Giving this flag also turns --grpc-use-ssl on.',
     (d, v, id) => { keep(d, id, String(bool(v))); keep(d, 'grpc-use-ssl', 'true'); }),
@@ -367,17 +423,21 @@ const FLAGS: readonly FlagSpec[] = [
     (d, v, id) => keep(d, id, String(int64(v, 1n, 'an integer greater than 0 (bytes)')))),
   flag(GRPC, 'grpc-keepalive-time', '<integer>', '7200000', 'Milliseconds between keepalive pings.', keepInt),
   flag(GRPC, 'grpc-keepalive-timeout', '<integer>', '20000', 'Milliseconds to wait for a keepalive ping to be acknowledged before closing the connection.', keepInt),
-  flag(GRPC, 'grpc-keepalive-permit-without-calls', BOOL_ARG, 'false', 'Allow keepalive pings on a connection with no call in flight. Nereid always does: false only warns.', keepBool),
-  flag(GRPC, 'grpc-http2-max-pings-without-data', '<integer>', '2', 'Pings allowed while no data is sent; 0 means no limit. Nereid never limits them: other values only warn.', keepInt),
-  flag(GRPC, 'grpc-http2-min-recv-ping-interval-without-data', '<integer>', '300000', 'Shortest accepted interval in milliseconds between client pings while no data is sent; a shorter one is a ping strike. Nereid counts no ping strikes: giving it only warns.', keepInt),
-  flag(GRPC, 'grpc-http2-max-ping-strikes', '<integer>', '2', 'Ping strikes tolerated before the connection is closed; 0 means no limit. Nereid counts no ping strikes: other values only warn.', keepInt),
+  noted(flag(GRPC, 'grpc-keepalive-permit-without-calls', BOOL_ARG, 'false', 'Allow keepalive pings on a connection with no call in flight. Nereid always does: false only warns.', keepBool),
+    'always on: false warns'),
+  warnsInFrontend(flag(GRPC, 'grpc-http2-max-pings-without-data', '<integer>', '2', 'Pings allowed while no data is sent; 0 means no limit. Nereid never limits them: other values only warn.', keepInt),
+    'the gRPC server does not limit its pings while no data flows', NOT_ZERO),
+  warnsInFrontend(flag(GRPC, 'grpc-http2-min-recv-ping-interval-without-data', '<integer>', '300000', 'Shortest accepted interval in milliseconds between client pings while no data is sent; a shorter one is a ping strike. Nereid counts no ping strikes: giving it only warns.', keepInt),
+    'the gRPC server counts no ping strikes'),
+  warnsInFrontend(flag(GRPC, 'grpc-http2-max-ping-strikes', '<integer>', '2', 'Ping strikes tolerated before the connection is closed; 0 means no limit. Nereid counts no ping strikes: other values only warn.', keepInt),
+    'the gRPC server counts no ping strikes', NOT_ZERO),
   flag(GRPC, 'grpc-max-connection-age', '<integer>', '0 (unset)', 'Milliseconds a connection may live.', keepInt),
   flag(GRPC, 'grpc-max-connection-age-grace', '<integer>', '0 (unset)', 'Milliseconds a connection past its maximum age gets to finish its calls.', keepInt),
   flag(GRPC, 'grpc-restricted-protocol', '<category>[,<category>...]:<key>=<value>', '', `Serve these protocol categories only to calls carrying metadata 'triton-grpc-protocol-<key>' with value <value>. Categories: ${RESTRICTED_CATEGORIES.join(', ')}. Repeatable; a category may appear in one group only.`,
     (d, v, id) => keep(d, id, restricted(d, id, v))),
 
   flag(METRICS, 'allow-metrics', BOOL_ARG, 'true', 'Serve Prometheus metrics.', (d, v) => { d.metrics.allow = bool(v); }),
-  flag(METRICS, 'allow-gpu-metrics', BOOL_ARG, 'true', 'Report GPU metrics (only with --allow-metrics).', keepBool),
+  warns(flag(METRICS, 'allow-gpu-metrics', BOOL_ARG, 'true', 'Report GPU metrics (only with --allow-metrics).', keepBool), `${NO_GPU}, so there are no GPU metrics`, TRUE),
   flag(METRICS, 'allow-cpu-metrics', BOOL_ARG, 'true', 'Report CPU and memory metrics (only with --allow-metrics).', keepBool),
   flag(METRICS, 'metrics-address', '<address>', 'the value of --http-address', 'Address the metrics server binds to.', (d, v) => { d.metrics.address = v; }),
   flag(METRICS, 'metrics-port', '<integer>', '8002', 'Port of the metrics server (0 picks a free port).', (d, v) => { d.metrics.port = port(v); }),
@@ -386,18 +446,20 @@ const FLAGS: readonly FlagSpec[] = [
   flag(METRICS, 'metrics-config', '<setting>=<value>', '', 'A metrics setting: counter_latencies, histogram_latencies, summary_latencies, summary_quantiles. Repeatable.',
     (d, v, id) => keep(d, id, metricsConfig(v))),
 
-  flag(OPENAI, 'openai-port', '<integer>', 'off', "Serve the OpenAI-compatible API (/v1/models, /v1/completions, /v1/chat/completions) over the text models on this port (Triton's OpenAI frontend uses 9000; 0 picks a free port). Off unless given.",
-    (d, v) => { d.openai.allow = true; d.openai.port = port(v); }),
-  flag(OPENAI, 'openai-address', '<address>', 'the value of --http-address', 'Address the OpenAI-compatible server binds to.', (d, v) => { d.openai.address = v; }),
+  noted(flag(OPENAI, 'openai-port', '<integer>', 'off', "Serve the OpenAI-compatible API (/v1/models, /v1/completions, /v1/chat/completions) over the text models on this port (Triton's OpenAI frontend uses 9000; 0 picks a free port). Off unless given.",
+    (d, v) => { d.openai.allow = true; d.openai.port = port(v); }), NEREID_OWN),
+  noted(flag(OPENAI, 'openai-address', '<address>', 'the value of --http-address', 'Address the OpenAI-compatible server binds to.', (d, v) => { d.openai.address = v; }), NEREID_OWN),
 
-  flag(TRACING, 'trace-config', '[<mode>,]<setting>=<value>', '', 'A trace setting. Global settings: level (OFF, TIMESTAMPS, TENSORS), rate, count, mode (triton or opentelemetry). With a mode: triton,file / triton,log-frequency; opentelemetry,url / resource / bsp_*. Repeatable.',
-    (d, v, id) => keep(d, id, traceConfig(v))),
+  warns(flag(TRACING, 'trace-config', '[<mode>,]<setting>=<value>', '', 'A trace setting. Global settings: level (OFF, TIMESTAMPS, TENSORS), rate, count, mode (triton or opentelemetry). With a mode: triton,file / triton,log-frequency; opentelemetry,url / resource / bsp_*. Repeatable. Checked, then ignored with a warning until Nereid has tracing.',
+    (d, v, id) => keep(d, id, traceConfig(v))), NO_TRACING),
 
-  flag(BACKEND, 'backend-directory', '<path>', '/opt/tritonserver/backends', 'Directory searched for backends.', keepString),
+  warns(flag(BACKEND, 'backend-directory', '<path>', '/opt/tritonserver/backends', 'Directory searched for backends. Ignored with a warning: Nereid\'s backends are built in.', keepString),
+    "Nereid's backends are built in; it loads no backend libraries from a directory"),
   flag(BACKEND, 'backend-config', '[<backend>,]<setting>=<value>', '', 'A backend setting, for one backend or, without a backend name, for all of them (a backend-specific setting wins). Repeatable.',
     (d, v) => backendConfig(d, v)),
 
-  flag(REPOAGENT, 'repoagent-directory', '<path>', '/opt/tritonserver/repoagents', 'Directory searched for repository agents.', keepString),
+  warns(flag(REPOAGENT, 'repoagent-directory', '<path>', '/opt/tritonserver/repoagents', 'Directory searched for repository agents. Ignored with a warning: Nereid has none.', keepString),
+    'Nereid has no repository agents'),
 
   flag(CACHE, 'cache-config', '<cache>,<setting>=<value>', '', "A response cache setting, such as local,size=1048576. Any cache flag turns the server's response cache on. Repeatable.",
     (d, v, id) => {
@@ -406,7 +468,8 @@ const FLAGS: readonly FlagSpec[] = [
       keep(d, id, v);
       ((d.server.responseCache ??= {})[name] ??= {})[key] = value;
     }),
-  flag(CACHE, 'cache-directory', '<path>', '/opt/tritonserver/caches', 'Directory searched for cache implementations.', keepString),
+  warns(flag(CACHE, 'cache-directory', '<path>', '/opt/tritonserver/caches', 'Directory searched for cache implementations. Ignored with a warning: Nereid\'s caches (local, redis) are built in.', keepString),
+    "Nereid's response caches (local, redis) are built in; it loads no cache libraries from a directory"),
 
   flag(RATE, 'rate-limit', '<execution_count|off>', 'off', 'execution_count: run a model instance only when the resources it declares are free, favouring priority and the least-used instance. off: run as soon as an instance is free. Any case.',
     (d, v, id) => {
@@ -420,18 +483,32 @@ const FLAGS: readonly FlagSpec[] = [
       (d.server.rateLimitResources ??= []).push({ name: name!, count: Number(count), device: device === undefined ? undefined : Number(device) });
     }),
 
-  flag(MEMORY, 'pinned-memory-pool-byte-size', '<integer>', '268435456', 'Bytes of pinned host memory to pool for device transfers.', (d, v, id) => keep(d, id, String(int64(v)))),
-  flag(MEMORY, 'cuda-memory-pool-byte-size', '<gpu>:<bytes>', '67108864 per GPU', 'Bytes of CUDA memory to pool on one GPU. Repeatable, once per GPU.',
-    (d, v, id) => keep(d, id, pair(v, "'<gpu>:<bytes>' (two integers)", int, int64))),
-  flag(MEMORY, 'cuda-virtual-address-size', '<gpu>:<bytes>', '1073741824 per GPU', 'CUDA virtual address space per growable implicit state on one GPU. Repeatable.',
-    (d, v, id) => keep(d, id, pair(v, "'<gpu>:<bytes>' (two integers)", int, int64))),
-  flag(MEMORY, 'min-supported-compute-capability', '<number>', '0.0 (CPU build)', 'GPUs below this CUDA compute capability are not used.', (d, v, id) => keep(d, id, String(float(v)))),
-  flag(MEMORY, 'buffer-manager-thread-count', '<integer>', '0', 'Threads that copy tensor data.', keepInt),
-  flag(MEMORY, 'host-policy', '<policy>,<setting>=<value>', '', 'A host policy setting: numa-node or cpu-cores. Repeatable.',
-    (d, v, id) => { sectioned(v, "'<policy>,<setting>=<value>'", true); keep(d, id, v); }),
-  flag(MEMORY, 'model-load-gpu-limit', '<device>:<fraction>', '', 'Refuse to load models on a GPU whose memory use is above this fraction.',
-    (d, v, id) => keep(d, id, pair(v, "'<device>:<fraction>' (an integer and a number)", int, float))),
-  flag(MEMORY, 'enable-peer-access', BOOL_ARG, 'true', 'Enable peer access between GPUs.', keepBool),
+  warns(flag(MEMORY, 'pinned-memory-pool-byte-size', '<integer>', '268435456', 'Bytes of pinned host memory to pool for device transfers. Ignored with a warning: no device to transfer to.', (d, v, id) => keep(d, id, String(int64(v)))),
+    `${NO_GPU}, so no pinned memory for transfers to one`),
+  warns(flag(MEMORY, 'cuda-memory-pool-byte-size', '<gpu>:<bytes>', '67108864 per GPU', 'Bytes of CUDA memory to pool on one GPU. Repeatable, once per GPU. Ignored with a warning: CPU only.',
+    (d, v, id) => keep(d, id, pair(v, "'<gpu>:<bytes>' (two integers)", int, int64))), NO_GPU),
+  warns(flag(MEMORY, 'cuda-virtual-address-size', '<gpu>:<bytes>', '1073741824 per GPU', 'CUDA virtual address space per growable implicit state on one GPU. Repeatable. Ignored with a warning: CPU only.',
+    (d, v, id) => keep(d, id, pair(v, "'<gpu>:<bytes>' (two integers)", int, int64))), NO_GPU),
+  warns(flag(MEMORY, 'min-supported-compute-capability', '<number>', '0.0 (CPU build)', 'GPUs below this CUDA compute capability are not used. Ignored with a warning: CPU only.', (d, v, id) => keep(d, id, String(float(v)))),
+    NO_GPU),
+  warns(flag(MEMORY, 'buffer-manager-thread-count', '<integer>', '0', 'Threads that copy tensor data. Ignored with a warning: Nereid keeps no such threads.', keepInt),
+    'tensor data is copied where it is received or produced; there are no buffer manager threads to size'),
+  warns(flag(MEMORY, 'host-policy', '<policy>,<setting>=<value>', '', 'A host policy setting: numa-node or cpu-cores. Repeatable. Ignored with a warning: Nereid does not bind instances to NUMA nodes or cores.',
+    (d, v, id) => { sectioned(v, "'<policy>,<setting>=<value>'", true); keep(d, id, v); }), 'Nereid does not bind model instances to NUMA nodes or CPU cores'),
+  warns(flag(MEMORY, 'model-load-gpu-limit', '<device>:<fraction>', '', 'Refuse to load models on a GPU whose memory use is above this fraction. Ignored with a warning: CPU only.',
+    (d, v, id) => keep(d, id, pair(v, "'<device>:<fraction>' (an integer and a number)", int, float))), NO_GPU),
+  warns(flag(MEMORY, 'enable-peer-access', BOOL_ARG, 'true', 'Enable peer access between GPUs. Ignored with a warning: CPU only.', keepBool), NO_GPU),
+
+  refused(flag(SAGEMAKER, 'allow-sagemaker', BOOL_ARG, 'false', 'Serve the SageMaker protocol. Nereid has no SageMaker endpoint: true is refused.', keepBool),
+    'Nereid has no SageMaker endpoint', TRUE),
+  refused(flag(SAGEMAKER, 'sagemaker-port', '<integer>', '8080', 'Port of the SageMaker endpoint. Refused: Nereid has none.', keepInt), 'Nereid has no SageMaker endpoint'),
+  refused(flag(SAGEMAKER, 'sagemaker-safe-port-range', '<from>-<to>', '', 'Ports the SageMaker endpoint may use. Refused: Nereid has none.', keepString), 'Nereid has no SageMaker endpoint'),
+  refused(flag(SAGEMAKER, 'sagemaker-thread-count', '<integer>', '8', 'Threads of the SageMaker endpoint. Refused: Nereid has none.', keepInt), 'Nereid has no SageMaker endpoint'),
+  refused(flag(VERTEX, 'allow-vertex-ai', BOOL_ARG, 'false', 'Serve the Vertex AI protocol. Nereid has no Vertex AI endpoint: true is refused.', keepBool),
+    'Nereid has no Vertex AI endpoint', TRUE),
+  refused(flag(VERTEX, 'vertex-ai-port', '<integer>', '8080', 'Port of the Vertex AI endpoint. Refused: Nereid has none.', keepInt), 'Nereid has no Vertex AI endpoint'),
+  refused(flag(VERTEX, 'vertex-ai-thread-count', '<integer>', '8', 'Threads of the Vertex AI endpoint. Refused: Nereid has none.', keepInt), 'Nereid has no Vertex AI endpoint'),
+  refused(flag(VERTEX, 'vertex-ai-default-model', '<name>', '', 'Model the Vertex AI endpoint serves by default. Refused: Nereid has none.', keepString), 'Nereid has no Vertex AI endpoint'),
 
   flag(DEPRECATED, 'strict-model-config', BOOL_ARG, 'false', 'Deprecated, use --disable-auto-complete-config. true: every model needs a complete config.pbtxt.',
     (d, v) => {
@@ -446,15 +523,19 @@ const FLAGS: readonly FlagSpec[] = [
       keep(d, id, String(int64(v)));
       d.server.responseCache = { local: { size: String(int64(v)) } };
     }),
-  flag(DEPRECATED, 'trace-file', '<path>', '', deprecatedTrace('triton,file=<path>'), (d, v, id) => deprecated(d, id, v)),
-  flag(DEPRECATED, 'trace-level', '<level>', 'OFF', deprecatedTrace('level=<OFF|TIMESTAMPS|TENSORS>'), (d, v, id) => deprecated(d, id, choice(v, TRACE_LEVELS))),
-  flag(DEPRECATED, 'trace-rate', '<integer>', '1000', deprecatedTrace('rate=<N>'), (d, v, id) => deprecated(d, id, String(int(v)))),
-  flag(DEPRECATED, 'trace-count', '<integer>', '-1', deprecatedTrace('count=<N>'), (d, v, id) => deprecated(d, id, String(int(v)))),
-  flag(DEPRECATED, 'trace-log-frequency', '<integer>', '0', deprecatedTrace('triton,log-frequency=<N>'), (d, v, id) => deprecated(d, id, String(int(v)))),
+  warns(flag(DEPRECATED, 'trace-file', '<path>', '', deprecatedTrace('triton,file=<path>'), (d, v, id) => deprecated(d, id, v)), NO_TRACING),
+  warns(flag(DEPRECATED, 'trace-level', '<level>', 'OFF', deprecatedTrace('level=<OFF|TIMESTAMPS|TENSORS>'), (d, v, id) => deprecated(d, id, choice(v, TRACE_LEVELS))), NO_TRACING),
+  warns(flag(DEPRECATED, 'trace-rate', '<integer>', '1000', deprecatedTrace('rate=<N>'), (d, v, id) => deprecated(d, id, String(int(v)))), NO_TRACING),
+  warns(flag(DEPRECATED, 'trace-count', '<integer>', '-1', deprecatedTrace('count=<N>'), (d, v, id) => deprecated(d, id, String(int(v)))), NO_TRACING),
+  warns(flag(DEPRECATED, 'trace-log-frequency', '<integer>', '0', deprecatedTrace('triton,log-frequency=<N>'), (d, v, id) => deprecated(d, id, String(int(v)))), NO_TRACING),
 ];
 
 function addRepository(d: Draft, v: string): void {
   if (v === '') throw new BadValue('a directory path');
+  const url = /^([A-Za-z][A-Za-z0-9+.-]*):\/\//.exec(v);
+  if (url) {
+    throw new FlagError(`--model-repository ${v}: repositories at URLs (${url[1]}://) are not supported yet, only local directories; copy the models to a directory and give its path`);
+  }
   // tritonserver keeps repositories in a set: giving one twice serves it once.
   if (!d.server.modelRepositories.includes(v)) d.server.modelRepositories.push(v);
 }
@@ -482,6 +563,10 @@ function deprecated(d: Draft, id: string, v: string): void {
 }
 
 const BY_NAME = new Map(FLAGS.map((f) => [f.name, f]));
+
+/** Every flag tritonserver has (and Nereid's own), aliases included, with what giving it does in Nereid. */
+export const FLAG_EFFECTS: readonly { name: string; id: string; group: string; arg: string | null; effect: FlagEffect }[] =
+  FLAGS.map((f) => ({ name: f.name, id: f.id, group: f.group, arg: f.arg, effect: f.effect }));
 
 /** Every accepted flag name (aliases included), without `--`. */
 export const FLAG_NAMES: readonly string[] = FLAGS.map((f) => f.name);
@@ -516,6 +601,13 @@ function apply(spec: FlagSpec, d: Draft, value: string): void {
     const hint = value.startsWith('--') ? ` (--${spec.name} needs a value: write --${spec.name}=<value>)` : '';
     throw new FlagError(`Bad option "--${spec.name}": got '${value}', expected ${e.expected}${hint}`);
   }
+  const effect = spec.effect;
+  if (effect.kind === 'implemented' || (effect.when && !effect.when.test(value))) return;
+  if (effect.kind === 'refused') throw new FlagError(`Option '--${spec.name}' is not supported: ${effect.why}`);
+  if (effect.byFrontend) return;
+  const flags = d.ignored.get(effect.why) ?? [];
+  if (!flags.includes(spec.name)) flags.push(spec.name);
+  d.ignored.set(effect.why, flags);
 }
 
 /**
@@ -564,6 +656,9 @@ function normalize(d: Draft): Draft {
   if (!d.metrics.allow) {
     d.extra['allow-gpu-metrics'] = ['false'];
     d.extra['allow-cpu-metrics'] = ['false'];
+  }
+  for (const [why, flags] of d.ignored) {
+    d.warnings.push(`${flags.map((f) => `--${f}`).join(', ')} ${flags.length > 1 ? 'have' : 'has'} no effect: ${why}`);
   }
   if (d.disableAutoComplete) {
     if (d.strictModelConfigGiven && !d.server.strictModelConfig) {

@@ -33,6 +33,8 @@ export interface LoaderOptions {
   readonly logger: Logger;
   /** --model-load-thread-count: models loading at once. */
   readonly loadThreads: number;
+  /** --model-load-retry-count: further attempts at creating a version after its creation failed. */
+  readonly loadRetries?: number;
   /** --model-max-instances and --server-max-instances. */
   readonly instances: InstanceBudget;
   /** --rate-limit: instances with rate_limiter resources run only while those are free. */

@@ -2,14 +2,18 @@ import { NereidError, invalidArg, isNereidError, notFound, unavailable } from '.
 import type { ModelConfig } from '../config/types.js';
 import { modelConfigToJson } from '../config/index.js';
 import type { Logger } from '../observability/logger.js';
-import { assertModelName, listVersions, modelTimestamps, scanRepositories, selectVersions, type ModelLocation } from '../repository/local.js';
+import { assertModelName, listVersions, modelKey, modelTimestamps, scanRepositories, selectVersions, type ModelLocation, type RepositoryScan } from '../repository/local.js';
 import { writeOverrides, type OverrideDir } from '../repository/overrides.js';
+import { redactPaths, shownPaths, type PathShown } from '../repository/redact.js';
 import { loadVersion, prepareModel, readConfig, type LoaderOptions, type PreparedModel } from './loader.js';
 import { EnsembleScheduler } from './ensemble.js';
 import { routerTargets, stringParameter, VERSION_WEIGHTS_PARAMETER } from './router.js';
 import { parseRoutes, WeightedRoutes } from './routing.js';
 import type { ModelVersion } from './model-version.js';
 import type { RequestBounds } from '../inference/request.js';
+
+/** Triton's reason when a model to load could not be read from the repository (or written from overrides). */
+const POLL_FAILED = 'failed to poll from model repository';
 
 export type ModelState = 'UNKNOWN' | 'READY' | 'UNAVAILABLE' | 'LOADING' | 'UNLOADING';
 
@@ -26,9 +30,13 @@ interface VersionSlot {
   model: ModelVersion | undefined;
 }
 
-/** A model name and what is known of it: where it lives, its versions, and why it is not ready if it is not. */
+/** A model and what is known of it: where it lives, its versions, and why it is not ready if it is not. */
 interface ModelEntry {
   readonly name: string;
+  /** Its repository with --model-namespacing, else ''. */
+  readonly namespace: string;
+  /** Its key in the manager (see modelKey). */
+  readonly key: string;
   location: ModelLocation | undefined;
   prepared: PreparedModel | undefined;
   configJson: string;
@@ -39,6 +47,11 @@ interface ModelEntry {
   overrides: OverrideDir | undefined;
   /** Unloaded on request: not counted by strict readiness. */
   unloaded: boolean;
+  /**
+   * Loaded because it was asked for by name (a load request, --load-model, every model in modes none and
+   * poll), not only as a model an ensemble runs on: unload_dependents leaves such a model loaded.
+   */
+  explicit: boolean;
   /** Operations on one model run one at a time, in order. */
   busy: Promise<void>;
 }
@@ -54,13 +67,21 @@ export interface LoadRequest {
  * READY does it take new requests, and the old one drains before it is released.
  */
 export class ModelManager {
+  /** By key: the name alone, or namespace and name with --model-namespacing. */
   private readonly entries = new Map<string, ModelEntry>();
+  /** The entries of each name, with --model-namespacing (entries are never removed, so neither are these). */
+  private readonly byName = new Map<string, ModelEntry[]>();
   /** Every version loaded and not yet released, those being unloaded included (for abort()). */
   private readonly live = new Set<ModelVersion>();
 
   private readonly opts: LoaderOptions;
 
-  constructor(private readonly repositories: readonly string[], opts: LoaderOptions, private readonly logger: Logger) {
+  constructor(
+    private readonly repositories: readonly string[],
+    opts: LoaderOptions,
+    private readonly logger: Logger,
+    private readonly namespacing = false,
+  ) {
     this.opts = {
       ...opts,
       resolveModel: (name, version) => this.resolve(name, version),
@@ -79,7 +100,7 @@ export class ModelManager {
     if (version !== undefined) return latest;
     const routes = versionRoutes(latest);
     if (!routes) return latest;
-    const entry = this.entries.get(name)!;
+    const entry = this.lookup(name)!;
     const ready = (v: string): boolean => entry.versions.get(Number(v))?.state === 'READY';
     const picked = routes.pick(routingKey, ready);
     return picked === undefined ? latest : this.resolve(name, Number(picked));
@@ -91,8 +112,38 @@ export class ModelManager {
    * NOT_FOUND, a version that exists but is not READY UNAVAILABLE.
    */
   resolve(name: string, version: number | undefined): ModelVersion {
-    const entry = this.entries.get(name);
+    const entry = this.lookup(name);
     if (!entry) throw invalidArg(`Request for unknown model: '${name}' is not found`);
+    return this.versionOf(entry, version);
+  }
+
+  /**
+   * The entry a request naming `name` reaches. With --model-namespacing a name in several repositories is
+   * ambiguous, in Triton's words; only models not unloaded count, as Triton forgets an unloaded model's namespace.
+   */
+  private lookup(name: string): ModelEntry | undefined {
+    if (!this.namespacing) return this.entries.get(name);
+    const all = this.byName.get(name);
+    if (!all) return undefined;
+    const live = all.filter((e) => !e.unloaded);
+    if (live.length > 1) {
+      throw invalidArg(`There are ${live.length} identifiers of model '${name}' in global map, model namespace must be provided to resolve ambiguity.`);
+    }
+    return live[0] ?? all[0];
+  }
+
+  /**
+   * How an ensemble in `namespace` finds a step's model: in its own repository first, else wherever the name is
+   * unique (Triton's preferred identifier, then its fuzzy match).
+   */
+  private resolveFrom(namespace: string, name: string, version: number | undefined): ModelVersion {
+    const own = this.entries.get(modelKey(namespace, name));
+    if (own && !own.unloaded) return this.versionOf(own, version);
+    return this.resolve(name, version);
+  }
+
+  private versionOf(entry: ModelEntry, version: number | undefined): ModelVersion {
+    const name = entry.name;
     if (version !== undefined) {
       const slot = entry.versions.get(version);
       if (!slot) throw notFound(`Request for unknown model: '${name}' version ${version} is not found`);
@@ -115,7 +166,7 @@ export class ModelManager {
     const latest = this.resolve(name, version);
     if (version !== undefined || !versionRoutes(latest)) return latest.context.bounds;
     let b = latest.context.bounds;
-    for (const [, slot] of this.entries.get(name)!.versions) {
+    for (const [, slot] of this.lookup(name)!.versions) {
       const o = slot.state === 'READY' ? slot.model?.context.bounds : undefined;
       if (o) b = { ...b, inputs: Math.max(b.inputs, o.inputs), outputs: Math.max(b.outputs, o.outputs), rank: Math.max(b.rank, o.rank) };
     }
@@ -144,23 +195,40 @@ export class ModelManager {
    */
   isReady(name: string, version: number | undefined): boolean {
     let model: ModelVersion;
+    this.lookup(name); // an ambiguous name is an error here too, as in Triton
     try {
       model = this.resolve(name, version);
     } catch (e) {
-      if (!this.entries.has(name)) throw e;
+      if (!this.isKnown(name)) throw e;
       return false;
     }
     return model.status().ready;
   }
 
   readyVersions(name: string): number[] {
-    const entry = this.entries.get(name);
+    let entry: ModelEntry | undefined;
+    try {
+      entry = this.lookup(name);
+    } catch {
+      return []; // ambiguous: no one version list to give
+    }
     if (!entry) return [];
     return [...entry.versions].filter(([, s]) => s.state === 'READY').map(([v]) => v).sort((a, b) => a - b);
   }
 
   isKnown(name: string): boolean {
-    return this.entries.has(name);
+    return this.namespacing ? this.byName.has(name) : this.entries.has(name);
+  }
+
+  /**
+   * Whether a model an ensemble runs on needs loading: it has no READY version, or (with namespacing) one of
+   * the repositories has a model of that name that is not serving, such as one put back since.
+   */
+  private notServing(name: string, scan: RepositoryScan | undefined): boolean {
+    const ready = (e: ModelEntry | undefined): boolean => !!e && !e.unloaded && [...e.versions.values()].some((s) => s.state === 'READY');
+    if (!this.namespacing) return !ready(this.entries.get(name));
+    const keys = scan ? locationsOf(scan, name).map((l) => l.key) : (this.byName.get(name) ?? []).map((e) => e.key);
+    return keys.length === 0 || keys.some((k) => !ready(this.entries.get(k)));
   }
 
   /**
@@ -181,11 +249,14 @@ export class ModelManager {
    * has tried to load (a model never loaded is listed by name only); `readyOnly` keeps READY versions only.
    */
   async index(readyOnly: boolean): Promise<IndexEntry[]> {
-    const scan = await scanRepositories(this.repositories).catch(() => undefined);
-    const names = new Set([...this.entries.keys(), ...(scan?.models.keys() ?? []), ...(scan?.duplicates.keys() ?? [])]);
+    const scan = await scanRepositories(this.repositories, this.namespacing).catch(() => undefined);
+    const keys = new Set([...this.entries.keys(), ...(scan?.models.keys() ?? []), ...(scan?.duplicates.keys() ?? [])]);
+    const nameOf = (key: string): string => this.entries.get(key)?.name ?? scan?.models.get(key)?.name ?? key;
+    // By name; with namespacing one name may come once per repository, each with its own versions.
+    const sorted = [...keys].map((key) => [nameOf(key), key] as const).sort(([a, ka], [b, kb]) => (a < b ? -1 : a > b ? 1 : ka < kb ? -1 : ka > kb ? 1 : 0));
     const out: IndexEntry[] = [];
-    for (const name of [...names].sort()) {
-      const entry = this.entries.get(name);
+    for (const [name, key] of sorted) {
+      const entry = this.entries.get(key);
       if (!entry) {
         if (!readyOnly) out.push({ name });
         continue;
@@ -215,18 +286,29 @@ export class ModelManager {
 
   /** Loads every model in the repositories (modes none and poll), or the named ones. Returns the failures. */
   async loadAll(names?: readonly string[]): Promise<Map<string, string>> {
-    const scan = await scanRepositories(this.repositories);
+    const scan = await scanRepositories(this.repositories, this.namespacing);
     for (const [name, repos] of scan.duplicates) {
       this.entry(name).failure = `model '${name}' is not unique across all model repositories: ${repos.join(', ')}`;
     }
-    const wanted = names ? await this.withDependencies(names, scan.models) : [...scan.models.keys()];
+    // Keys: a name asked for is every model of that name, one per repository with namespacing.
+    let wanted = [...scan.models.keys()];
+    if (names) {
+      const wantedNames = await this.withDependencies(names, scan);
+      const found = [...scan.models.values()].filter((l) => wantedNames.includes(l.name));
+      // A name in no repository stays, under its name, to fail as Triton's failed poll.
+      wanted = [...found.map((l) => l.key), ...wantedNames.filter((n) => !found.some((l) => l.name === n))];
+    }
+    for (const key of wanted) {
+      const name = scan.models.get(key)?.name ?? key;
+      if (!names || names.includes(name)) this.entry(key, name).explicit = true;
+    }
     const failures = new Map<string, string>();
     for (const name of scan.duplicates.keys()) if (!names || names.includes(name)) failures.set(name, this.entry(name).failure);
     // Ensembles load after the models they run on, as Triton orders them.
     const ensembles = new Set<string>();
-    for (const name of wanted) {
-      const location = scan.models.get(name);
-      if (location && (await this.isEnsemble(name, location.dir))) ensembles.add(name);
+    for (const key of wanted) {
+      const location = scan.models.get(key);
+      if (location && (await this.isEnsemble(location.name, location.dir))) ensembles.add(key);
     }
     const ordered = [...wanted.filter((n) => !ensembles.has(n)), ...wanted.filter((n) => ensembles.has(n))];
     await this.loadNames(ordered, ensembles, scan, failures);
@@ -235,24 +317,25 @@ export class ModelManager {
 
   /** Loads models with at most --model-load-thread-count at once; ensembles wait until the others are done. */
   private async loadNames(ordered: string[], ensembles: Set<string>, scan: Awaited<ReturnType<typeof scanRepositories>>, failures: Map<string, string>): Promise<void> {
-    const load = async (name: string): Promise<void> => {
-      const location = scan.models.get(name);
+    const load = async (key: string): Promise<void> => {
+      const location = scan.models.get(key);
       if (!location) {
-        if (!scan.duplicates.has(name)) failures.set(name, this.fail(name, `failed to load '${name}', failed to poll from model repository`));
+        if (!scan.duplicates.has(key)) failures.set(key, this.fail(key, `failed to load '${key}', failed to poll from model repository`));
         return;
       }
-      const err = await this.withEntry(name, (e) => this.loadEntry(e, location, {}));
-      if (err) failures.set(name, err.message);
+      const err = await this.withEntry(key, (e) => this.loadEntry(e, location, {}), location.name);
+      if (err) failures.set(location.name, err.message);
     };
     await runLimited(ordered.filter((n) => !ensembles.has(n)), this.opts.loadThreads, load);
     // An ensemble may run on another ensemble: load them in dependency order, one pass per level.
     let left = ordered.filter((n) => ensembles.has(n));
     while (left.length > 0) {
-      const waiting = new Set(left);
+      const waiting = new Set(left.map((k) => scan.models.get(k)!.name));
       const ready: string[] = [];
       for (const n of left) {
-        const deps = await this.dependencies(n, scan.models.get(n)!.dir);
-        if (!deps.some((d) => waiting.has(d) && d !== n)) ready.push(n);
+        const location = scan.models.get(n)!;
+        const deps = await this.dependencies(location.name, location.dir);
+        if (!deps.some((d) => waiting.has(d) && d !== location.name)) ready.push(n);
       }
       const batch = ready.length > 0 ? ready : left; // a cycle: load them anyway and let each fail clearly
       await runLimited(batch, this.opts.loadThreads, load);
@@ -261,12 +344,12 @@ export class ModelManager {
   }
 
   /** The named models and, for ensembles among them, every model they run on (--load-model of an ensemble). */
-  private async withDependencies(names: readonly string[], models: ReadonlyMap<string, ModelLocation>): Promise<string[]> {
+  private async withDependencies(names: readonly string[], scan: RepositoryScan): Promise<string[]> {
     const out = [...names];
     for (let i = 0; i < out.length; i++) {
-      const location = models.get(out[i]!);
-      if (!location) continue;
-      for (const d of await this.dependencies(out[i]!, location.dir)) if (!out.includes(d)) out.push(d);
+      for (const location of locationsOf(scan, out[i]!)) {
+        for (const d of await this.dependencies(location.name, location.dir)) if (!out.includes(d)) out.push(d);
+      }
     }
     return out;
   }
@@ -285,35 +368,77 @@ export class ModelManager {
     return config ? modelsRunOn(config) : [];
   }
 
-  /** The repository API's load: (re)loads a model, with optional config and file overrides. */
-  async load(name: string, req: LoadRequest): Promise<void> {
+  /**
+   * The repository API's load: (re)loads a model, with optional config and file overrides. `explicit` is false
+   * for the models an ensemble being loaded runs on.
+   */
+  async load(name: string, req: LoadRequest, explicit = true): Promise<void> {
     assertModelName(name);
     if (req.files && req.files.size > 0 && !req.config) {
       throw invalidArg(`failed to load '${name}': a model config must be provided when file overrides are given`);
     }
-    let location: ModelLocation | undefined;
+    // A model built from file overrides has no repository, so no namespace (as in Triton).
+    let locations: (ModelLocation | undefined)[] = [undefined];
+    let scan: RepositoryScan | undefined;
     if (!req.files || req.files.size === 0) {
-      const scan = await scanRepositories(this.repositories);
+      scan = await this.scanForLoad(name);
       if (scan.duplicates.has(name)) throw invalidArg(`failed to load '${name}': model is not unique across all model repositories`);
-      location = scan.models.get(name);
-      if (!location) throw invalidArg(`failed to load '${name}', failed to poll from model repository`);
+      locations = locationsOf(scan, name);
+      if (locations.length === 0) throw invalidArg(`failed to load '${name}', ${POLL_FAILED}`);
     }
-    // Loading an ensemble loads the composing models that are not loaded yet, as Triton does.
-    const config = req.config ?? (location ? await readConfig(location.dir, name, this.opts).catch(() => undefined) : undefined);
-    for (const other of config ? modelsRunOn(config) : []) {
-      if (other !== name && this.readyVersions(other).length === 0) await this.load(other, {}).catch(() => undefined);
+    // With namespacing every repository's model of that name loads.
+    for (const location of locations) {
+      // Loading an ensemble loads the composing models that are not loaded yet, as Triton does.
+      const config = req.config ?? (location ? await readConfig(location.dir, name, this.opts).catch(() => undefined) : undefined);
+      for (const other of config ? modelsRunOn(config) : []) {
+        if (other !== name && this.notServing(other, scan)) await this.load(other, {}, false).catch(() => undefined);
+      }
     }
-    const err = await this.withEntry(name, (e) => this.loadEntry(e, location, req));
+    let first: NereidError | undefined;
+    for (const location of locations) {
+      const key = location?.key ?? name;
+      if (explicit) this.entry(key, name).explicit = true;
+      first ??= await this.withEntry(key, (e) => this.loadEntry(e, location, req), name);
+    }
     // A refusal by a limit keeps its code and names the limit, so that the frontend counts it.
-    if (err) throw new NereidError(err.limit ? err.code : 'INVALID_ARG', `failed to load '${name}', ${err.message}`, { limit: err.limit });
+    // A failed poll keeps Triton's INTERNAL; any other failure is the client's to fix (see failure()).
+    if (first) throw new NereidError(first.limit || first.code === 'INTERNAL' ? first.code : 'INVALID_ARG', `failed to load '${name}', ${first.message}`, { limit: first.limit });
   }
 
-  async unload(name: string): Promise<void> {
-    const entry = this.entries.get(name);
-    if (!entry) throw invalidArg(`failed to unload '${name}', model is not loaded`);
-    await this.withEntry(name, async (e) => {
+  /** The repositories as a load sees them; one that cannot be read is Triton's failed poll, its path logged only. */
+  private async scanForLoad(name: string): Promise<RepositoryScan> {
+    try {
+      return await scanRepositories(this.repositories, this.namespacing);
+    } catch (e) {
+      this.logger.error(`failed to poll the model repositories for '${name}': ${reasonOf(e)}`);
+      throw new NereidError('INTERNAL', `failed to load '${name}', ${POLL_FAILED}`);
+    }
+  }
+
+  /**
+   * Unloads a model. With `dependents` (the unload_dependents parameter), as Triton's dependency graph: the
+   * models it ran on (an ensemble's steps, a router's targets) go too, each that was not loaded by name and
+   * that no other loaded model runs on, and so on down.
+   */
+  async unload(name: string, dependents = false): Promise<void> {
+    const entries = this.namespacing ? this.byName.get(name) ?? [] : [this.entries.get(name)].filter((e) => e !== undefined);
+    if (entries.length === 0) throw invalidArg(`failed to unload '${name}', model is not loaded`);
+    const ranOn = entries.flatMap((e) => (e.prepared && !e.unloaded ? modelsRunOn(e.prepared.config) : []));
+    // With namespacing, unloading a name unloads it in every repository, as Triton's global map has it.
+    await Promise.all(entries.map((e) => this.unloadKey(e.key)));
+    if (!dependents) return;
+    for (const other of new Set(ranOn)) {
+      const alive = (this.namespacing ? this.byName.get(other) ?? [] : [this.entries.get(other)]).filter((o) => o && !o.unloaded);
+      if (alive.length === 0 || alive.some((o) => o!.explicit) || other === name || this.runOnBy(other)) continue;
+      await this.unload(other, true);
+    }
+  }
+
+  private async unloadKey(key: string): Promise<void> {
+    await this.withEntry(key, async (e) => {
       await this.retire(e, [...e.versions.keys()]);
       e.unloaded = true;
+      e.explicit = false;
       e.failure = '';
       await e.overrides?.remove();
       e.overrides = undefined;
@@ -324,19 +449,29 @@ export class ModelManager {
     });
   }
 
+  /** Whether a loaded model runs on `name`. */
+  private runOnBy(name: string): boolean {
+    for (const e of this.entries.values()) {
+      if (!e.unloaded && e.prepared && e.name !== name && modelsRunOn(e.prepared.config).includes(name)) return true;
+    }
+    return false;
+  }
+
   /** Poll mode: one pass over the repositories, loading what appeared or changed and unloading what went. */
   async poll(): Promise<void> {
-    const scan = await scanRepositories(this.repositories);
+    const scan = await scanRepositories(this.repositories, this.namespacing);
     const work: Promise<unknown>[] = [];
-    for (const [name, location] of scan.models) {
-      const entry = this.entries.get(name);
+    // What went first: with namespacing a name that stays in one repository stops being ambiguous.
+    for (const [key, entry] of this.entries) {
+      if (!scan.models.has(key) && !entry.overrides && !entry.unloaded && entry.versions.size > 0) work.push(this.unloadKey(key).catch(() => undefined));
+    }
+    await Promise.all(work.splice(0));
+    for (const [key, location] of scan.models) {
+      const entry = this.entries.get(key);
       if (entry?.overrides) continue; // a model loaded from overrides is not the repository's
       const stamps = await modelTimestamps(location.dir);
       if (entry && sameStamps(entry.timestamps, stamps) && entry.location?.dir === location.dir) continue;
-      work.push(this.withEntry(name, (e) => this.loadEntry(e, location, {})));
-    }
-    for (const [name, entry] of this.entries) {
-      if (!scan.models.has(name) && !entry.overrides && entry.versions.size > 0) work.push(this.unload(name).catch(() => undefined));
+      work.push(this.withEntry(key, (e) => this.loadEntry(e, location, {}), location.name));
     }
     await Promise.all(work);
   }
@@ -356,7 +491,7 @@ export class ModelManager {
 
   /** Unloads everything, letting requests in flight finish. */
   async close(): Promise<void> {
-    await Promise.all([...this.entries.keys()].map((n) => this.unload(n).catch(() => undefined)));
+    await Promise.all([...this.entries.keys()].map((k) => this.unloadKey(k).catch(() => undefined)));
   }
 
   /** Unloads a version no longer in its slot (it drains first). */
@@ -365,11 +500,19 @@ export class ModelManager {
     this.live.delete(model);
   }
 
-  private entry(name: string): ModelEntry {
-    let e = this.entries.get(name);
+  /** The entry of a key (see modelKey), made on first use; `name` is the model's name when the key is not. */
+  private entry(key: string, name = key): ModelEntry {
+    let e = this.entries.get(key);
     if (!e) {
-      e = { name, location: undefined, prepared: undefined, configJson: '', versions: new Map(), failure: '', timestamps: new Map(), overrides: undefined, unloaded: false, busy: Promise.resolve() };
-      this.entries.set(name, e);
+      const namespace = key === name ? '' : key.slice(0, key.length - name.length - 1);
+      e = {
+        name, namespace, key, location: undefined, prepared: undefined, configJson: '', versions: new Map(), failure: '', timestamps: new Map(),
+        overrides: undefined, unloaded: false, explicit: false, busy: Promise.resolve(),
+      };
+      this.entries.set(key, e);
+      const same = this.byName.get(name);
+      if (same) same.push(e);
+      else this.byName.set(name, [e]);
     }
     return e;
   }
@@ -381,8 +524,8 @@ export class ModelManager {
   }
 
   /** Runs `op` after every earlier operation on the same model. */
-  private withEntry<T>(name: string, op: (e: ModelEntry) => Promise<T>): Promise<T> {
-    const e = this.entry(name);
+  private withEntry<T>(key: string, op: (e: ModelEntry) => Promise<T>, name = key): Promise<T> {
+    const e = this.entry(key, name);
     const run = e.busy.then(() => op(e));
     e.busy = run.then(() => undefined, () => undefined);
     return run;
@@ -398,15 +541,21 @@ export class ModelManager {
     let stamps = new Map<string, bigint>();
     try {
       if (req.files && req.files.size > 0) overrides = await writeOverrides(e.name, req.files);
+    } catch (err) {
+      if (isNereidError(err)) return this.prepareFailed(e, err, []);
+      // The file system refused the folder Triton calls the model's localized repository (a name too long, a
+      // full disk): Triton's answer is a failed poll. The detail names server paths, so only the log has it.
+      this.logger.error(`failed to write the file overrides of '${e.name}': ${reasonOf(err)}`);
+      return this.prepareFailed(e, new NereidError('INTERNAL', POLL_FAILED), []);
+    }
+    const shown = shownPaths(e.name, overrides?.root, location);
+    try {
       const modelDir = overrides?.modelDir ?? location!.dir;
       if (!overrides) stamps = await modelTimestamps(modelDir);
       prepared = await prepareModel(e.name, modelDir, req.config ? structuredClone(req.config) : undefined, this.opts);
     } catch (err) {
       await overrides?.remove();
-      const reason = reasonOf(err);
-      this.logger.error(`failed to load '${e.name}': ${reason}`);
-      if (e.versions.size === 0) e.failure = reason;
-      return failure(reason, err);
+      return this.prepareFailed(e, err, shown);
     }
     const configJson = JSON.stringify(modelConfigToJson(prepared.config));
     const available = await listVersions(prepared.modelDir);
@@ -419,12 +568,12 @@ export class ModelManager {
       const slot = e.versions.get(v);
       if (!slot) e.versions.set(v, { state: 'LOADING', reason: '', model: undefined });
       try {
-        const model = await loadVersion(prepared, v, this.opts);
+        const model = await this.createVersion(e, prepared, v, shown);
         this.live.add(model);
         this.logger.info(`successfully loaded '${e.name}' version ${v}`);
         return [v, model, '', undefined] as const;
       } catch (err) {
-        const reason = reasonOf(err);
+        const reason = redactPaths(reasonOf(err), shown);
         this.logger.error(`failed to load '${e.name}' version ${v}: ${reason}`);
         return [v, undefined, reason, err] as const;
       }
@@ -468,6 +617,33 @@ export class ModelManager {
     return failure(failed.map(([v, , r]) => `version ${v}: ${r}`).join('; '), failed.find(([, , , err]) => isNereidError(err) && err.limit)?.[3]);
   }
 
+  /**
+   * Creates one version, and again after a failure up to --model-load-retry-count more times, as Triton's model
+   * lifecycle retries the creation of a version (not the reading of its config).
+   */
+  private async createVersion(e: ModelEntry, prepared: PreparedModel, v: number, shown: readonly PathShown[]): Promise<ModelVersion> {
+    const retries = this.opts.loadRetries ?? 0;
+    // An ensemble's steps are looked for in its own repository first (with namespacing; else there is one).
+    const opts = e.namespace === '' ? this.opts : { ...this.opts, resolveModel: (n: string, ver: number | undefined) => this.resolveFrom(e.namespace, n, ver) };
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await loadVersion(prepared, v, opts);
+      } catch (err) {
+        if (attempt >= retries) throw err;
+        this.logger.warn(`failed to load '${prepared.name}' version ${v} (attempt ${attempt + 1} of ${retries + 1}), retrying: ${redactPaths(reasonOf(err), shown)}`);
+      }
+    }
+  }
+
+  /** A load that failed before any version loaded: the versions serving keep serving. */
+  private prepareFailed(e: ModelEntry, err: unknown, shown: readonly PathShown[]): NereidError {
+    const reason = redactPaths(reasonOf(err), shown);
+    this.logger.error(`failed to load '${e.name}': ${reason}`);
+    if (e.versions.size === 0) e.failure = reason;
+    if (isNereidError(err) && err.code === 'INTERNAL' && err.message === POLL_FAILED) return err;
+    return failure(reason, err);
+  }
+
   /** Takes versions out of service: new requests stop at once, running ones finish, then they are released. */
   private async retire(e: ModelEntry, versions: number[]): Promise<void> {
     await Promise.all(versions.map(async (v) => {
@@ -492,6 +668,11 @@ function failure(reason: string, cause: unknown): NereidError {
 
 function reasonOf(err: unknown): string {
   return isNereidError(err) ? err.message : err instanceof Error ? err.message : String(err);
+}
+
+/** The models of this name: one at most without namespacing, one per repository with it. */
+function locationsOf(scan: RepositoryScan, name: string): ModelLocation[] {
+  return [...scan.models.values()].filter((l) => l.name === name);
 }
 
 function sameStamps(a: Map<string, bigint>, b: Map<string, bigint>): boolean {

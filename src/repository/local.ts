@@ -12,18 +12,29 @@ export interface ModelLocation {
   readonly name: string;
   readonly repository: string;
   readonly dir: string;
+  /** The repository with --model-namespacing, else '': models are told apart by namespace and name. */
+  readonly namespace: string;
+  /** The model's identity in the server: its name, preceded by its namespace when it has one. */
+  readonly key: string;
+}
+
+/** A model's identity: the name alone without namespacing, as Triton collapses the namespace then. */
+export function modelKey(namespace: string, name: string): string {
+  return namespace === '' ? name : `${namespace}\u0000${name}`;
 }
 
 /** Folders inside a model that are never versions. */
 const NOT_VERSIONS = new Set(['warmup', 'initial_state', 'configs']);
 
 export interface RepositoryScan {
+  /** By key (see modelKey). */
   readonly models: Map<string, ModelLocation>;
   /** Names found in more than one repository: Triton loads none of them. */
   readonly duplicates: Map<string, string[]>;
 }
 
-export async function scanRepositories(repositories: readonly string[]): Promise<RepositoryScan> {
+/** With `namespacing` each repository is a namespace, so no name is a duplicate. */
+export async function scanRepositories(repositories: readonly string[], namespacing = false): Promise<RepositoryScan> {
   const models = new Map<string, ModelLocation>();
   const duplicates = new Map<string, string[]>();
   for (const repository of new Set(repositories.map((r) => resolve(r)))) {
@@ -35,13 +46,18 @@ export async function scanRepositories(repositories: readonly string[]): Promise
     }
     for (const e of entries) {
       if (!e.isDirectory()) continue;
+      if (namespacing) {
+        const key = modelKey(repository, e.name);
+        models.set(key, { name: e.name, repository, dir: join(repository, e.name), namespace: repository, key });
+        continue;
+      }
       const prev = models.get(e.name);
       if (prev || duplicates.has(e.name)) {
         duplicates.set(e.name, [...(duplicates.get(e.name) ?? [prev!.repository]), repository]);
         models.delete(e.name);
         continue;
       }
-      models.set(e.name, { name: e.name, repository, dir: join(repository, e.name) });
+      models.set(e.name, { name: e.name, repository, dir: join(repository, e.name), namespace: '', key: e.name });
     }
   }
   return { models, duplicates };

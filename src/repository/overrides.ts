@@ -9,6 +9,8 @@ import { isInside } from './local.js';
  * folder, never into the repository; a path that would leave that folder is refused before anything is written.
  */
 export interface OverrideDir {
+  /** The temporary folder the model folder sits in. */
+  readonly root: string;
   readonly modelDir: string;
   remove(): Promise<void>;
 }
@@ -36,5 +38,5 @@ export async function writeOverrides(modelName: string, files: ReadonlyMap<strin
     await rm(root, { recursive: true, force: true });
     throw e;
   }
-  return { modelDir, remove: () => rm(root, { recursive: true, force: true }) };
+  return { root, modelDir, remove: () => rm(root, { recursive: true, force: true }) };
 }

@@ -108,12 +108,13 @@ export class InferenceServer {
       backendConfig: options.backendConfig ?? {},
       logger: this.logger,
       loadThreads: options.modelLoadThreadCount ?? 4,
+      loadRetries: options.modelLoadRetryCount ?? 0,
       instances: new InstanceBudget(options.modelMaxInstances, options.serverMaxInstances),
       rateLimiter: new RateLimiter(options.rateLimit === 'execution_count', options.rateLimitResources ?? []),
       responseCache: this.cache,
       calls: this.modelCalls(ownSharedMemory),
       ...(this.metrics ? { metrics: this.metrics } : {}),
-    }, this.logger);
+    }, this.logger, options.modelNamespacing ?? false);
     this.metadataValue = { name: options.id ?? DEFAULT_SERVER_ID, version: NEREID_VERSION, extensions: EXTENSIONS };
   }
 
@@ -151,6 +152,8 @@ export class InferenceServer {
    */
   static async create(options: ServerOptions, created: CreateOptions = {}): Promise<InferenceServer> {
     if (options.modelRepositories.length === 0) throw invalidArg('at least one model repository is required');
+    const url = options.modelRepositories.find((r) => /^[A-Za-z][A-Za-z0-9+.-]*:\/\//.test(r));
+    if (url !== undefined) throw invalidArg(`model repository ${url}: repositories at URLs are not supported yet, only local directories`);
     // prom-client is loaded only when metrics are on.
     const Metrics = options.metrics ? (await import('../observability/metrics/server-metrics.js')).ServerMetrics : undefined;
     const server = new InferenceServer(options, created, Metrics);
@@ -366,6 +369,9 @@ export class InferenceServer {
    * Throws as infer() would when no version of the model can take a request.
    */
   requestBounds(name: string, version?: number): RequestBounds {
+    // As admit(): a request that arrives while the server stops is refused for that, not for the model that the
+    // stop has already unloaded.
+    if (this.state !== 'ready') throw unavailable('Server is not ready: it is shutting down');
     return this.manager.requestBounds(name, version);
   }
 
@@ -382,10 +388,10 @@ export class InferenceServer {
     await this.manager.load(name, request);
   }
 
-  async unloadModel(name: string, _options: { unloadDependents?: boolean } = {}): Promise<void> {
+  /** With unloadDependents, the models it ran on that nothing else needs go too (see ModelManager.unload). */
+  async unloadModel(name: string, options: { unloadDependents?: boolean } = {}): Promise<void> {
     this.checkControlMode();
-    // Without ensembles no model depends on another yet, so unload_dependents has nothing more to unload.
-    await this.manager.unload(name);
+    await this.manager.unload(name, options.unloadDependents ?? false);
   }
 
   /** Triton's words and code when model control is off, in modes none and poll alike (its model_control_enabled). */

@@ -6,7 +6,7 @@
 export type ModelControlMode = 'none' | 'poll' | 'explicit';
 
 export interface ServerOptions {
-  /** Model repository directories (--model-repository, repeatable). */
+  /** Model repository directories (--model-repository, repeatable); local only, a URL is refused. */
   modelRepositories: string[];
   /** --model-control-mode (default 'none'). */
   modelControlMode?: ModelControlMode;
@@ -30,6 +30,13 @@ export interface ServerOptions {
   id?: string;
   /** --model-load-thread-count (default 4). */
   modelLoadThreadCount?: number;
+  /**
+   * --model-namespacing (default false): each repository is a namespace, so a name may be in several; a
+   * request naming one of those is refused as ambiguous, and an ensemble runs its own repository's models.
+   */
+  modelNamespacing?: boolean;
+  /** --model-load-retry-count (default 0): times a version whose creation failed is created again before its load fails. */
+  modelLoadRetryCount?: number;
   /**
    * --model-max-instances (Nereid's, default 128): instances one model version may have, its instance_group counts
    * summed; a load asking for more fails, naming the limit.

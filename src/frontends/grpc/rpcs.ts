@@ -88,7 +88,12 @@ function loadRequest(r: RepositoryModelRequestMsg): { config?: ModelConfig; file
     const p = r.parameters[key]!;
     if (key === 'config') {
       if (p.parameter_choice !== 'string_param') throw invalidArg("invalid value type for load parameter 'config', expected string_param.");
-      config = modelConfigFromJson(p.string_param);
+      try {
+        config = modelConfigFromJson(p.string_param);
+      } catch (e) {
+        // A config override that does not convert fails the load, in Triton's words for a failed load.
+        throw invalidArg(`failed to load '${r.model_name}': ${(e as Error).message}`);
+      }
     } else if (key.startsWith('file:')) {
       if (p.parameter_choice !== 'bytes_param') throw invalidArg(`invalid value type for load parameter '${key}', expected bytes_param.`);
       (files ??= new Map()).set(key.slice(5), p.bytes_param);

@@ -36,9 +36,9 @@ export async function handleLoad(server: InferenceServer, model: string, body: u
       try {
         cj = await parse(Buffer.from(v));
       } catch (e) {
-        throw invalidArg(`failed to parse the 'config' load parameter as JSON: ${(e as Error).message.replace(/^failed to parse the request JSON buffer: /, '')}`);
+        throw invalidArg(`failed to load '${model}': failed to parse the 'config' load parameter as JSON: ${(e as Error).message.replace(/^failed to parse the request JSON buffer: /, '')}`);
       }
-      config = modelConfigFromJson(cj);
+      config = configOverride(model, () => modelConfigFromJson(cj));
     } else if (k.startsWith('file:')) {
       if (!/^[A-Za-z0-9+/]*={0,2}$/.test(v)) throw invalidArg(`load parameter '${k}' must be base64`);
       files.set(k.slice(5), Buffer.from(v, 'base64'));
@@ -48,6 +48,15 @@ export async function handleLoad(server: InferenceServer, model: string, body: u
   }
   await server.loadModel(model, { ...(config ? { config } : {}), ...(files.size > 0 ? { files } : {}) });
   sendEmpty(res, 200);
+}
+
+/** A config override that does not convert fails the load, in Triton's words for a failed load. */
+function configOverride<T>(model: string, convert: () => T): T {
+  try {
+    return convert();
+  } catch (e) {
+    throw invalidArg(`failed to load '${model}': ${(e as Error).message}`);
+  }
 }
 
 export async function handleUnload(server: InferenceServer, model: string, body: unknown, res: ServerResponse): Promise<void> {
