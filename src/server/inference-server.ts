@@ -27,7 +27,7 @@ import { DEFAULT_SERVER_ID, NEREID_VERSION, type ServerOptions } from './options
 export interface ServerMetadata {
   name: string;
   version: string;
-  extensions: string[];
+  extensions: readonly string[];
 }
 
 export interface TensorMetadata {
@@ -44,8 +44,11 @@ export interface ModelMetadata {
   outputs: TensorMetadata[];
 }
 
-/** Extensions as Triton lists them, naming only those Nereid implements. */
-const EXTENSIONS = ['classification', 'model_repository', 'model_repository(unload_dependents)', 'schedule_policy', 'model_configuration', 'system_shared_memory', 'cuda_shared_memory', 'binary_tensor_data', 'parameters', 'statistics', 'logging'];
+/**
+ * Extensions in the order Triton lists them, naming only those Nereid implements: all of Triton's but `trace`
+ * (Nereid has no tracing yet). `sequence` is the sequence batcher with its request parameters.
+ */
+const EXTENSIONS: readonly string[] = ['classification', 'sequence', 'model_repository', 'model_repository(unload_dependents)', 'schedule_policy', 'model_configuration', 'system_shared_memory', 'cuda_shared_memory', 'binary_tensor_data', 'parameters', 'statistics', 'logging'];
 
 type ServerState = 'starting' | 'ready' | 'stopping' | 'stopped';
 
