@@ -9,6 +9,7 @@ import { ModelManager, type IndexEntry, type LoadRequest } from '../models/manag
 import { InstanceBudget } from '../models/instance-budget.js';
 import type { ModelVersion } from '../models/model-version.js';
 import { routingKey } from '../models/router.js';
+import type { DataType } from '../tensor/datatype.js';
 import { createLogger, type Logger } from '../observability/logger.js';
 import { LimitRefusals } from '../observability/limit-refusals.js';
 import { RateLimiter } from '../scheduler/rate-limiter.js';
@@ -34,6 +35,29 @@ export interface TensorMetadata {
   name: string;
   datatype: string;
   shape: number[];
+}
+
+/** An input or output of a model as clients see it (the batch dimension -1 for a batching model). */
+export interface TensorInfo {
+  readonly name: string;
+  readonly datatype: DataType;
+  readonly shape: readonly number[];
+}
+
+/**
+ * A model as resolveModel() found it for one request: what a frontend needs before it decodes the request, and
+ * what it hands back to infer() or inferStream() so that the model is not looked up again.
+ */
+export interface ResolvedModel {
+  readonly name: string;
+  /** The version found: the one named, else the highest ready one (with version weights the pick comes later). */
+  readonly version: number;
+  readonly decoupled: boolean;
+  /** What a request to it may hold at most (with version weights, the loosest of the ready versions'). */
+  readonly bounds: RequestBounds;
+  readonly maxBatchSize: number;
+  readonly inputs: ReadonlyMap<string, TensorInfo>;
+  readonly outputs: ReadonlyMap<string, TensorInfo>;
 }
 
 export interface ModelMetadata {
@@ -235,15 +259,28 @@ export class InferenceServer {
     return modelConfigToJson(this.manager.config(name, version));
   }
 
-  infer(request: InferenceRequest): Promise<InferenceResponse> {
-    let model;
+  /**
+   * The model a request names, looked up once: a frontend calls this before it decodes the request (to refuse
+   * early what the model cannot take), then passes the result to infer() or inferStream() with the request.
+   * Throws as infer() would when no version of the model can take a request.
+   */
+  resolveModel(name: string, version?: number): ResolvedModel {
+    return this.manager.target(name, version);
+  }
+
+  /**
+   * Runs one request and resolves with its response. `model`, from resolveModel() for the request's model and
+   * version, saves looking the model up again; without it the request's model is looked up here.
+   */
+  infer(request: InferenceRequest, model?: ResolvedModel): Promise<InferenceResponse> {
+    let version;
     try {
-      model = this.admit(request);
+      version = this.admit(request, model);
     } catch (e) {
       return Promise.reject(e);
     }
     this.inflightRequests++;
-    const p = usesSharedMemory(request) ? this.inferWithSharedMemory(model, request) : model.infer(request);
+    const p = usesSharedMemory(request) ? this.inferWithSharedMemory(version, request) : version.infer(request);
     p.then(this.requestDone, this.requestDone);
     if (this.logger.isVerbose(1)) this.logRequest(request, p);
     return p;
@@ -303,25 +340,27 @@ export class InferenceServer {
    * for await (const res of server.inferStream({ model: 'repeat_int32', inputs })) console.log(res.outputs);
    * ```
    */
-  inferStream(request: InferenceRequest): ResponseStream {
-    let model;
+  inferStream(request: InferenceRequest, model?: ResolvedModel): ResponseStream {
+    let version;
     try {
-      model = this.admit(request);
+      version = this.admit(request, model);
     } catch (e) {
       return ResponseStream.failed(e);
     }
     this.inflightRequests++;
-    const stream = usesSharedMemory(request) ? this.streamWithSharedMemory(model, request) : model.inferStream(request);
+    const stream = usesSharedMemory(request) ? this.streamWithSharedMemory(version, request) : version.inferStream(request);
     void stream.settled.then(this.requestDone);
     if (this.logger.isVerbose(1)) this.logRequest(request, stream.settled);
     return stream;
   }
 
   /** The model version a request goes to (a router's or weighted pick made); throws when it cannot be taken. */
-  private admit(request: InferenceRequest): ModelVersion {
+  private admit(request: InferenceRequest, model: ResolvedModel | undefined): ModelVersion {
     if (this.state !== 'ready') throw unavailable('Server is not ready: it is shutting down');
     if (request.signal?.aborted) throw new NereidError('CANCELLED', 'request cancelled');
-    return this.manager.resolveRouted(request.model, request.version, routingKey(request.parameters, request.sequenceId));
+    return model !== undefined
+      ? this.manager.route(model, request)
+      : this.manager.resolveRouted(request.model, request.version, routingKey(request.parameters, request.sequenceId));
   }
 
   /** inferStream with shared memory: each response writes its outputs into the regions (a later one overwrites). */
@@ -349,27 +388,6 @@ export class InferenceServer {
       }
     })();
     return outer;
-  }
-
-  /**
-   * True when the version a request would reach is decoupled (model_transaction_policy { decoupled: true });
-   * false also when no version is available, which the request itself then reports.
-   */
-  isModelDecoupled(name: string, version?: number): boolean {
-    try {
-      return this.manager.resolve(name, version).context.decoupled;
-    } catch {
-      return false;
-    }
-  }
-
-  /**
-   * The most a request to this model can hold (inputs, outputs, dimensions) and whether it is decoupled,
-   * computed when the model loaded: a frontend refuses a request past these before decoding the rest of it.
-   * Throws as infer() would when no version of the model can take a request.
-   */
-  requestBounds(name: string, version?: number): RequestBounds {
-    return this.manager.requestBounds(name, version);
   }
 
   private readonly requestDone = (): void => {

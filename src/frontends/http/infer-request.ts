@@ -25,6 +25,8 @@ interface Target {
   readonly signal: AbortSignal | undefined;
   /** Headers that --http-header-forward-pattern passes to the model as parameters (the body's own win). */
   readonly forwarded?: Record<string, string> | undefined;
+  /** See InferenceRequest.borrowOutputs. */
+  readonly borrowOutputs?: boolean;
 }
 
 /**
@@ -134,6 +136,7 @@ export function decodeInfer(header: InferHeader, body: Buffer, jsonLength: numbe
     sequenceStart: params.sequenceStart,
     sequenceEnd: params.sequenceEnd,
     signal: target.signal,
+    borrowOutputs: target.borrowOutputs,
   };
   return { request, binaryOutputs: header.binary, binaryDefault: params.binaryDataOutput };
 }
