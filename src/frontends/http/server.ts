@@ -11,7 +11,7 @@ import { JsonParser } from './json-parse.js';
 import { scanHeader } from './json-scan.js';
 import { headerForwarder, restriction, type HttpRestrictedGroup } from './restricted.js';
 import { route, type Route } from './routes.js';
-import { HTTP_STATUS } from './status.js';
+import { HTTP_ERROR_HEADERS, HTTP_STATUS } from './status.js';
 import { handleGenerate } from './generate.js';
 import { handleLoad, handleRepoIndex, handleUnload } from './repository.js';
 import { JSON_HEADERS, releaseWhenDone, sendEmpty, sendJson } from './reply.js';
@@ -341,9 +341,7 @@ function sendError(res: ServerResponse, e: unknown, ctx: Context): void {
     res.destroy();
     return;
   }
-  const headers: Record<string, string> = {};
-  if (err.code === 'UNSUPPORTED' && /compression/.test(err.message)) headers['Accept-Encoding'] = 'gzip, deflate';
   const body = JSON.stringify({ error: err.message });
-  res.writeHead(HTTP_STATUS[err.code], { ...JSON_HEADERS, ...headers, 'Content-Length': Buffer.byteLength(body) });
+  res.writeHead(HTTP_STATUS[err.code], { ...JSON_HEADERS, ...HTTP_ERROR_HEADERS[err.code], 'Content-Length': Buffer.byteLength(body) });
   res.end(body);
 }
