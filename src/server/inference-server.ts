@@ -265,6 +265,9 @@ export class InferenceServer {
    * Throws as infer() would when no version of the model can take a request.
    */
   resolveModel(name: string, version?: number): ResolvedModel {
+    // As admit(): a request that arrives while the server stops is refused for that, not for the model that the
+    // stop may already have unloaded.
+    if (this.state !== 'ready') throw unavailable('Server is not ready: it is shutting down');
     return this.manager.target(name, version);
   }
 

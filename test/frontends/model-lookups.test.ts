@@ -145,3 +145,18 @@ test('a request whose model version is replaced while its body arrives runs on t
     await swap.remove();
   }
 });
+
+test('a request that arrives while the server stops is refused as shutting down (503), not for its unloaded model', async () => {
+  const logger = createLogger({ info: false, warning: false, error: false, verbose: 0, format: 'default', file: '' });
+  const s = await InferenceServer.create({ modelRepositories: [repo.dir], modelControlMode: 'explicit', loadModels: ['simple'] }, { logger });
+  const f = await startHttpFrontend(s, { port: 0, address: '127.0.0.1', maxInputSize: 1 << 20 }, logger);
+  try {
+    await s.close(5);
+    const body = { inputs: [{ name: 'INPUT0', shape: [1, 16], datatype: 'INT32', data: IN }, { name: 'INPUT1', shape: [1, 16], datatype: 'INT32', data: IN }] };
+    const r = await postJson(`http://127.0.0.1:${f.port}/v2/models/simple/infer`, body);
+    assert.equal(r.status, 503, r.body.toString());
+    assert.match(r.json().error, /shutting down/);
+  } finally {
+    await f.close();
+  }
+});

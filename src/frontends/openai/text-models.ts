@@ -1,3 +1,4 @@
+import { isNereidError } from '../../errors.js';
 import type { InferenceServer, ResolvedModel } from '../../server/inference-server.js';
 import type { Tensor } from '../../tensor/tensor.js';
 import { badRequest, modelNotFound } from './errors.js';
@@ -32,8 +33,11 @@ export function textModel(server: InferenceServer, name: string): ResolvedModel 
   let model: ResolvedModel;
   try {
     model = server.resolveModel(name);
-  } catch {
-    throw modelNotFound(name);
+  } catch (e) {
+    // A name the server does not know, or a model with no ready version, is one OpenAI's API does not have; a
+    // server that is stopping answers for itself.
+    if (isNereidError(e) && (e.code === 'INVALID_ARG' || e.code === 'NOT_FOUND')) throw modelNotFound(name);
+    throw e;
   }
   if (!isTextModel(model)) throw badRequest(`model '${name}' is not a text model: it needs a TYPE_STRING input '${TEXT_INPUT}' and output '${TEXT_OUTPUT}'`, 'model');
   return model;
