@@ -4,6 +4,10 @@
  * package loaded in one process must still understand each other's errors.
  */
 
+/**
+ * Triton's codes, then Nereid's own where a protocol answers a case in a way the Triton code alone does not
+ * tell: each is named for the case, so that every frontend's table decides its status without reading messages.
+ */
 export type ErrorCode =
   | 'INVALID_ARG'
   | 'NOT_FOUND'
@@ -14,11 +18,16 @@ export type ErrorCode =
   | 'ALREADY_EXISTS'
   | 'UNAUTHENTICATED'
   | 'CANCELLED'
-  | 'UNKNOWN';
+  | 'UNKNOWN'
+  /** A request body in a Content-Encoding the server cannot decode (HTTP: 415 with the encodings it can). */
+  | 'UNSUPPORTED_ENCODING'
+  /** A run-time setting given a value the server does not know, such as a log format (Triton's HTTP: 503, gRPC: INVALID_ARGUMENT). */
+  | 'INVALID_SETTING';
 
 export const ERROR_CODES: readonly ErrorCode[] = [
   'INVALID_ARG', 'NOT_FOUND', 'UNAVAILABLE', 'RESOURCE_EXHAUSTED', 'INTERNAL',
   'UNSUPPORTED', 'ALREADY_EXISTS', 'UNAUTHENTICATED', 'CANCELLED', 'UNKNOWN',
+  'UNSUPPORTED_ENCODING', 'INVALID_SETTING',
 ];
 
 const BRAND = Symbol.for('nereid.error');

@@ -3,7 +3,7 @@
  * Extension points that may still change (backend registration) live in ./experimental.ts.
  */
 export { InferenceServer } from './server/inference-server.js';
-export type { ServerMetadata, ModelMetadata, TensorMetadata, CreateOptions } from './server/inference-server.js';
+export type { ServerMetadata, ModelMetadata, TensorMetadata, CreateOptions, ResolvedModel, TensorInfo } from './server/inference-server.js';
 export type { ServerOptions, ModelControlMode, MetricsOptions } from './server/options.js';
 export type { InferenceRequest, InferenceResponse, RequestedOutput, Parameters, ParameterValue } from './inference/index.js';
 export type { ResponseStream } from './inference/stream.js';

@@ -40,6 +40,11 @@ export interface RequestBounds {
   readonly outputs: number;
   /** The most dimensions any input has, the batch dimension included. */
   readonly rank: number;
+  /**
+   * The most elements any one input can hold: its dims' product times the batch limit, the largest over the
+   * inputs; Infinity when a dim is variable.
+   */
+  readonly inputElements: number;
 }
 
 export interface RequestedOutput {

@@ -70,8 +70,12 @@ export class ModelContext {
     this.decoupled = config.model_transaction_policy?.decoupled ?? false;
     this.reshapes = config.input.some((i) => i.reshape) || config.output.some((o) => o.reshape);
     let rank = 0;
-    for (const i of this.inputs.values()) rank = Math.max(rank, i.shape.length);
-    this.bounds = { model: name, decoupled: this.decoupled, inputs: this.inputs.size, requiredInputs: this.requiredInputs, outputs: this.outputs.size, rank };
+    let inputElements = 0;
+    for (const i of this.inputs.values()) {
+      rank = Math.max(rank, i.shape.length);
+      inputElements = Math.max(inputElements, i.dims.some((d) => d < 0) ? Infinity : elementCount(i.dims) * Math.max(1, this.maxBatchSize));
+    }
+    this.bounds = { model: name, decoupled: this.decoupled, inputs: this.inputs.size, requiredInputs: this.requiredInputs, outputs: this.outputs.size, rank, inputElements };
   }
 
   /**

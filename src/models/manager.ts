@@ -7,10 +7,11 @@ import { writeOverrides, type OverrideDir } from '../repository/overrides.js';
 import { redactPaths, shownPaths, type PathShown } from '../repository/redact.js';
 import { loadVersion, prepareModel, readConfig, type LoaderOptions, type PreparedModel } from './loader.js';
 import { EnsembleScheduler } from './ensemble.js';
-import { routerTargets, stringParameter, VERSION_WEIGHTS_PARAMETER } from './router.js';
-import { parseRoutes, WeightedRoutes } from './routing.js';
-import type { ModelVersion } from './model-version.js';
-import type { RequestBounds } from '../inference/request.js';
+import { routerTargets, routingKey } from './router.js';
+import type { WeightedRoutes } from './routing.js';
+import { ModelVersion } from './model-version.js';
+import { looserBounds, VersionSplit } from './version-split.js';
+import type { InferenceRequest } from '../inference/request.js';
 
 /** Triton's reason when a model to load could not be read from the repository (or written from overrides). */
 const POLL_FAILED = 'failed to poll from model repository';
@@ -97,13 +98,43 @@ export class ModelManager {
    */
   resolveRouted(name: string, version: number | undefined, routingKey: string | undefined): ModelVersion {
     const latest = this.resolve(name, version);
-    if (version !== undefined) return latest;
-    const routes = versionRoutes(latest);
-    if (!routes) return latest;
+    if (version !== undefined || !latest.routes) return latest;
+    return this.pick(name, latest, latest.routes, routingKey);
+  }
+
+  private pick(name: string, latest: ModelVersion, routes: WeightedRoutes, routingKey: string | undefined): ModelVersion {
     const entry = this.lookup(name)!;
     const ready = (v: string): boolean => entry.versions.get(Number(v))?.state === 'READY';
     const picked = routes.pick(routingKey, ready);
     return picked === undefined ? latest : this.resolve(name, Number(picked));
+  }
+
+  /**
+   * The model a request names, looked up once, before the request is read: the version it names or the
+   * highest READY one (resolve's errors when there is none). With version weights and no version named, a
+   * VersionSplit, whose pick waits for the request's routing key (see route()).
+   */
+  target(name: string, version: number | undefined): ModelVersion | VersionSplit {
+    const latest = this.resolve(name, version);
+    const routes = version === undefined ? latest.routes : null;
+    if (routes === null) return latest;
+    let bounds = latest.bounds;
+    for (const [, slot] of this.lookup(name)!.versions) {
+      if (slot.state === 'READY' && slot.model) bounds = looserBounds(bounds, slot.model.bounds);
+    }
+    return new VersionSplit(latest, bounds, (key) => this.pick(name, latest, routes, key));
+  }
+
+  /**
+   * The version a request runs on, from the target() it was resolved to: that version itself while it serves
+   * (no lookup), a split's pick, or a lookup afresh when the version began unloading since (a newer one
+   * replaced it while the request was being read) or the target is not one of target()'s.
+   */
+  route(target: object, request: InferenceRequest): ModelVersion {
+    if (target instanceof ModelVersion && !target.unloading) return target;
+    const key = routingKey(request.parameters, request.sequenceId);
+    const picked = target instanceof VersionSplit ? target.pick(key) : undefined;
+    return picked !== undefined && !picked.unloading ? picked : this.resolveRouted(request.model, request.version, key);
   }
 
   /**
@@ -156,21 +187,6 @@ export class ModelManager {
     }
     if (!best) throw notFound(`Request for unknown model: '${name}' has no available versions`);
     return best;
-  }
-
-  /**
-   * The bounds of the version a request would reach (resolve's errors when there is none). With weighted
-   * version routing the pick comes later, so the loosest of the ready versions' bounds.
-   */
-  requestBounds(name: string, version: number | undefined): RequestBounds {
-    const latest = this.resolve(name, version);
-    if (version !== undefined || !versionRoutes(latest)) return latest.context.bounds;
-    let b = latest.context.bounds;
-    for (const [, slot] of this.lookup(name)!.versions) {
-      const o = slot.state === 'READY' ? slot.model?.context.bounds : undefined;
-      if (o) b = { ...b, inputs: Math.max(b.inputs, o.inputs), outputs: Math.max(b.outputs, o.outputs), rank: Math.max(b.rank, o.rank) };
-    }
-    return b;
   }
 
   /** Loaded config of a model version, as the config endpoint shows it. */
@@ -704,16 +720,3 @@ function modelsRunOn(config: ModelConfig): string[] {
   return [];
 }
 
-const versionRouteCache = new WeakMap<ModelVersion, WeightedRoutes | null>();
-
-/** A version's nereid_version_weights, parsed once (null when it has none or they do not parse). */
-function versionRoutes(v: ModelVersion): WeightedRoutes | null {
-  let routes = versionRouteCache.get(v);
-  if (routes === undefined) {
-    const spec = stringParameter(v.context.config, VERSION_WEIGHTS_PARAMETER);
-    routes = spec === undefined ? null : new WeightedRoutes(parseRoutes(spec, VERSION_WEIGHTS_PARAMETER));
-    versionRouteCache.set(v, routes);
-    if (routes) v.stats.routes = routes.counts;
-  }
-  return routes;
-}

@@ -11,6 +11,10 @@ import { responseCacheKey, type ResponseCache } from '../cache/cache.js';
 import type { ModelContext } from './context.js';
 import { StreamJob } from './stream-job.js';
 import { countTokens } from './token-counts.js';
+import { stringParameter, VERSION_WEIGHTS_PARAMETER } from './router.js';
+import { parseRoutes, WeightedRoutes } from './routing.js';
+import type { InputInfo, OutputInfo } from './context.js';
+import type { RequestBounds } from '../inference/request.js';
 
 /**
  * One loaded version of a model: its context, instances, scheduler and statistics. Requests that reached it
@@ -18,6 +22,11 @@ import { countTokens } from './token-counts.js';
  */
 export class ModelVersion {
   private closing: Promise<void> | undefined;
+  /**
+   * How requests that name no version split between the model's versions (the config's nereid_version_weights),
+   * parsed at load; null when they do not split.
+   */
+  readonly routes: WeightedRoutes | null;
   /** Requests accepted and not yet answered, so that abort() can answer them whatever their backend does. */
   private readonly live = new LiveJobs<InferJob | StreamJob>();
   private readonly untrack = (job: InferJob | StreamJob): void => {
@@ -33,7 +42,11 @@ export class ModelVersion {
     private readonly cache?: ResponseCache,
     /** Called once the version is unloaded: gives back what its load took (its instances' share of the budget). */
     private readonly released?: () => void,
-  ) {}
+  ) {
+    const spec = stringParameter(context.config, VERSION_WEIGHTS_PARAMETER);
+    this.routes = spec === undefined ? null : new WeightedRoutes(parseRoutes(spec, VERSION_WEIGHTS_PARAMETER));
+    if (this.routes) stats.routes = this.routes.counts;
+  }
 
   get name(): string {
     return this.context.name;
@@ -45,6 +58,27 @@ export class ModelVersion {
 
   get decoupled(): boolean {
     return this.context.decoupled;
+  }
+
+  get bounds(): RequestBounds {
+    return this.context.bounds;
+  }
+
+  get maxBatchSize(): number {
+    return this.context.maxBatchSize;
+  }
+
+  get inputs(): ReadonlyMap<string, InputInfo> {
+    return this.context.inputs;
+  }
+
+  get outputs(): ReadonlyMap<string, OutputInfo> {
+    return this.context.outputs;
+  }
+
+  /** Unloading or unloaded: a request that resolved this version before then goes to the model's current one. */
+  get unloading(): boolean {
+    return this.closing !== undefined;
   }
 
   /** Loaded, and every instance able to serve (see BackendInstance.ready). */

@@ -62,8 +62,9 @@ export interface Logger {
    * keys are checked before any is applied, so a rejected update changes nothing. Throws NereidError:
    * UNSUPPORTED for a non-null `log_file`; INVALID_ARG for a value of the wrong JSON type, with Triton's words
    * (Triton's HTTP frontend answers 500 there, one of the client mistakes Nereid answers 400; a gRPC frontend
-   * checks the oneof type itself and answers INVALID_ARGUMENT, as Triton's); UNAVAILABLE
-   * for a `log_format` other than `default` or `ISO8601` (Triton's HTTP status 503).
+   * checks the oneof type itself and answers INVALID_ARGUMENT, as Triton's);
+   * INVALID_SETTING for a `log_format` other than `default` or `ISO8601` (Triton's HTTP status 503, gRPC
+   * INVALID_ARGUMENT).
    */
   update(partial: Readonly<Record<string, unknown>>): void;
   /** Closes the shared output (the log file); later lines go to stderr. Idempotent. */
@@ -255,7 +256,7 @@ function asVerboseLevel(v: unknown): number {
 
 function asFormat(v: unknown): LogFormat {
   if (typeof v !== 'string') throw new NereidError('INVALID_ARG', "attempt to access JSON non-string as string ('log_format')");
-  if (v !== 'default' && v !== 'ISO8601') throw new NereidError('UNAVAILABLE', `invalid argument for --log_format, got: ${v}`);
+  if (v !== 'default' && v !== 'ISO8601') throw new NereidError('INVALID_SETTING', `invalid argument for --log_format, got: ${v}`);
   return v;
 }
 

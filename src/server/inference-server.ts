@@ -9,6 +9,7 @@ import { ModelManager, type IndexEntry, type LoadRequest } from '../models/manag
 import { InstanceBudget } from '../models/instance-budget.js';
 import type { ModelVersion } from '../models/model-version.js';
 import { routingKey } from '../models/router.js';
+import type { DataType } from '../tensor/datatype.js';
 import { createLogger, type Logger } from '../observability/logger.js';
 import { LimitRefusals } from '../observability/limit-refusals.js';
 import { RateLimiter } from '../scheduler/rate-limiter.js';
@@ -27,13 +28,36 @@ import { DEFAULT_SERVER_ID, NEREID_VERSION, type ServerOptions } from './options
 export interface ServerMetadata {
   name: string;
   version: string;
-  extensions: string[];
+  extensions: readonly string[];
 }
 
 export interface TensorMetadata {
   name: string;
   datatype: string;
   shape: number[];
+}
+
+/** An input or output of a model as clients see it (the batch dimension -1 for a batching model). */
+export interface TensorInfo {
+  readonly name: string;
+  readonly datatype: DataType;
+  readonly shape: readonly number[];
+}
+
+/**
+ * A model as resolveModel() found it for one request: what a frontend needs before it decodes the request, and
+ * what it hands back to infer() or inferStream() so that the model is not looked up again.
+ */
+export interface ResolvedModel {
+  readonly name: string;
+  /** The version found: the one named, else the highest ready one (with version weights the pick comes later). */
+  readonly version: number;
+  readonly decoupled: boolean;
+  /** What a request to it may hold at most (with version weights, the loosest of the ready versions'). */
+  readonly bounds: RequestBounds;
+  readonly maxBatchSize: number;
+  readonly inputs: ReadonlyMap<string, TensorInfo>;
+  readonly outputs: ReadonlyMap<string, TensorInfo>;
 }
 
 export interface ModelMetadata {
@@ -44,8 +68,11 @@ export interface ModelMetadata {
   outputs: TensorMetadata[];
 }
 
-/** Extensions as Triton lists them, naming only those Nereid implements. */
-const EXTENSIONS = ['classification', 'model_repository', 'model_repository(unload_dependents)', 'schedule_policy', 'model_configuration', 'system_shared_memory', 'cuda_shared_memory', 'binary_tensor_data', 'parameters', 'statistics', 'logging'];
+/**
+ * Extensions in the order Triton lists them, naming only those Nereid implements: all of Triton's but `trace`
+ * (Nereid has no tracing yet). `sequence` is the sequence batcher with its request parameters.
+ */
+const EXTENSIONS: readonly string[] = ['classification', 'sequence', 'model_repository', 'model_repository(unload_dependents)', 'schedule_policy', 'model_configuration', 'system_shared_memory', 'cuda_shared_memory', 'binary_tensor_data', 'parameters', 'statistics', 'logging'];
 
 type ServerState = 'starting' | 'ready' | 'stopping' | 'stopped';
 
@@ -235,15 +262,31 @@ export class InferenceServer {
     return modelConfigToJson(this.manager.config(name, version));
   }
 
-  infer(request: InferenceRequest): Promise<InferenceResponse> {
-    let model;
+  /**
+   * The model a request names, looked up once: a frontend calls this before it decodes the request (to refuse
+   * early what the model cannot take), then passes the result to infer() or inferStream() with the request.
+   * Throws as infer() would when no version of the model can take a request.
+   */
+  resolveModel(name: string, version?: number): ResolvedModel {
+    // As admit(): a request that arrives while the server stops is refused for that, not for the model that the
+    // stop may already have unloaded.
+    if (this.state !== 'ready') throw unavailable('Server is not ready: it is shutting down');
+    return this.manager.target(name, version);
+  }
+
+  /**
+   * Runs one request and resolves with its response. `model`, from resolveModel() for the request's model and
+   * version, saves looking the model up again; without it the request's model is looked up here.
+   */
+  infer(request: InferenceRequest, model?: ResolvedModel): Promise<InferenceResponse> {
+    let version;
     try {
-      model = this.admit(request);
+      version = this.admit(request, model);
     } catch (e) {
       return Promise.reject(e);
     }
     this.inflightRequests++;
-    const p = usesSharedMemory(request) ? this.inferWithSharedMemory(model, request) : model.infer(request);
+    const p = usesSharedMemory(request) ? this.inferWithSharedMemory(version, request) : version.infer(request);
     p.then(this.requestDone, this.requestDone);
     if (this.logger.isVerbose(1)) this.logRequest(request, p);
     return p;
@@ -303,25 +346,27 @@ export class InferenceServer {
    * for await (const res of server.inferStream({ model: 'repeat_int32', inputs })) console.log(res.outputs);
    * ```
    */
-  inferStream(request: InferenceRequest): ResponseStream {
-    let model;
+  inferStream(request: InferenceRequest, model?: ResolvedModel): ResponseStream {
+    let version;
     try {
-      model = this.admit(request);
+      version = this.admit(request, model);
     } catch (e) {
       return ResponseStream.failed(e);
     }
     this.inflightRequests++;
-    const stream = usesSharedMemory(request) ? this.streamWithSharedMemory(model, request) : model.inferStream(request);
+    const stream = usesSharedMemory(request) ? this.streamWithSharedMemory(version, request) : version.inferStream(request);
     void stream.settled.then(this.requestDone);
     if (this.logger.isVerbose(1)) this.logRequest(request, stream.settled);
     return stream;
   }
 
   /** The model version a request goes to (a router's or weighted pick made); throws when it cannot be taken. */
-  private admit(request: InferenceRequest): ModelVersion {
+  private admit(request: InferenceRequest, model: ResolvedModel | undefined): ModelVersion {
     if (this.state !== 'ready') throw unavailable('Server is not ready: it is shutting down');
     if (request.signal?.aborted) throw new NereidError('CANCELLED', 'request cancelled');
-    return this.manager.resolveRouted(request.model, request.version, routingKey(request.parameters, request.sequenceId));
+    return model !== undefined
+      ? this.manager.route(model, request)
+      : this.manager.resolveRouted(request.model, request.version, routingKey(request.parameters, request.sequenceId));
   }
 
   /** inferStream with shared memory: each response writes its outputs into the regions (a later one overwrites). */
@@ -349,30 +394,6 @@ export class InferenceServer {
       }
     })();
     return outer;
-  }
-
-  /**
-   * True when the version a request would reach is decoupled (model_transaction_policy { decoupled: true });
-   * false also when no version is available, which the request itself then reports.
-   */
-  isModelDecoupled(name: string, version?: number): boolean {
-    try {
-      return this.manager.resolve(name, version).context.decoupled;
-    } catch {
-      return false;
-    }
-  }
-
-  /**
-   * The most a request to this model can hold (inputs, outputs, dimensions) and whether it is decoupled,
-   * computed when the model loaded: a frontend refuses a request past these before decoding the rest of it.
-   * Throws as infer() would when no version of the model can take a request.
-   */
-  requestBounds(name: string, version?: number): RequestBounds {
-    // As admit(): a request that arrives while the server stops is refused for that, not for the model that the
-    // stop has already unloaded.
-    if (this.state !== 'ready') throw unavailable('Server is not ready: it is shutting down');
-    return this.manager.requestBounds(name, version);
   }
 
   private readonly requestDone = (): void => {

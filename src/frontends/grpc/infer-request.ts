@@ -22,6 +22,7 @@ export function decodeInferRequest(
   msg: ModelInferRequestMsg,
   signal: AbortSignal | undefined,
   forwarded: Parameters | undefined,
+  borrowOutputs = false,
 ): DecodedGrpcInfer {
   if (msg.refused !== undefined) throw msg.refused;
   const model = msg.model_name;
@@ -64,6 +65,7 @@ export function decodeInferRequest(
     sequenceStart: p.sequenceStart,
     sequenceEnd: p.sequenceEnd,
     signal,
+    borrowOutputs,
   };
   return { request, emptyFinalResponse: p.emptyFinalResponse };
 }

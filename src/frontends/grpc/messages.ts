@@ -1,4 +1,5 @@
 import type { NereidError } from '../../errors.js';
+import type { ResolvedModel } from '../../server/inference-server.js';
 
 /**
  * The shapes of grpc_service.proto's messages as this frontend reads and writes them. Requests are protobufjs
@@ -62,6 +63,8 @@ export interface ModelInferRequestMsg {
   readonly raw_input_contents: readonly Buffer[];
   /** Set (by request-bounds.ts) instead of decoding a request whose counts were refused; the other fields are then empty but for id, model_name and model_version. */
   readonly refused?: NereidError;
+  /** Set (by request-bounds.ts) on a request whose counts were checked: its model, looked up for that check. */
+  readonly resolved?: ResolvedModel;
 }
 
 /** An InferParameter to encode: exactly one member set. */

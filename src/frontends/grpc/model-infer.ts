@@ -1,5 +1,5 @@
 import type { Metadata, sendUnaryData, ServerUnaryCall } from '@grpc/grpc-js';
-import { isNereidError, NereidError } from '../../errors.js';
+import { unsupported } from '../../errors.js';
 import type { Parameters } from '../../inference/index.js';
 import type { Logger } from '../../observability/logger.js';
 import type { InferenceServer } from '../../server/inference-server.js';
@@ -22,9 +22,14 @@ export function handleModelInfer(ctx: InferContext): (call: ServerUnaryCall<Mode
   const { server, logger } = ctx;
   return (call, callback) => {
     const abort = new AbortController();
+    const msg = call.request;
     let request;
     try {
-      request = decodeInferRequest(call.request, abort.signal, ctx.forwarded(call.metadata)).request;
+      // As Triton's, the refusal of a decoupled model comes before the request is looked at.
+      if (msg.resolved?.decoupled) throw unsupported("ModelInfer RPC doesn't support models with decoupled transaction policy");
+      // Borrowed outputs: grpc-js serializes the message inside callback() (no server interceptors here),
+      // copying the tensors' bytes, so they are given back as soon as it returns.
+      request = decodeInferRequest(msg, abort.signal, ctx.forwarded(call.metadata), true).request;
     } catch (e) {
       callback(toServiceError(e, ctx));
       return;
@@ -36,9 +41,7 @@ export function handleModelInfer(ctx: InferContext): (call: ServerUnaryCall<Mode
     call.once('cancelled', () => {
       if (running) abort.abort();
     });
-    // Borrowed outputs: grpc-js serializes the message inside callback() (no server interceptors here), copying
-    // the tensors' bytes, so they are given back as soon as it returns.
-    server.infer({ ...request, borrowOutputs: true }).then(
+    server.infer(request, msg.resolved).then(
       (res) => {
         running = false;
         try {
@@ -49,16 +52,8 @@ export function handleModelInfer(ctx: InferContext): (call: ServerUnaryCall<Mode
       },
       (e: unknown) => {
         running = false;
-        callback(toServiceError(decoupledRefusal(server, request.model, request.version, e), ctx));
+        callback(toServiceError(e, ctx));
       },
     );
   };
-}
-
-/** A decoupled model refuses infer(); over gRPC that is Triton's message pointing at the streaming RPC. */
-function decoupledRefusal(server: InferenceServer, model: string, version: number | undefined, e: unknown): unknown {
-  if (isNereidError(e) && e.code === 'UNSUPPORTED' && server.isModelDecoupled(model, version)) {
-    return new NereidError('UNSUPPORTED', "ModelInfer RPC doesn't support models with decoupled transaction policy");
-  }
-  return e;
 }

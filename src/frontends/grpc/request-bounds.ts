@@ -1,8 +1,6 @@
 import { isNereidError, limitExceeded, type NereidError } from '../../errors.js';
-import type { ModelConfig } from '../../config/types.js';
 import type { RequestBounds } from '../../inference/index.js';
-import type { InferenceServer } from '../../server/inference-server.js';
-import { elementCount } from '../../tensor/tensor.js';
+import type { InferenceServer, ResolvedModel } from '../../server/inference-server.js';
 import { parseVersion } from './infer-request.js';
 import type { ModelInferRequestMsg } from './messages.js';
 
@@ -29,24 +27,6 @@ import type { ModelInferRequestMsg } from './messages.js';
 export const MAX_PARAMETERS = 1024;
 /** Most top-level fields a request may have before its model is known: far more than any model can take. */
 export const MAX_TOP_LEVEL_FIELDS = 65536;
-
-/**
- * The most elements any input of a model can hold: its dims' product times the batch limit, the largest over
- * the inputs; Infinity when a dim is variable. Per config, computed at its first request (a loaded model's
- * config does not change). With weighted version routing and no version named, the latest version's.
- */
-const ELEMENTS = new WeakMap<ModelConfig, number>();
-
-function inputElements(config: ModelConfig): number {
-  let n = ELEMENTS.get(config);
-  if (n === undefined) {
-    n = 0;
-    const batch = Math.max(1, config.max_batch_size);
-    for (const i of config.input) n = Math.max(n, i.dims.some((d) => d < 0) ? Infinity : elementCount(i.dims) * batch);
-    ELEMENTS.set(config, n);
-  }
-  return n;
-}
 
 const VARINT = 0;
 const I64 = 1;
@@ -139,15 +119,20 @@ class Wire {
 }
 
 /** A request refused from its counts, with its id, model name and version as read (a stream answers with the id). */
-export interface Refusal {
-  readonly error: NereidError;
-  readonly id: string;
-  readonly model_name: string;
-  readonly model_version: string;
+export class Refusal {
+  constructor(
+    readonly error: NereidError,
+    readonly id: string,
+    readonly model_name: string,
+    readonly model_version: string,
+  ) {}
 }
 
-/** Null when the message may be decoded; else why not. Throws when the message is not protobuf. */
-export function checkInferRequestBounds(buf: Buffer, server: InferenceServer): Refusal | null {
+/**
+ * The model the message names, looked up for the check, when the message may be decoded; else why not.
+ * Throws when the message is not protobuf.
+ */
+export function checkInferRequestBounds(buf: Buffer, server: InferenceServer): ResolvedModel | Refusal {
   const w = new Wire(buf);
   // Positions of the last model_name, model_version and id (proto3: the last occurrence wins).
   let name0 = 0, name1 = 0, version0 = 0, version1 = 0, id0 = 0, id1 = 0;
@@ -180,12 +165,9 @@ export function checkInferRequestBounds(buf: Buffer, server: InferenceServer): R
   if (parameters > MAX_PARAMETERS) {
     return refuse(w, id0, id1, name0, name1, version0, version1, tooManyParameters(parameters, 'the request', model));
   }
-  let limits: RequestBounds;
-  let elements: number;
+  let resolved: ResolvedModel;
   try {
-    const version = parseVersion(w.text(version0, version1));
-    limits = server.requestBounds(model, version);
-    elements = inputElements(server.modelConfig(model, version));
+    resolved = server.resolveModel(model, parseVersion(w.text(version0, version1)));
   } catch (e) {
     // A bad version string, a model that cannot take requests: refused with the words infer() would use, and
     // before the rest of the request is looked at, in the order of Triton's gRPC frontend (the version, then
@@ -193,6 +175,7 @@ export function checkInferRequestBounds(buf: Buffer, server: InferenceServer): R
     if (!isNereidError(e)) throw e;
     return refuse(w, id0, id1, name0, name1, version0, version1, e);
   }
+  const limits = resolved.bounds;
   let error: NereidError | null = null;
   if (inputs > limits.inputs) error = tooManyInputs(inputs, limits, model);
   else if (raw > inputs) {
@@ -200,13 +183,13 @@ export function checkInferRequestBounds(buf: Buffer, server: InferenceServer): R
   } else if (outputs > limits.outputs) {
     error = limitExceeded('INVALID_ARG', 'model-outputs', `expected at most ${limits.outputs} requested outputs but got ${outputs} for model '${model}'`);
   } else {
-    error = checkTensors(w, limits, elements, model);
+    error = checkTensors(w, limits, model);
   }
-  return error === null ? null : refuse(w, id0, id1, name0, name1, version0, version1, error);
+  return error === null ? resolved : refuse(w, id0, id1, name0, name1, version0, version1, error);
 }
 
 /** Second pass, over a top level now known to be small: each input's shape and parameters, each output's parameters. */
-function checkTensors(w: Wire, limits: RequestBounds, elements: number, model: string): NereidError | null {
+function checkTensors(w: Wire, limits: RequestBounds, model: string): NereidError | null {
   w.pos = 0;
   while (w.pos < w.end) {
     const tag = w.varint();
@@ -218,7 +201,7 @@ function checkTensors(w: Wire, limits: RequestBounds, elements: number, model: s
     const end = w.delimited();
     const outer = w.end;
     w.end = end;
-    const error = field === 5 ? checkInput(w, limits, elements, model) : checkOutput(w, model);
+    const error = field === 5 ? checkInput(w, limits, model) : checkOutput(w, model);
     if (error !== null) return error;
     w.end = outer;
   }
@@ -226,7 +209,7 @@ function checkTensors(w: Wire, limits: RequestBounds, elements: number, model: s
 }
 
 /** The input from w.pos to w.end; leaves w.pos at its end. */
-function checkInput(w: Wire, limits: RequestBounds, elements: number, model: string): NereidError | null {
+function checkInput(w: Wire, limits: RequestBounds, model: string): NereidError | null {
   let name0 = 0, name1 = 0, dims = 0, parameters = 0;
   // The elements the shape declares, as far as it has been read (a shape after the contents bounds nothing).
   let declared = 1;
@@ -256,7 +239,7 @@ function checkInput(w: Wire, limits: RequestBounds, elements: number, model: str
       const contentsEnd = w.delimited();
       const outer = w.end;
       w.end = contentsEnd;
-      const most = Math.min(slack(elements), dims > 0 ? slack(declared) : Infinity);
+      const most = Math.min(slack(limits.inputElements), dims > 0 ? slack(declared) : Infinity);
       const error = checkContents(w, most, name0, name1, model);
       if (error !== null) return error;
       w.end = outer;
@@ -345,7 +328,7 @@ function tooManyParameters(got: number, where: string, model: string): NereidErr
 }
 
 function refuse(w: Wire, id0: number, id1: number, name0: number, name1: number, v0: number, v1: number, error: NereidError): Refusal {
-  return { error, id: w.text(id0, id1), model_name: w.text(name0, name1), model_version: w.text(v0, v1) };
+  return new Refusal(error, w.text(id0, id1), w.text(name0, name1), w.text(v0, v1));
 }
 
 /**
@@ -356,7 +339,12 @@ function refuse(w: Wire, id0: number, id1: number, name0: number, name1: number,
 export function boundedInferDeserializer(decode: (b: Buffer) => unknown, server: InferenceServer): (b: Buffer) => ModelInferRequestMsg {
   return (b) => {
     const r = checkInferRequestBounds(b, server);
-    if (r === null) return decode(b) as ModelInferRequestMsg;
+    if (!(r instanceof Refusal)) {
+      // The model rides along on the message, so that the call does not look it up again.
+      const msg = decode(b) as { resolved?: ResolvedModel };
+      msg.resolved = r;
+      return msg as ModelInferRequestMsg;
+    }
     return { refused: r.error, id: r.id, model_name: r.model_name, model_version: r.model_version, parameters: {}, inputs: [], outputs: [], raw_input_contents: [] };
   };
 }

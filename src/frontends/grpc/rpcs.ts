@@ -1,4 +1,4 @@
-import { invalidArg, isNereidError, unavailable, unsupported, NereidError } from '../../errors.js';
+import { invalidArg, unavailable, unsupported } from '../../errors.js';
 import { modelConfigFromJson } from '../../config/index.js';
 import type { ModelConfig } from '../../config/types.js';
 import type { Logger } from '../../observability/logger.js';
@@ -132,13 +132,7 @@ function logSettings(logger: Logger, r: LogSettingsRequestMsg): object {
     if (v.parameter_choice !== expected) throw invalidArg(`invalid value type for log setting '${key}', expected ${expected}.`);
     update[key] = v[expected];
   }
-  try {
-    logger.update(update);
-  } catch (e) {
-    // The logger answers a bad log_format with HTTP's status (UNAVAILABLE); over gRPC Triton says INVALID_ARGUMENT.
-    if (isNereidError(e) && e.code === 'UNAVAILABLE') throw new NereidError('INVALID_ARG', e.message);
-    throw e;
-  }
+  logger.update(update);
   const s = logger.settings();
   return {
     settings: {

@@ -90,16 +90,17 @@ class InferStream {
       this.fail(e, msg, false);
       return;
     }
-    if (!server.isModelDecoupled(request.model, request.version)) {
+    const resolved = msg.resolved;
+    if (resolved === undefined || !resolved.decoupled) {
       try {
-        const res = await server.infer(request);
+        const res = await server.infer(request, resolved);
         this.write({ error_message: '', infer_response: encodeInferResponse(res, FINAL) });
       } catch (e) {
         this.fail(e, msg, true);
       }
       return;
     }
-    const stream = server.inferStream(request);
+    const stream = server.inferStream(request, resolved);
     const refused = stream.refused;
     let finalSent = false;
     try {

@@ -1,6 +1,6 @@
 import { promisify } from 'node:util';
 import { gzip, deflate, unzip } from 'node:zlib';
-import { invalidArg, limitExceeded, unsupported } from '../../errors.js';
+import { NereidError, invalidArg, limitExceeded } from '../../errors.js';
 
 const gzipAsync = promisify(gzip);
 const deflateAsync = promisify(deflate);
@@ -13,7 +13,7 @@ export function requestEncoding(header: string | undefined): Encoding {
   const v = (header ?? '').trim().toLowerCase();
   if (v === '' || v === 'identity') return 'identity';
   if (v === 'gzip' || v === 'deflate') return v;
-  throw unsupported(`Unsupported compression type '${header}'`);
+  throw new NereidError('UNSUPPORTED_ENCODING', `Unsupported compression type '${header}'`);
 }
 
 /**

@@ -1,8 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { invalidArg, isNereidError, NereidError } from '../../errors.js';
 import type { InferenceRequest, InferenceResponse } from '../../inference/index.js';
-import type { InferenceServer } from '../../server/inference-server.js';
-import { isDataType, type DataType } from '../../tensor/datatype.js';
+import type { InferenceServer, ResolvedModel } from '../../server/inference-server.js';
+import type { DataType } from '../../tensor/datatype.js';
 import { elementCount, type Tensor } from '../../tensor/tensor.js';
 import { readBody } from './body.js';
 import { decodeParameters, isObject } from './infer-request.js';
@@ -21,8 +21,8 @@ export async function handleGenerate(server: InferenceServer, model: string, ver
   const encoding = req.headers['content-encoding'];
   if (encoding !== undefined && encoding !== 'identity') throw invalidArg(`the generate extension accepts only uncompressed requests, got Content-Encoding '${String(encoding)}'`);
   const json = await parseBody(await readBody(req, maxInputSize));
-  const request = generateRequest(server, model, version, json, signal);
-  const responses = server.inferStream(request);
+  const resolved = server.resolveModel(model, version);
+  const responses = server.inferStream(generateRequest(resolved, model, version, json, signal), resolved);
   // The first response (or error) decides the status, so an error before any output is an ordinary error reply.
   const first = await responses.next();
   if (stream) return streamEvents(res, first, responses);
@@ -57,19 +57,17 @@ async function streamEvents(res: ServerResponse, first: IteratorResult<Inference
   }
 }
 
-/** The flat JSON request → an InferenceRequest, inputs shaped by the model's metadata. */
-function generateRequest(server: InferenceServer, model: string, version: number | undefined, json: unknown, signal: AbortSignal): InferenceRequest {
+/** The flat JSON request → an InferenceRequest, inputs shaped by the model's. */
+function generateRequest(resolved: ResolvedModel, model: string, version: number | undefined, json: unknown, signal: AbortSignal): InferenceRequest {
   if (!isObject(json)) throw invalidArg('the generate request must be a JSON object');
-  const meta = server.modelMetadata(model, version);
-  const batched = server.modelConfig(model, version).max_batch_size > 0;
+  const batched = resolved.maxBatchSize > 0;
   const inputs: Tensor[] = [];
   const params: Record<string, unknown> = {};
   const nested = json['parameters'];
   if (nested !== undefined && !isObject(nested)) throw invalidArg("'parameters' must be a JSON object");
   const entries = [...Object.entries(nested ?? {}), ...Object.entries(json).filter(([k]) => k !== 'parameters' && k !== 'id')];
-  const inputMeta = new Map(meta.inputs.map((t) => [t.name, t]));
   for (const [k, v] of entries) {
-    const m = inputMeta.get(k);
+    const m = resolved.inputs.get(k);
     if (m) inputs.push(inputTensor(k, m.datatype, m.shape, batched, v));
     else params[k] = v;
   }
@@ -86,8 +84,7 @@ function generateRequest(server: InferenceServer, model: string, version: number
  * One JSON value as an input: a scalar is one element, an array its elements. The shape is the model's with a
  * batch of 1, and its first variable dimension takes whatever count the value has.
  */
-function inputTensor(name: string, datatype: string, modelShape: readonly number[], batched: boolean, value: unknown): Tensor {
-  if (!isDataType(datatype)) throw new NereidError('INTERNAL', `input '${name}' has datatype ${datatype}`);
+function inputTensor(name: string, datatype: DataType, modelShape: readonly number[], batched: boolean, value: unknown): Tensor {
   const values = Array.isArray(value) ? value : [value];
   const shape = batched ? [1, ...modelShape.slice(1)] : [...modelShape];
   const known = shape.reduce((n, d) => (d >= 0 ? n * d : n), 1);
@@ -100,7 +97,7 @@ function inputTensor(name: string, datatype: string, modelShape: readonly number
   if (!Number.isInteger(count) || count !== values.length) {
     throw invalidArg(`input '${name}' has ${values.length} value(s), which do not fit its shape [${modelShape.join(',')}]`);
   }
-  const data = decodeJsonData(name, datatype as DataType, values, count);
+  const data = decodeJsonData(name, datatype, values, count);
   return { name, datatype, shape, data } as Tensor;
 }
 

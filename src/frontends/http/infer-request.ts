@@ -25,6 +25,8 @@ interface Target {
   readonly signal: AbortSignal | undefined;
   /** Headers that --http-header-forward-pattern passes to the model as parameters (the body's own win). */
   readonly forwarded?: Record<string, string> | undefined;
+  /** See InferenceRequest.borrowOutputs. */
+  readonly borrowOutputs?: boolean;
 }
 
 /**
@@ -134,6 +136,7 @@ export function decodeInfer(header: InferHeader, body: Buffer, jsonLength: numbe
     sequenceStart: params.sequenceStart,
     sequenceEnd: params.sequenceEnd,
     signal: target.signal,
+    borrowOutputs: target.borrowOutputs,
   };
   return { request, binaryOutputs: header.binary, binaryDefault: params.binaryDataOutput };
 }
@@ -234,7 +237,8 @@ export function decodeParameters(p: unknown): DecodedParameters {
       reserved(out, k, v);
       continue;
     }
-    if (typeof v !== 'string' && typeof v !== 'number' && typeof v !== 'boolean') {
+    // A bigint is an integer past 2^53 from the exact parse (see decodeInferText).
+    if (typeof v !== 'string' && typeof v !== 'number' && typeof v !== 'boolean' && typeof v !== 'bigint') {
       throw invalidArg(`parameter '${k}' has an unsupported value type: only strings, numbers and booleans are allowed`);
     }
     (out.custom ??= {})[k] = v;
@@ -314,6 +318,7 @@ function sharedMemoryRef(p: Record<string, unknown>, what: string): SharedMemory
   const uint = (key: string): number => {
     const v = p[key];
     if (v === undefined) return 0;
+    if (typeof v === 'bigint' && v >= 0n) return Number(v);
     if (typeof v !== 'number' || !Number.isInteger(v) || v < 0) throw invalidArg(`'${key}' of ${what} must be an unsigned integer`);
     return v;
   };

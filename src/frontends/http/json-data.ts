@@ -1,4 +1,4 @@
-import { invalidArg } from '../../errors.js';
+import { NereidError, invalidArg, isNereidError } from '../../errors.js';
 import { INT_RANGES, byteSize, typedArrayCtor, type DataType } from '../../tensor/datatype.js';
 import { bytesOf } from '../../tensor/view.js';
 
@@ -97,18 +97,39 @@ const I64_MAX = 2n ** 63n - 1n;
 const U64_MAX = 2n ** 64n - 1n;
 
 /**
- * 64-bit integers. JSON.parse has already rounded integers beyond 2^53; those are refused rather than silently
- * changed, so a client learns to use the binary format for them.
+ * 64-bit integers: numbers up to 2^53, and bigints, which the exact parse (json-exact.ts) gives for integers
+ * past it. An integer past 2^53 as a number is what JSON.parse made of one: it may have been rounded, so it is
+ * refused with a RoundedInteger, on which the caller parses the text again exactly. Out of the type's range
+ * is refused, as Triton refuses it.
  */
 function fillBig(arr: BigInt64Array, flat: unknown[], name: string, dt: DataType): void {
   const unsigned = dt === 'UINT64';
   for (let i = 0; i < flat.length; i++) {
     const v = flat[i];
-    if (typeof v !== 'number' || !Number.isSafeInteger(v)) throw badValue(name, dt, v);
-    const b = BigInt(v);
+    let b: bigint;
+    if (typeof v === 'number' && Number.isSafeInteger(v)) b = BigInt(v);
+    else if (typeof v === 'bigint') b = v;
+    else if (typeof v === 'number' && Number.isInteger(v)) throw new RoundedInteger(badValue(name, dt, v).message);
+    else throw badValue(name, dt, v);
     if (unsigned ? b < 0n || b > U64_MAX : b < I64_MIN || b > I64_MAX) throw badValue(name, dt, v);
     arr[i] = b;
   }
+}
+
+/**
+ * An INT64 or UINT64 value past 2^53 read by JSON.parse, which may have rounded it: the text is to be parsed
+ * again with parseExactJson. As an answer it is what such a value gets when it cannot be read exactly.
+ */
+export class RoundedInteger extends NereidError {
+  readonly rounded = true;
+
+  constructor(message: string) {
+    super('INVALID_ARG', message);
+  }
+}
+
+export function isRoundedInteger(e: unknown): e is RoundedInteger {
+  return isNereidError(e) && (e as { rounded?: unknown }).rounded === true;
 }
 
 export function expectedBytes(datatype: DataType, count: number): number {

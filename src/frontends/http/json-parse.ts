@@ -2,7 +2,9 @@ import { Worker } from 'node:worker_threads';
 import { NereidError, invalidArg, type ErrorCode } from '../../errors.js';
 import type { InferenceResponse, RequestBounds } from '../../inference/index.js';
 import type { Tensor } from '../../tensor/tensor.js';
-import { decodeHeader, type InferHeader } from './infer-request.js';
+import { decodeHeader, type HeaderLimits, type InferHeader } from './infer-request.js';
+import { isRoundedInteger } from './json-data.js';
+import { parseExactJson } from './json-exact.js';
 import { encodeInfer, type EncodedInfer } from './infer-response.js';
 
 /**
@@ -21,36 +23,38 @@ export const OFF_THREAD_BYTES = 256 * 1024;
  */
 export const MAX_BODY_VALUES = 100_000;
 
-export function parseJsonInline(body: Buffer, length: number): unknown {
+/**
+ * An infer request's JSON header, parsed and checked (see decodeHeader). JSON.parse reads numbers as doubles,
+ * but Triton reads INT64 and UINT64 data and the sequence id as 64-bit integers, and clients use their whole
+ * range (random or hashed ids, 64-bit keys). Only a header where such a value went past 2^53 is parsed again,
+ * exactly (json-exact.ts), so ordinary requests pay nothing for it.
+ */
+export function decodeInferText(text: string, limits: HeaderLimits): InferHeader {
+  let json: unknown;
   try {
-    return parseInferJson(body.toString('utf8', 0, length));
+    json = JSON.parse(text);
   } catch (e) {
     throw invalidArg(`failed to parse the request JSON buffer: ${(e as Error).message}`);
   }
+  if (!roundedSequenceId(json)) {
+    try {
+      return decodeHeader(json, limits);
+    } catch (e) {
+      if (!isRoundedInteger(e)) throw e;
+    }
+  }
+  try {
+    return decodeHeader(parseExactJson(text), limits);
+  } catch (e) {
+    // Still a double past 2^53: written with a fraction or an exponent, not an integer Triton would read.
+    throw isRoundedInteger(e) ? invalidArg(e.message) : e;
+  }
 }
 
-/**
- * JSON.parse, keeping a `sequence_id` above 2^53 exact. JSON numbers become doubles, but Triton reads the id as
- * a uint64, and clients use the whole range (random or hashed ids). Only an id that did not survive the double
- * is looked up again in the text, so ordinary requests pay nothing.
- */
-export function parseInferJson(text: string): unknown {
-  const j = JSON.parse(text) as { parameters?: Record<string, unknown> } | null;
-  const p = j !== null && typeof j === 'object' ? j.parameters : undefined;
-  if (p !== null && typeof p === 'object' && typeof p['sequence_id'] === 'number' && !Number.isSafeInteger(p['sequence_id'])) {
-    p['sequence_id'] = exactInteger(text, 'sequence_id', p['sequence_id']) ?? p['sequence_id'];
-  }
-  return j;
-}
-
-/** The integer literal of `key` in `text` whose value as a double is `approx`: the one JSON.parse rounded. */
-function exactInteger(text: string, key: string, approx: number): bigint | undefined {
-  const re = new RegExp(`"${key}"\\s*:\\s*(-?\\d+)(?![.\\deE])`, 'g');
-  for (let m = re.exec(text); m !== null; m = re.exec(text)) {
-    const v = BigInt(m[1]!);
-    if (Number(v) === approx) return v;
-  }
-  return undefined;
+function roundedSequenceId(j: unknown): boolean {
+  const p = j !== null && typeof j === 'object' ? (j as { parameters?: unknown }).parameters : undefined;
+  const id = p !== null && typeof p === 'object' ? (p as Record<string, unknown>)['sequence_id'] : undefined;
+  return typeof id === 'number' && !Number.isSafeInteger(id);
 }
 
 type Pending = { resolve: (v: any) => void; reject: (e: unknown) => void };
@@ -66,7 +70,7 @@ export class JsonParser {
   parse(body: Buffer, length: number, bounds: RequestBounds, maxInputSize: number): Promise<InferHeader> {
     if (length < OFF_THREAD_BYTES) {
       try {
-        return Promise.resolve(decodeHeader(parseJsonInline(body, length), { bounds, maxInputSize, packBytes: false }));
+        return Promise.resolve(decodeInferText(body.toString('utf8', 0, length), { bounds, maxInputSize, packBytes: false }));
       } catch (e) {
         return Promise.reject(e);
       }

@@ -1,9 +1,8 @@
 import { parentPort } from 'node:worker_threads';
 import { isNereidError, type NereidError } from '../../errors.js';
-import { decodeHeader } from './infer-request.js';
 import { moreValuesThan, scanHeader } from './json-scan.js';
 import { encodeInfer } from './infer-response.js';
-import { MAX_BODY_VALUES, parseInferJson } from './json-parse.js';
+import { decodeInferText, MAX_BODY_VALUES } from './json-parse.js';
 import type { InferenceResponse, RequestBounds } from '../../inference/index.js';
 
 /**
@@ -57,7 +56,6 @@ parentPort!.on('message', (job: ParseJob | PlainJob | EncodeJob) => {
     return;
   }
   const { id, text, bounds, maxInputSize } = job;
-  let json: unknown;
   try {
     scanHeader(text, bounds);
   } catch (e) {
@@ -66,13 +64,7 @@ parentPort!.on('message', (job: ParseJob | PlainJob | EncodeJob) => {
     return;
   }
   try {
-    json = parseInferJson(decoder.decode(text));
-  } catch (e) {
-    parentPort!.postMessage({ id, error: { code: 'PARSE', message: (e as Error).message } });
-    return;
-  }
-  try {
-    const header = decodeHeader(json, { bounds, maxInputSize, packBytes: true });
+    const header = decodeInferText(decoder.decode(text), { bounds, maxInputSize, packBytes: true });
     // Tensor bytes go back transferred; everything else in the header is bounded by the model.
     const transfer = new Set<ArrayBuffer>();
     for (const input of header.inputs) {

@@ -11,7 +11,7 @@ import { JsonParser } from './json-parse.js';
 import { scanHeader } from './json-scan.js';
 import { headerForwarder, restriction, type HttpRestrictedGroup } from './restricted.js';
 import { route, type Route } from './routes.js';
-import { HTTP_STATUS } from './status.js';
+import { HTTP_ERROR_HEADERS, HTTP_STATUS } from './status.js';
 import { handleGenerate } from './generate.js';
 import { handleLoad, handleRepoIndex, handleUnload } from './repository.js';
 import { JSON_HEADERS, releaseWhenDone, sendEmpty, sendJson } from './reply.js';
@@ -149,8 +149,9 @@ async function handleInfer(ctx: Context, model: string, version: number | undefi
   // As Triton's HandleInfer, the model is looked up before the body is read (an unknown model is refused
   // then), and a decoupled one is refused (CheckTransactionPolicy). Its bounds let the decoding refuse a
   // request that holds more than the model could take before doing the work it asks for.
-  const bounds = ctx.server.requestBounds(model, version);
-  if (bounds.decoupled) throw unsupported("HTTP end point doesn't support models with decoupled transaction policy");
+  const resolved = ctx.server.resolveModel(model, version);
+  if (resolved.decoupled) throw unsupported("HTTP end point doesn't support models with decoupled transaction policy");
+  const bounds = resolved.bounds;
   const limit = ctx.options.maxInputSize;
   const encoding = requestEncoding(req.headers['content-encoding'] as string | undefined);
   // Only a body that can reach INSPECT_BYTES (or of unknown length) is looked at from its start.
@@ -166,9 +167,9 @@ async function handleInfer(ctx: Context, model: string, version: number | undefi
   const binary = jsonLength === body.byteLength ? NO_BINARY : body;
   const parsed = await ctx.json.parse(body, jsonLength, bounds, limit);
   const signal = connectionSignal(req.socket);
-  const decoded = decodeInfer(parsed, binary, binary === NO_BINARY ? 0 : jsonLength, { model, version, signal, forwarded: ctx.forwarded(req.headers) });
   // Borrowed outputs go to the socket without a copy; they are given back once the response is over.
-  const response = await ctx.server.infer({ ...decoded.request, borrowOutputs: true });
+  const decoded = decodeInfer(parsed, binary, binary === NO_BINARY ? 0 : jsonLength, { model, version, signal, forwarded: ctx.forwarded(req.headers), borrowOutputs: true });
+  const response = await ctx.server.infer(decoded.request, resolved);
   if (response.release) releaseWhenDone(res, signal, response.release);
   if (signal.aborted) return;
   const encoded = ctx.json.encode(response, decoded.binaryOutputs, decoded.binaryDefault);
@@ -340,9 +341,7 @@ function sendError(res: ServerResponse, e: unknown, ctx: Context): void {
     res.destroy();
     return;
   }
-  const headers: Record<string, string> = {};
-  if (err.code === 'UNSUPPORTED' && /compression/.test(err.message)) headers['Accept-Encoding'] = 'gzip, deflate';
   const body = JSON.stringify({ error: err.message });
-  res.writeHead(HTTP_STATUS[err.code], { ...JSON_HEADERS, ...headers, 'Content-Length': Buffer.byteLength(body) });
+  res.writeHead(HTTP_STATUS[err.code], { ...JSON_HEADERS, ...HTTP_ERROR_HEADERS[err.code], 'Content-Length': Buffer.byteLength(body) });
   res.end(body);
 }

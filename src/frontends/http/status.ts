@@ -12,4 +12,11 @@ export const HTTP_STATUS: Record<ErrorCode, number> = {
   UNAUTHENTICATED: 401,
   CANCELLED: 400,
   UNKNOWN: 400,
+  UNSUPPORTED_ENCODING: 415,
+  INVALID_SETTING: 503,
+};
+
+/** Headers an error answer carries besides its status: Triton's 415 names the encodings it decodes. */
+export const HTTP_ERROR_HEADERS: Partial<Record<ErrorCode, Readonly<Record<string, string>>>> = {
+  UNSUPPORTED_ENCODING: { 'Accept-Encoding': 'gzip, deflate' },
 };

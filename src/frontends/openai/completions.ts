@@ -15,14 +15,14 @@ import { TEXT_OUTPUT, textInput, textModel } from './text-models.js';
  * generation.
  */
 export async function handleCompletion(server: InferenceServer, request: TextRequest, res: ServerResponse, signal: AbortSignal): Promise<void> {
-  const meta = textModel(server, request.model);
+  const model = textModel(server, request.model);
   const responses = server.inferStream({
     model: request.model,
-    inputs: [textInput(meta, request.prompt)],
+    inputs: [textInput(model, request.prompt)],
     outputs: [{ name: TEXT_OUTPUT }],
     parameters: request.parameters,
     signal,
-  });
+  }, model);
   const first = await responses.next();
   const reply = new Reply(request);
   if (request.stream) return stream(res, reply, request, first, responses);

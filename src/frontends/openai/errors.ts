@@ -1,8 +1,11 @@
 import type { ErrorCode } from '../../errors.js';
 import { isNereidError } from '../../errors.js';
 
+/** The server's codes and the cases only OpenAI's API answers: a method a path does not take, a body too large. */
+export type OpenAiCode = ErrorCode | 'METHOD_NOT_ALLOWED' | 'PAYLOAD_TOO_LARGE';
+
 /** The one table from error codes to HTTP statuses on the OpenAI frontend. */
-export const OPENAI_STATUS: Record<ErrorCode, number> = {
+export const OPENAI_STATUS: Record<OpenAiCode, number> = {
   INVALID_ARG: 400,
   NOT_FOUND: 404,
   UNAVAILABLE: 503,
@@ -13,18 +16,28 @@ export const OPENAI_STATUS: Record<ErrorCode, number> = {
   UNAUTHENTICATED: 401,
   CANCELLED: 499,
   UNKNOWN: 500,
+  UNSUPPORTED_ENCODING: 415,
+  INVALID_SETTING: 400,
+  METHOD_NOT_ALLOWED: 405,
+  PAYLOAD_TOO_LARGE: 413,
 };
+
+const BRAND = Symbol.for('nereid.openai-error');
 
 /**
  * An error as OpenAI's API answers it: `{"error": {"message", "type", "param", "code"}}`. Frontend checks
- * that know which request field is at fault say so in `param`; errors from the server carry its code.
+ * that know which request field is at fault say so in `param`, and `apiCode` is OpenAI's `code` string; the
+ * status comes from `code` through OPENAI_STATUS, as for the server's errors. Recognised by its brand, as
+ * NereidError is.
  */
 export class OpenAiError extends Error {
+  readonly [BRAND] = true;
+
   constructor(
-    readonly status: number,
+    readonly code: OpenAiCode,
     message: string,
     readonly param: string | null = null,
-    readonly code: string | null = null,
+    readonly apiCode: string | null = null,
     /** The server limit that refused the request, as on a NereidError: counted by the frontend. */
     readonly limit: string | undefined = undefined,
   ) {
@@ -32,26 +45,24 @@ export class OpenAiError extends Error {
   }
 }
 
-export const badRequest = (message: string, param: string | null = null): OpenAiError => new OpenAiError(400, message, param);
+export function isOpenAiError(e: unknown): e is OpenAiError {
+  return typeof e === 'object' && e !== null && (e as Record<symbol, unknown>)[BRAND] === true;
+}
+
+export const badRequest = (message: string, param: string | null = null): OpenAiError => new OpenAiError('INVALID_ARG', message, param);
 
 export function modelNotFound(model: string): OpenAiError {
-  return new OpenAiError(404, `The model '${model}' does not exist`, 'model', 'model_not_found');
+  return new OpenAiError('NOT_FOUND', `The model '${model}' does not exist`, 'model', 'model_not_found');
 }
 
 /** The status and JSON body of any thrown value; anything unknown is a 500 whose detail stays in the log. */
 export function errorReply(e: unknown): { status: number; body: string } {
-  let status = 500;
-  let message = 'internal error';
-  let param: string | null = null;
-  let code: string | null = null;
-  if (e instanceof OpenAiError) {
-    ({ status, param, code } = e);
-    message = e.message;
-  } else if (isNereidError(e)) {
-    status = OPENAI_STATUS[e.code];
-    message = e.message;
+  if (isOpenAiError(e)) {
+    const status = OPENAI_STATUS[e.code];
+    return { status, body: errorBody(status, e.message, e.param, e.apiCode) };
   }
-  return { status, body: errorBody(status, message, param, code) };
+  const status = OPENAI_STATUS[isNereidError(e) ? e.code : 'INTERNAL'];
+  return { status, body: errorBody(status, isNereidError(e) ? e.message : 'internal error') };
 }
 
 export function errorBody(status: number, message: string, param: string | null = null, code: string | null = null): string {

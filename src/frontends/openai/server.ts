@@ -6,7 +6,7 @@ import type { InferenceServer } from '../../server/inference-server.js';
 import { readBody } from '../http/body.js';
 import { JsonParser } from '../http/json-parse.js';
 import { handleCompletion } from './completions.js';
-import { badRequest, errorReply, OpenAiError } from './errors.js';
+import { badRequest, errorReply, isOpenAiError, OpenAiError } from './errors.js';
 import { chatRequest, completionRequest } from './requests.js';
 import { textModel, textModels } from './text-models.js';
 
@@ -80,7 +80,7 @@ async function handle(ctx: Context, req: IncomingMessage, res: ServerResponse): 
     const request = path === '/v1/completions' ? completionRequest(body) : chatRequest(body);
     return handleCompletion(ctx.server, request, res, clientGone(res));
   }
-  throw new OpenAiError(404, `Unknown request URL: ${method} ${path}`, null, 'unknown_url');
+  throw new OpenAiError('NOT_FOUND', `Unknown request URL: ${method} ${path}`, null, 'unknown_url');
 }
 
 function decodePath(s: string): string {
@@ -96,7 +96,7 @@ function modelObject(ctx: Context, id: string): Record<string, unknown> {
 }
 
 function allow(method: string, expected: string): void {
-  if (method !== expected) throw new OpenAiError(405, `Method ${method} is not allowed here; use ${expected}`, null, 'method_not_allowed');
+  if (method !== expected) throw new OpenAiError('METHOD_NOT_ALLOWED', `Method ${method} is not allowed here; use ${expected}`, null, 'method_not_allowed');
 }
 
 /** Aborts when the client closes the connection before its response is complete. */
@@ -122,7 +122,7 @@ async function readJson(ctx: Context, req: IncomingMessage): Promise<unknown> {
 }
 
 function tooLarge(limit: number): OpenAiError {
-  return new OpenAiError(413, `the request body exceeds ${limit} bytes`, null, null, 'http-max-input-size');
+  return new OpenAiError('PAYLOAD_TOO_LARGE', `the request body exceeds ${limit} bytes`, null, null, 'http-max-input-size');
 }
 
 function sendJson(res: ServerResponse, status: number, body: string): void {
@@ -132,7 +132,7 @@ function sendJson(res: ServerResponse, status: number, body: string): void {
 
 function sendError(res: ServerResponse, e: unknown, ctx: Context): void {
   ctx.server.reportError(e);
-  if (!(e instanceof OpenAiError) && !isNereidError(e)) ctx.logger.error(`OpenAI frontend: ${String((e as Error)?.stack ?? e)}`);
+  if (!isOpenAiError(e) && !isNereidError(e)) ctx.logger.error(`OpenAI frontend: ${String((e as Error)?.stack ?? e)}`);
   if (res.headersSent) {
     if (!res.destroyed) res.end();
     return;

@@ -1,4 +1,5 @@
-import type { InferenceServer, ModelMetadata } from '../../server/inference-server.js';
+import { isNereidError } from '../../errors.js';
+import type { InferenceServer, ResolvedModel } from '../../server/inference-server.js';
 import type { Tensor } from '../../tensor/tensor.js';
 import { badRequest, modelNotFound } from './errors.js';
 
@@ -10,9 +11,8 @@ import { badRequest, modelNotFound } from './errors.js';
 export const TEXT_INPUT = 'text_input';
 export const TEXT_OUTPUT = 'text_output';
 
-export function isTextModel(meta: ModelMetadata): boolean {
-  return meta.inputs.some((t) => t.name === TEXT_INPUT && t.datatype === 'BYTES')
-    && meta.outputs.some((t) => t.name === TEXT_OUTPUT && t.datatype === 'BYTES');
+export function isTextModel(model: ResolvedModel): boolean {
+  return model.inputs.get(TEXT_INPUT)?.datatype === 'BYTES' && model.outputs.get(TEXT_OUTPUT)?.datatype === 'BYTES';
 }
 
 /** The ready text models, by name. */
@@ -20,28 +20,31 @@ export async function textModels(server: InferenceServer): Promise<string[]> {
   const names: string[] = [];
   for (const entry of await server.repositoryIndex(true)) {
     try {
-      if (isTextModel(server.modelMetadata(entry.name))) names.push(entry.name);
+      if (isTextModel(server.resolveModel(entry.name))) names.push(entry.name);
     } catch {
-      // unloaded between the index and the metadata: not listed
+      // unloaded between the index and the lookup: not listed
     }
   }
   return [...new Set(names)].sort();
 }
 
-/** The model's metadata if it is a ready text model; OpenAI's 404 if there is no such model. */
-export function textModel(server: InferenceServer, name: string): ModelMetadata {
-  let meta: ModelMetadata;
+/** The model, looked up once for the request, if it is a ready text model; OpenAI's 404 if there is no such model. */
+export function textModel(server: InferenceServer, name: string): ResolvedModel {
+  let model: ResolvedModel;
   try {
-    meta = server.modelMetadata(name);
-  } catch {
-    throw modelNotFound(name);
+    model = server.resolveModel(name);
+  } catch (e) {
+    // A name the server does not know, or a model with no ready version, is one OpenAI's API does not have; a
+    // server that is stopping answers for itself.
+    if (isNereidError(e) && (e.code === 'INVALID_ARG' || e.code === 'NOT_FOUND')) throw modelNotFound(name);
+    throw e;
   }
-  if (!isTextModel(meta)) throw badRequest(`model '${name}' is not a text model: it needs a TYPE_STRING input '${TEXT_INPUT}' and output '${TEXT_OUTPUT}'`, 'model');
-  return meta;
+  if (!isTextModel(model)) throw badRequest(`model '${name}' is not a text model: it needs a TYPE_STRING input '${TEXT_INPUT}' and output '${TEXT_OUTPUT}'`, 'model');
+  return model;
 }
 
 /** text_input holding one string, shaped as the model declares it (a batch of one, variable dimensions 1). */
-export function textInput(meta: ModelMetadata, text: string): Tensor {
-  const shape = meta.inputs.find((t) => t.name === TEXT_INPUT)!.shape.map((d) => (d < 0 ? 1 : d));
+export function textInput(model: ResolvedModel, text: string): Tensor {
+  const shape = model.inputs.get(TEXT_INPUT)!.shape.map((d) => (d < 0 ? 1 : d));
   return { name: TEXT_INPUT, datatype: 'BYTES', shape, data: [Buffer.from(text, 'utf8')] };
 }

@@ -31,6 +31,7 @@ test('ServerLive, ServerReady, ServerMetadata, grpc.health.v1 Check', async () =
   const md = await unary(s.client, 'ServerMetadata', {});
   assert.equal(md.name, 'triton');
   assert.ok(md.extensions.includes('model_repository'));
+  assert.ok(md.extensions.includes('sequence'));
   const health = new HealthClient(`127.0.0.1:${s.grpc.port}`, grpc.credentials.createInsecure()) as any;
   const res = await new Promise<any>((resolve, reject) => health.Check({ service: '' }, (e: Error | null, r: unknown) => (e ? reject(e) : resolve(r))));
   health.close();

@@ -22,6 +22,15 @@ after(async () => {
   await repo.remove();
 });
 
+test('GET /v2 lists the extensions Nereid has, in the order Triton lists them (sequence included, trace not)', async () => {
+  const meta = (await request(`${s.url}/v2`)).json();
+  assert.deepEqual(meta.extensions, [
+    'classification', 'sequence', 'model_repository', 'model_repository(unload_dependents)', 'schedule_policy',
+    'model_configuration', 'system_shared_memory', 'cuda_shared_memory', 'binary_tensor_data', 'parameters', 'statistics',
+    'logging',
+  ]);
+});
+
 const LABELS = ['zero', 'one', 'two', 'three', 'four', 'five', 'six', 'seven', 'eight', 'nine'];
 const image = (k: number) => Array.from({ length: 64 }, (_, i) => ((i * (k + 3)) % 17));
 

@@ -91,13 +91,14 @@ describe('simple (simple_http_infer_client.py)', () => {
     void gunzipSync;
   });
 
-  test('a false compression claim is a 400, an unknown encoding a 501', async () => {
+  test('a false compression claim is a 400, an unknown encoding a 415 naming the encodings (as Triton)', async () => {
     const r = await request(`${s.url}/v2/models/simple/infer`, { body: '{"inputs":[]}', headers: { 'Content-Encoding': 'gzip' } });
     assert.equal(r.status, 400);
     assert.match(r.json().error, /decompress/);
     const r2 = await request(`${s.url}/v2/models/simple/infer`, { body: '{}', headers: { 'Content-Encoding': 'br' } });
-    assert.equal(r2.status, 501);
+    assert.equal(r2.status, 415);
     assert.equal(r2.headers.get('accept-encoding'), 'gzip, deflate');
+    assert.match(r2.json().error, /Unsupported compression type 'br'/);
   });
 });
 
