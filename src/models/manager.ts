@@ -418,6 +418,7 @@ export class ModelManager {
     const loaded = await Promise.all(toLoad.map(async (v) => {
       const slot = e.versions.get(v);
       if (!slot) e.versions.set(v, { state: 'LOADING', reason: '', model: undefined });
+      this.logger.info(`loading: ${e.name}:${v}`);
       try {
         const model = await loadVersion(prepared, v, this.opts);
         this.live.add(model);
