@@ -20,6 +20,11 @@ export interface GrpcFrontend {
   close(): Promise<void>;
 }
 
+/** Parses the .proto files ahead of startGrpcFrontend (they are parsed once per process), e.g. while models load. */
+export function prepareGrpcFrontend(): void {
+  loadProtos();
+}
+
 /**
  * Triton's gRPC frontend (inference.GRPCInferenceService and grpc.health.v1.Health) on grpc-js. It translates
  * between protobuf messages and the InferenceServer API and nothing more; every error ends its call with the
