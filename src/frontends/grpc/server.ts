@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import {
   Server, ServerCredentials, type Metadata, type ServiceDefinition, type sendUnaryData, type ServerUnaryCall, type StatusObject, type UntypedServiceImplementation,
 } from '@grpc/grpc-js';
@@ -126,7 +125,3 @@ async function closeServer(grpc: Server, graceMs = 1000): Promise<void> {
   clearTimeout(force);
 }
 
-/** PEM files for --grpc-use-ssl, read once at start. */
-export function readSslFiles(cert: string, key: string, rootCert: string, mutual: boolean): NonNullable<GrpcOptions['ssl']> {
-  return { cert: readFileSync(cert), key: readFileSync(key), rootCert: rootCert === '' ? null : readFileSync(rootCert), mutual };
-}
