@@ -36,7 +36,7 @@ export class BackendRegistry {
 export function defaultBackends(): BackendRegistry {
   const r = new BackendRegistry();
   r.register('onnxruntime', async () => (await import('./onnxruntime/backend.js')).onnxRuntimeBackend);
-  r.register('javascript', async () => (await import('./javascript/backend.js')).javascriptBackend);
+  r.register('javascript', async () => (await import('./javascript/backend.js')).createJavascriptBackend());
   r.register('python', async () => (await import('./python/backend.js')).pythonModelBackend);
   r.register('pytorch', async () => (await import('./pytorch/backend.js')).pytorchBackend);
   r.register('llamacpp', async () => (await import('./llamacpp/backend.js')).llamaCppBackend);
