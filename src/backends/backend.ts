@@ -20,6 +20,12 @@ export interface Backend {
   autoComplete?(model: ModelFiles, config: ModelConfig): Promise<void>;
   /** Creates one instance of a model version; the instance is ready to execute when the promise resolves. */
   createInstance(spec: InstanceSpec): Promise<BackendInstance>;
+  /**
+   * Starts what the backend's first instance would wait for (an engine's library), in the background, as soon as
+   * the server knows a model of this backend will load: it then overlaps the other models' loads. Never throws;
+   * a failure shows when the instance is created.
+   */
+  warmUp?(): void;
 }
 
 export interface ModelFiles {

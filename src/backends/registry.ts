@@ -20,6 +20,12 @@ export class BackendRegistry {
     return this.loaders.has(name);
   }
 
+  /** Loads the backend and starts its warm-up (Backend.warmUp) in the background; errors show at get(). */
+  warmUp(name: string): void {
+    if (!this.loaders.has(name)) return;
+    this.get(name).then((b) => b.warmUp?.(), () => undefined);
+  }
+
   get(name: string): Promise<Backend> {
     let p = this.loaded.get(name);
     if (p) return p;
