@@ -46,6 +46,6 @@ export function defaultBackends(): BackendRegistry {
   r.register('python', async () => (await import('./python/backend.js')).pythonModelBackend);
   r.register('pytorch', async () => (await import('./pytorch/backend.js')).pytorchBackend);
   r.register('llamacpp', async () => (await import('./llamacpp/backend.js')).llamaCppBackend);
-  r.register('openai', async () => (await import('./openai/backend.js')).openaiBackend);
+  r.register('openai', async () => (await import('./openai/backend.js')).createOpenAiBackend());
   return r;
 }
