@@ -21,11 +21,11 @@ export interface Backend {
   /** Creates one instance of a model version; the instance is ready to execute when the promise resolves. */
   createInstance(spec: InstanceSpec): Promise<BackendInstance>;
   /**
-   * Starts what the backend's first instance would wait for (an engine's library), in the background, as soon as
-   * the server knows a model of this backend will load: it then overlaps the other models' loads. Never throws;
-   * a failure shows when the instance is created.
+   * Starts what the backend's first instance would wait for (an engine's library, a worker thread), in the
+   * background, as soon as the server knows that the model in `modelDir` will load: it then overlaps the other
+   * models' loads. Never throws; a failure shows when the instance is created.
    */
-  warmUp?(): void;
+  prestart?(modelDir: string): void;
 }
 
 export interface ModelFiles {

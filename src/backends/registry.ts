@@ -20,10 +20,10 @@ export class BackendRegistry {
     return this.loaders.has(name);
   }
 
-  /** Loads the backend and starts its warm-up (Backend.warmUp) in the background; errors show at get(). */
-  warmUp(name: string): void {
+  /** Loads the backend and lets it start ahead (Backend.prestart) in the background; errors show at get(). */
+  prestart(name: string, modelDir: string): void {
     if (!this.loaders.has(name)) return;
-    this.get(name).then((b) => b.warmUp?.(), () => undefined);
+    this.get(name).then((b) => b.prestart?.(modelDir), () => undefined);
   }
 
   get(name: string): Promise<Backend> {

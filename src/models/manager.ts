@@ -275,10 +275,10 @@ export class ModelManager {
    * Whether a model runs on other models (an ensemble, or a router), from its config (false when the config
    * cannot be read): such models load after the others.
    */
-  /** Also warms up the model's backend (see Backend.warmUp), as its config is read here before any load starts. */
+  /** Also lets the model's backend start ahead (Backend.prestart), as its config is read here before any load. */
   private async isEnsemble(name: string, dir: string): Promise<boolean> {
     const config = await readConfig(dir, name, this.opts).catch(() => undefined);
-    if (config?.backend) this.opts.backends.warmUp(config.backend);
+    if (config?.backend) this.opts.backends.prestart(config.backend, dir);
     return config?.platform === 'ensemble' || config?.backend === 'router';
   }
 

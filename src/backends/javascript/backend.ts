@@ -5,7 +5,7 @@ import type { ModelConfig } from '../../config/types.js';
 import { resolveModelFileOnly } from '../../config/model-files.js';
 import { versionFolder, type Backend, type BackendInstance, type InstanceSpec, type ModelFiles } from '../backend.js';
 import { JsInstance } from './instance.js';
-import { WorkerPool, maxWorkers } from './pool.js';
+import { WorkerPool, maxWorkers, resolvesToOwnUtils } from './pool.js';
 import type { InstanceInit } from './wire.js';
 
 /** The config parameter that gives each instance of a model a worker thread of its own (see WorkerPool). */
@@ -35,6 +35,11 @@ export function createJavascriptBackend(): Backend {
   const pool = new WorkerPool();
   return {
     name: 'javascript',
+
+    /** A worker (with its module hooks, when the repository needs them) starts while the configs are read. */
+    prestart(modelDir: string): void {
+      pool.prestart(!resolvesToOwnUtils(modelDir));
+    },
 
     async autoComplete(files: ModelFiles, config: ModelConfig): Promise<void> {
       const file = await findModelFile(files, config.default_model_filename).catch(() => undefined);

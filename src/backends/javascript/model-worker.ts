@@ -10,11 +10,12 @@
  * nereid/backend-utils answer for the calling instance, also after an await.
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { createRequire, register } from 'node:module';
-import { basename } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { register } from 'node:module';
+import { basename, dirname } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { parentPort } from 'node:worker_threads';
 import * as utils from './utils.js';
+import { resolvesToOwnUtils } from './pool.js';
 import { bytesElements, fixedBytes, pack, type FromWorker, type InstanceInit, type PlainTensor, type ToWorker, type WireRequest } from './wire.js';
 
 interface ModelObject {
@@ -53,11 +54,15 @@ const isThenable = (v: unknown): v is PromiseLike<unknown> => typeof v === 'obje
 
 let hooksRegistered = false;
 
+/** Makes `nereid/backend-utils` resolve to this server's utils module from any model file (loader-hooks.ts). */
+function registerHooks(): void {
+  if (hooksRegistered) return;
+  register(new URL('./loader-hooks.js', import.meta.url));
+  hooksRegistered = true;
+}
+
 async function loadClass(h: Hosted): Promise<ModelClass> {
-  if (!hooksRegistered && !resolvesToOwnUtils(h.init.modelFile)) {
-    register(new URL('./loader-hooks.js', import.meta.url));
-    hooksRegistered = true;
-  }
+  if (!resolvesToOwnUtils(dirname(h.init.modelFile))) registerHooks();
   // The query makes each instance's import a module of its own; files the model imports are shared.
   const mod = (await import(`${pathToFileURL(h.init.modelFile).href}?instance=${h.iid}`)) as Record<string, unknown>;
   const cls = [mod.default, mod.Model, mod.TritonPythonModel].find((c) => typeof c === 'function');
@@ -65,20 +70,6 @@ async function loadClass(h: Hosted): Promise<ModelClass> {
     throw new Error(`${basename(h.init.modelFile)} exports no model class: write \`export default class …\` (or \`export class Model …\`)`);
   }
   return cls as ModelClass;
-}
-
-/**
- * Whether `nereid/backend-utils` already resolves, from the model file, to this server's utils module: a
- * repository inside the package (the bundled examples; a package may import itself by name) or below a
- * node_modules holding this very copy. Then no hooks are needed, and none are registered: in Node 20 a worker's
- * hooks run on a thread of their own, which costs tens of milliseconds and several MiB at startup.
- */
-function resolvesToOwnUtils(modelFile: string): boolean {
-  try {
-    return createRequire(modelFile).resolve('nereid/backend-utils') === fileURLToPath(new URL('./utils.js', import.meta.url));
-  } catch {
-    return false;
-  }
 }
 
 /** One request's way back: the state of its response sender. */
@@ -300,6 +291,7 @@ function host(iid: number, init: InstanceInit): Hosted {
 }
 
 port.on('message', (m: ToWorker) => {
+  if (m.t === 'hooks') return registerHooks();
   if (m.t === 'load') {
     const h = host(m.iid, m.init);
     void current.run(h, () => (m.init.mode === 'autocomplete' ? autoComplete(h) : loadInstance(h)));

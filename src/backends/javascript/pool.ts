@@ -1,4 +1,7 @@
+import { createRequire } from 'node:module';
 import { availableParallelism } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { invalidArg } from '../../errors.js';
 import type { FromWorker, InstanceInit, ToWorker } from './wire.js';
@@ -11,6 +14,9 @@ const WORKER_URL = new URL('./model-worker.js', import.meta.url);
  * unloaded again and again do not grow one worker for ever.
  */
 const MAX_IMPORTS_PER_WORKER = 64;
+
+/** A worker started ahead that no instance has come to ends after this long (a model that failed to load). */
+const PRESTART_IDLE_MS = 10_000;
 
 /** What an instance hosted in a worker hears from it. */
 export interface Guest {
@@ -62,8 +68,21 @@ export class HostWorker {
     return n;
   }
 
+  /**
+   * Started ahead of its first instance: it registers the module hooks now if asked, does not keep the process
+   * alive, and ends if no instance comes.
+   */
+  idle(hooks: boolean): void {
+    if (hooks) this.post({ t: 'hooks' });
+    this.worker.unref();
+    setTimeout(() => {
+      if (this.guests.size === 0) void this.stop('no instance came to it');
+    }, PRESTART_IDLE_MS).unref();
+  }
+
   /** Loads an instance (or runs an autoComplete) in this worker; its messages go to `guest` until it leaves. */
   attach(iid: number, model: string, guest: Guest, init: InstanceInit): void {
+    if (this.guests.size === 0) this.worker.ref();
     this.guests.set(iid, { guest, model });
     this.imports++;
     this.post({ t: 'load', iid, init });
@@ -126,6 +145,14 @@ export class WorkerPool {
     return { worker: best, iid };
   }
 
+  /** Starts a shared worker ahead of the first instance, unless one is there. */
+  prestart(hooks: boolean): void {
+    for (const w of this.workers) if (w.open) return;
+    const w = new HostWorker(this, false);
+    this.workers.add(w);
+    w.idle(hooks);
+  }
+
   forget(w: HostWorker): void {
     this.workers.delete(w);
   }
@@ -138,4 +165,18 @@ export function maxWorkers(backendConfig: Readonly<Record<string, string>>): num
   const n = Number(v);
   if (!Number.isInteger(n) || n < 1) throw invalidArg(`backend config worker-threads of backend javascript must be a positive integer, got '${v}'`);
   return n;
+}
+
+/**
+ * Whether `nereid/backend-utils` already resolves, from a file in `dir`, to this server's utils module: a
+ * repository inside the package (the bundled examples; a package may import itself by name) or below a
+ * node_modules holding this very copy. Otherwise a worker registers module hooks for it (loader-hooks.ts), which
+ * in Node 20 run on a thread of their own: tens of milliseconds and several MiB more at startup.
+ */
+export function resolvesToOwnUtils(dir: string): boolean {
+  try {
+    return createRequire(join(dir, 'model.js')).resolve('nereid/backend-utils') === fileURLToPath(new URL('./utils.js', import.meta.url));
+  } catch {
+    return false;
+  }
 }

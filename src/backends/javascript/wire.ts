@@ -107,6 +107,8 @@ export interface WireRequest {
  * `rid` a request of that instance.
  */
 export type ToWorker =
+  /** Register the module hooks now, ahead of a model that will need them. */
+  | { readonly t: 'hooks' }
   | { readonly t: 'load'; readonly iid: number; readonly init: InstanceInit }
   | { readonly t: 'exec'; readonly iid: number; readonly batch: number; readonly buffer: ArrayBuffer; readonly requests: readonly WireRequest[] }
   | { readonly t: 'cancel'; readonly iid: number; readonly rid: number }

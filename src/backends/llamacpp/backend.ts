@@ -25,7 +25,7 @@ export const llamaCppBackend: Backend = {
   name: 'llamacpp',
 
   /** Starts llama.cpp (about 0.7 s: the library's import, then its binary's check) while other models load. */
-  warmUp(): void {
+  prestart(): void {
     startLlama().catch(() => undefined); // a model that needs it reports the failure
   },
 
