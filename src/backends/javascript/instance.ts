@@ -49,6 +49,8 @@ export class JsInstance implements BackendInstance {
   private onFinalized: ((error?: string) => void) | undefined;
   /** Where the instance is being started (not yet initialized), so kill() can stop it too. */
   private startingAt: Placement | undefined;
+  /** Fails the start in progress (kill() leaves a shared worker without hearing from it again). */
+  private failStart: ((e: NereidError) => void) | undefined;
   /** The worker stopped because an execution of this instance ran past the execute timeout (see status()). */
   private timedOut: HostWorker | undefined;
   /** After its execution hung once, the instance runs in a worker of its own. */
@@ -86,6 +88,9 @@ export class JsInstance implements BackendInstance {
     const p = new Promise<Placement>((resolve, reject) => {
       let ready = false;
       this.startingAt = at;
+      this.failStart = (e) => {
+        if (!ready) reject(e);
+      };
       at.worker.attach(at.iid, this.seat.model, {
         onMessage: (m) => {
           if (m.t === 'log') return this.log(m.level, m.message);
@@ -120,7 +125,10 @@ export class JsInstance implements BackendInstance {
     });
     this.starting = p;
     const clear = (): void => {
-      if (this.starting === p) this.starting = undefined;
+      if (this.starting === p) {
+        this.starting = undefined;
+        this.failStart = undefined;
+      }
     };
     p.then(clear, clear);
     return p;
@@ -266,6 +274,8 @@ export class JsInstance implements BackendInstance {
    */
   kill(error: NereidError): void {
     for (const at of [this.placed, this.startingAt]) if (at) this.abandon(at);
+    this.startingAt = undefined;
+    this.failStart?.(error);
     if (this.closed) {
       this.onFinalized?.('the instance was killed');
       return;
