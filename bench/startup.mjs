@@ -3,8 +3,11 @@
 // repository, once without `tiny_llm` (every other bundled model) and once with it (the whole repository).
 // Starts alternate (the order of the three rotates every start) so drift on the machine hits every server alike.
 //
-//   node bench/startup.mjs [--starts N] [--settle S] [--nereid-args '...'] [--out FILE]
+//   node bench/startup.mjs [--starts N] [--settle S] [--nereid-args '...'] [--baseline DIR] [--out FILE]
 //   npm run bench -- startup --starts 5
+//
+// --baseline DIR adds another built checkout of Nereid (its bin/nereid.js) on the same two repositories, in the
+// same rotation: before/after figures for a change, taken under the same load.
 //
 // Cold start is spawn → first 200 from GET /v2/health/ready (polled every 5 ms); idle RSS is VmRSS `--settle`
 // seconds after that. Each model's load time comes from Nereid's own log: from its `loading: NAME:VERSION`
@@ -24,11 +27,12 @@ const { values: a } = parseArgs({
     settle: { type: 'string', default: '2' },
     out: { type: 'string' },
     'nereid-args': { type: 'string', default: '' },
+    baseline: { type: 'string' },
     help: { type: 'boolean', short: 'h', default: false },
   },
 });
 if (a.help) {
-  process.stdout.write('usage: node bench/startup.mjs [--starts N] [--settle S] [--nereid-args \'--flag value ...\'] [--out FILE]\nsee bench/README.md\n');
+  process.stdout.write('usage: node bench/startup.mjs [--starts N] [--settle S] [--nereid-args \'--flag value ...\'] [--baseline DIR] [--out FILE]\nsee bench/README.md\n');
   process.exit(0);
 }
 const STARTS = Number(a.starts);
@@ -78,13 +82,18 @@ const SERVERS = [
   { name: 'reference', models: 'simple' },
   { name: 'nereid', models: 'bundled without tiny_llm' },
   { name: 'nereid+llm', models: 'bundled (with tiny_llm)' },
+  ...(a.baseline ? [
+    { name: 'baseline', models: 'bundled without tiny_llm', root: a.baseline },
+    { name: 'baseline+llm', models: 'bundled (with tiny_llm)', root: a.baseline },
+  ] : []),
 ];
 
-async function startOne(kind, repos) {
+async function startOne({ name: kind, root }, repos) {
   const port = await freePort();
   const args = kind === 'reference'
     ? referenceArgs(SIMPLE_ONNX, port)
-    : [...nereidArgs(kind === 'nereid' ? repos.withoutLlm : BUNDLED, port), ...EXTRA];
+    : [...nereidArgs(kind.endsWith('+llm') ? join(root ?? ROOT, 'examples', 'model_repository') : repos.withoutLlm, port), ...EXTRA];
+  if (root) args[0] = join(root, 'bin', 'nereid.js');
   const s = await startServer(kind, args, port);
   await sleep(SETTLE_MS);
   const run = { readyMs: s.readyMs, rssKiB: rssKiB(s.pid), load: kind === 'reference' ? {} : loadTimes(s.log()) };
@@ -104,8 +113,9 @@ async function main() {
     for (let i = 0; i < STARTS; i++) {
       const order = SERVERS.map((_, k) => SERVERS[(k + i) % SERVERS.length]);
       load.push(loadavg()[0]);
-      for (const { name } of order) {
-        const r = await startOne(name, { withoutLlm });
+      for (const server of order) {
+        const { name } = server;
+        const r = await startOne(server, { withoutLlm });
         runs[name].push(r);
         const llm = r.load.tiny_llm !== undefined ? `, tiny_llm loaded in ${fmt(r.load.tiny_llm)} ms` : '';
         log(`  start ${i + 1}/${STARTS} ${padEnd(name, 10)} ready in ${fmt(r.readyMs)} ms, idle RSS ${fmt(r.rssKiB / 1024, 1)} MiB${llm}`);
@@ -127,8 +137,12 @@ async function main() {
     const m = med[name];
     console.log(`${padEnd(name, 11)} ${padEnd(models, 26)} ${pad(fmt(m.readyMs), 9)} ${pad(fmt(m.readyMs / ref.readyMs, 2) + 'x', 6)} ${pad(fmt(m.rssKiB / 1024, 1), 8)} ${pad(fmt(m.rssKiB / ref.rssKiB, 2) + 'x', 6)}`);
   }
-  const llmLoads = runs['nereid+llm'].map((r) => r.load.tiny_llm);
-  console.log(`tiny_llm load (its own log lines): median ${fmt(median(llmLoads))} ms (${llmLoads.map((x) => fmt(x)).join(', ')})`);
+  for (const name of ['nereid+llm', 'baseline+llm'].filter((n) => runs[n])) {
+    const llmLoads = runs[name].map((r) => r.load.tiny_llm);
+    const cost = med[name].readyMs - med[name.replace('+llm', '')].readyMs;
+    console.log(`${name}: tiny_llm load (its own log lines) median ${fmt(median(llmLoads))} ms (${llmLoads.map((x) => fmt(x)).join(', ')}); ` +
+      `ready ${fmt(cost)} ms later than without it`);
+  }
   const models = new Set(runs.nereid.flatMap((r) => Object.keys(r.load)));
   const slowest = [...models].map((m) => [m, median(runs.nereid.map((r) => r.load[m]))]).sort((x, y) => y[1] - x[1]);
   console.log(`load per model without tiny_llm (medians, ms): ${slowest.map(([m, t]) => `${m} ${fmt(t)}`).join(', ')}`);
