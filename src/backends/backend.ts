@@ -26,6 +26,12 @@ export interface Backend {
    * refused alone rather than failing the batch it would join. Undefined (or absent): nothing to check.
    */
   inputCheck?(config: ModelConfig): InputCheck | undefined;
+  /**
+   * Starts what the backend's first instance would wait for (an engine's library, a worker thread), in the
+   * background, as soon as the server knows that the model in `modelDir` will load: it then overlaps the other
+   * models' loads. Never throws; a failure shows when the instance is created.
+   */
+  prestart?(modelDir: string): void;
 }
 
 /** Throws a NereidError (INVALID_ARG) for inputs the backend cannot take; see Backend.inputCheck. */

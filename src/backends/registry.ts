@@ -20,6 +20,12 @@ export class BackendRegistry {
     return this.loaders.has(name);
   }
 
+  /** Loads the backend and lets it start ahead (Backend.prestart) in the background; errors show at get(). */
+  prestart(name: string, modelDir: string): void {
+    if (!this.loaders.has(name)) return;
+    this.get(name).then((b) => b.prestart?.(modelDir), () => undefined);
+  }
+
   get(name: string): Promise<Backend> {
     let p = this.loaded.get(name);
     if (p) return p;
@@ -36,11 +42,11 @@ export class BackendRegistry {
 export function defaultBackends(): BackendRegistry {
   const r = new BackendRegistry();
   r.register('onnxruntime', async () => (await import('./onnxruntime/backend.js')).onnxRuntimeBackend);
-  r.register('javascript', async () => (await import('./javascript/backend.js')).javascriptBackend);
+  r.register('javascript', async () => (await import('./javascript/backend.js')).createJavascriptBackend());
   r.register('python', async () => (await import('./python/backend.js')).pythonModelBackend);
   r.register('pytorch', async () => (await import('./pytorch/backend.js')).pytorchBackend);
   r.register('llamacpp', async () => (await import('./llamacpp/backend.js')).llamaCppBackend);
-  r.register('openai', async () => (await import('./openai/backend.js')).openaiBackend);
+  r.register('openai', async () => (await import('./openai/backend.js')).createOpenAiBackend());
   // Triton's example backends, which its QA model repositories use everywhere.
   r.register('identity', async () => (await import('./identity/backend.js')).identityBackend);
   r.register('repeat', async () => (await import('./repeat/backend.js')).repeatBackend);

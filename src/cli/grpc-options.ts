@@ -1,5 +1,4 @@
-import { readSslFiles } from '../frontends/grpc/server.js';
-import type { GrpcOptions, RestrictedGroup } from '../frontends/grpc/options.js';
+import { readSslFiles, type GrpcOptions, type RestrictedGroup } from '../frontends/grpc/options.js';
 import type { ServeOptions } from './flags.js';
 
 /** The gRPC frontend's options from `nereid serve` flags (the --grpc-* flags kept in `extra` included). */

@@ -1,8 +1,8 @@
 import { isNereidError } from '../errors.js';
-import { startHttpFrontend, type HttpFrontend } from '../frontends/http/server.js';
-import { startGrpcFrontend, type GrpcFrontend } from '../frontends/grpc/server.js';
-import { startMetricsFrontend, type MetricsFrontend } from '../frontends/metrics/server.js';
-import { startOpenAiFrontend, type OpenAiFrontend } from '../frontends/openai/server.js';
+import type { HttpFrontend } from '../frontends/http/server.js';
+import type { GrpcFrontend } from '../frontends/grpc/server.js';
+import type { MetricsFrontend } from '../frontends/metrics/server.js';
+import type { OpenAiFrontend } from '../frontends/openai/server.js';
 import type { MetricsOptions } from '../server/options.js';
 import { createLogger } from '../observability/logger.js';
 import { InferenceServer } from '../server/inference-server.js';
@@ -56,6 +56,10 @@ async function serve(argv: readonly string[]): Promise<number> {
   for (const w of opts.warnings) logger.warn(w);
   if (opts.http.allow) for (const w of httpFlagWarnings(opts)) logger.warn(w);
   if (opts.grpc.allow) for (const w of grpcFlagWarnings(opts)) logger.warn(w);
+  // The frontends' modules (grpc-js and protobufjs among them) load while the models do; a frontend that is
+  // off is never imported.
+  const frontends = importFrontends(opts);
+  frontends.catch(() => undefined);
   let server: InferenceServer;
   try {
     server = await InferenceServer.create({ ...opts.server, ...metricsOptions(opts) }, { logger });
@@ -65,6 +69,9 @@ async function serve(argv: readonly string[]): Promise<number> {
     await logger.close();
     return 1;
   }
+  // Ready only once every listener is open: a client that waits for ready on one protocol may dial any other.
+  const listening = server.holdReadiness();
+  const { startHttpFrontend, startGrpcFrontend, startMetricsFrontend, startOpenAiFrontend } = await frontends;
   let http: HttpFrontend | undefined;
   try {
     if (opts.http.allow) http = await startHttpFrontend(server, httpOptions(opts), logger);
@@ -107,6 +114,7 @@ async function serve(argv: readonly string[]): Promise<number> {
     await logger.close();
     return 1;
   }
+  listening();
   const signal = await untilSignal();
   logger.info(`received ${signal}: stopping; the server is unready and waits up to ${opts.server.exitTimeoutSecs ?? 30} s for requests in flight`);
   const clean = await server.close();
@@ -121,6 +129,30 @@ async function serve(argv: readonly string[]): Promise<number> {
   }
   await logger.close();
   return clean ? 0 : 1;
+}
+
+/** The start functions of the frontends the flags turn on; the others are never imported. */
+async function importFrontends(opts: ServeOptions): Promise<{
+  startHttpFrontend: typeof import('../frontends/http/server.js').startHttpFrontend;
+  startGrpcFrontend: typeof import('../frontends/grpc/server.js').startGrpcFrontend;
+  startMetricsFrontend: typeof import('../frontends/metrics/server.js').startMetricsFrontend;
+  startOpenAiFrontend: typeof import('../frontends/openai/server.js').startOpenAiFrontend;
+}> {
+  const off = (): never => {
+    throw new Error('this frontend is off');
+  };
+  const [http, grpc, metrics, openai] = await Promise.all([
+    opts.http.allow ? import('../frontends/http/server.js') : undefined,
+    opts.grpc.allow ? import('../frontends/grpc/server.js').then((m) => (m.prepareGrpcFrontend(), m)) : undefined,
+    opts.metrics.allow ? import('../frontends/metrics/server.js') : undefined,
+    opts.openai.allow ? import('../frontends/openai/server.js') : undefined,
+  ]);
+  return {
+    startHttpFrontend: http?.startHttpFrontend ?? off,
+    startGrpcFrontend: grpc?.startGrpcFrontend ?? off,
+    startMetricsFrontend: metrics?.startMetricsFrontend ?? off,
+    startOpenAiFrontend: openai?.startOpenAiFrontend ?? off,
+  };
 }
 
 /** --allow-metrics and the flags beside it, as the server's metrics option (absent when metrics are off). */

@@ -374,8 +374,10 @@ export class ModelManager {
    * Whether a model runs on other models (an ensemble, or a router), from its config (false when the config
    * cannot be read): such models load after the others.
    */
+  /** Also lets the model's backend start ahead (Backend.prestart), as its config is read here before any load. */
   private async isEnsemble(name: string, dir: string): Promise<boolean> {
     const config = await readConfig(dir, name, this.opts).catch(() => undefined);
+    if (config?.backend) this.opts.backends.prestart(config.backend, dir);
     return config?.platform === 'ensemble' || config?.backend === 'router';
   }
 
@@ -583,6 +585,7 @@ export class ModelManager {
     const loaded = await Promise.all(toLoad.map(async (v) => {
       const slot = e.versions.get(v);
       if (!slot) e.versions.set(v, { state: 'LOADING', reason: '', model: undefined });
+      this.logger.info(`loading: ${e.name}:${v}`);
       try {
         const model = await this.createVersion(e, prepared, v, shown);
         this.live.add(model);

@@ -102,6 +102,8 @@ export class InferenceServer {
   private inflightRequests = 0;
   private idle: (() => void) | undefined;
   private closing: Promise<boolean> | undefined;
+  /** Holds on readiness (see holdReadiness); the server is ready only when none is left. */
+  private readinessHolds = 0;
 
   private readonly cache: ResponseCache | undefined;
   /**
@@ -227,8 +229,23 @@ export class InferenceServer {
   }
 
   isReady(): boolean {
-    if (this.state !== 'ready') return false;
+    if (this.state !== 'ready' || this.readinessHolds > 0) return false;
     return !(this.options.strictReadiness ?? true) || this.manager.allReady();
+  }
+
+  /**
+   * Keeps the server unready until the returned function is called (once; later calls do nothing). A command
+   * that opens several listeners holds readiness until the last one listens, so that a client that sees the
+   * server ready on one protocol can connect on every other at once.
+   */
+  holdReadiness(): () => void {
+    this.readinessHolds++;
+    let held = true;
+    return () => {
+      if (!held) return;
+      held = false;
+      this.readinessHolds--;
+    };
   }
 
   metadata(): ServerMetadata {

@@ -1,13 +1,15 @@
 import { readFile } from 'node:fs/promises';
-import { Worker } from 'node:worker_threads';
 import { NereidError, invalidArg } from '../../errors.js';
 import { modelConfigFromJson, modelConfigToJson } from '../../config/index.js';
 import type { ModelConfig } from '../../config/types.js';
 import { resolveModelFileOnly } from '../../config/model-files.js';
 import { versionFolder, type Backend, type BackendInstance, type InstanceSpec, type ModelFiles } from '../backend.js';
-import { JsInstance, WORKER_URL } from './instance.js';
-import type { WorkerInit } from './model-worker.js';
-import type { FromWorker } from './wire.js';
+import { JsInstance } from './instance.js';
+import { WorkerPool, maxWorkers, resolvesToOwnUtils } from './pool.js';
+import type { InstanceInit } from './wire.js';
+
+/** The config parameter that gives each instance of a model a worker thread of its own (see WorkerPool). */
+export const DEDICATED_WORKER_PARAMETER = 'nereid_dedicated_worker';
 
 /**
  * Backend "javascript": models written in JavaScript, in the shape of Triton's Python models. The version
@@ -24,50 +26,73 @@ import type { FromWorker } from './wire.js';
  * }
  * ```
  *
- * Each instance (instance_group count) is its own worker thread with its own model object. `nereid/backend-utils`
- * resolves to this server's utils module (./utils.ts) wherever the repository is.
+ * Each instance (instance_group count) has its own model object, from its own import of the model file, in one
+ * of the worker threads the server's JavaScript instances share (pool.ts). `nereid/backend-utils` resolves to
+ * this server's utils module (./utils.ts) wherever the repository is. One backend object per server: its pool
+ * ends with the server's last JavaScript instance.
  */
-export const javascriptBackend: Backend = {
-  name: 'javascript',
+export function createJavascriptBackend(): Backend {
+  const pool = new WorkerPool();
+  return {
+    name: 'javascript',
 
-  async autoComplete(files: ModelFiles, config: ModelConfig): Promise<void> {
-    const file = await findModelFile(files, config.default_model_filename).catch(() => undefined);
-    if (!file) return; // createInstance reports the missing file
-    // Starting a worker costs tens of milliseconds; a model whose source never names autoComplete has none.
-    if (!(await readFile(file, 'utf8')).includes('autoComplete')) return;
-    const init: WorkerInit = {
-      mode: 'autocomplete', modelFile: file, modelDir: files.modelDir, modelName: files.name, decoupled: false, args: {},
-      config: JSON.stringify(modelConfigToJson(config)),
-    };
-    const json = await runAutoComplete(init);
-    if (json === undefined) return;
-    let completed: ModelConfig;
-    try {
-      completed = modelConfigFromJson(json);
-    } catch (e) {
-      throw invalidArg(`autoComplete() of model '${files.name}' returned an invalid config: ${(e as Error).message}`);
-    }
-    Object.assign(config, completed);
-  },
+    /** A worker (with its module hooks, when the repository needs them) starts while the configs are read. */
+    prestart(modelDir: string): void {
+      pool.prestart(!resolvesToOwnUtils(modelDir));
+    },
 
-  async createInstance(spec: InstanceSpec): Promise<BackendInstance> {
-    const file = await findModelFile(spec, spec.config.default_model_filename);
-    const init: WorkerInit = {
-      mode: 'instance', modelFile: file, modelDir: spec.modelDir, modelName: spec.name,
-      decoupled: spec.config.model_transaction_policy?.decoupled ?? false,
-      args: {
-        model_config: JSON.stringify(modelConfigToJson(spec.config)),
-        model_instance_kind: spec.kind.replace(/^KIND_/, ''),
-        model_instance_name: spec.instanceName,
-        model_instance_device_id: '0',
-        model_repository: spec.modelDir,
-        model_version: String(spec.version),
-        model_name: spec.name,
-      },
-    };
-    return JsInstance.create(init, spec.instanceName, spec.logger, spec.executeTimeoutMs);
-  },
-};
+    async autoComplete(files: ModelFiles, config: ModelConfig): Promise<void> {
+      const file = await findModelFile(files, config.default_model_filename).catch(() => undefined);
+      if (!file) return; // createInstance reports the missing file
+      // Loading a model module costs milliseconds; a model whose source never names autoComplete has none.
+      if (!(await readFile(file, 'utf8')).includes('autoComplete')) return;
+      const init: InstanceInit = {
+        mode: 'autocomplete', modelFile: file, modelDir: files.modelDir, modelName: files.name, decoupled: false, args: {},
+        config: JSON.stringify(modelConfigToJson(config)),
+      };
+      const json = await runAutoComplete(pool, init, maxWorkers(files.backendConfig));
+      if (json === undefined) return;
+      let completed: ModelConfig;
+      try {
+        completed = modelConfigFromJson(json);
+      } catch (e) {
+        throw invalidArg(`autoComplete() of model '${files.name}' returned an invalid config: ${(e as Error).message}`);
+      }
+      Object.assign(config, completed);
+    },
+
+    async createInstance(spec: InstanceSpec): Promise<BackendInstance> {
+      const file = await findModelFile(spec, spec.config.default_model_filename);
+      const init: InstanceInit = {
+        mode: 'instance', modelFile: file, modelDir: spec.modelDir, modelName: spec.name,
+        decoupled: spec.config.model_transaction_policy?.decoupled ?? false,
+        args: {
+          model_config: JSON.stringify(modelConfigToJson(spec.config)),
+          model_instance_kind: spec.kind.replace(/^KIND_/, ''),
+          model_instance_name: spec.instanceName,
+          model_instance_device_id: '0',
+          model_repository: spec.modelDir,
+          model_version: String(spec.version),
+          model_name: spec.name,
+        },
+      };
+      const seat = {
+        pool,
+        model: `${spec.modelDir}\u0000${spec.version}`,
+        dedicated: dedicatedWorker(spec.config),
+        maxWorkers: maxWorkers(spec.backendConfig),
+      };
+      return JsInstance.create(init, seat, spec.instanceName, spec.logger, spec.executeTimeoutMs);
+    },
+  };
+}
+
+function dedicatedWorker(config: ModelConfig): boolean {
+  const v = config.parameters[DEDICATED_WORKER_PARAMETER]?.string_value;
+  if (v === undefined || v === '' || v === 'false') return false;
+  if (v === 'true') return true;
+  throw invalidArg(`parameter ${DEDICATED_WORKER_PARAMETER} of model '${config.name}' must be "true" or "false", got '${v}'`);
+}
 
 /** The model file: the configured name, else model.js, else model.mjs; never outside the version folder. */
 async function findModelFile(files: ModelFiles, configured: string): Promise<string> {
@@ -80,24 +105,18 @@ async function findModelFile(files: ModelFiles, configured: string): Promise<str
     });
 }
 
-/** Runs the model class's static autoComplete in a short-lived worker; undefined when it has none. */
-function runAutoComplete(init: WorkerInit): Promise<string | undefined> {
+/** Runs the model class's static autoComplete in a worker of the pool; undefined when it has none. */
+function runAutoComplete(pool: WorkerPool, init: InstanceInit, max: number): Promise<string | undefined> {
   return new Promise((resolvePromise, reject) => {
-    const w = new Worker(WORKER_URL, { workerData: init });
-    let settled = false;
-    let lastError: Error | undefined;
-    w.on('message', (m: FromWorker) => {
-      if (m.t !== 'autocomplete') return;
-      settled = true;
-      if (m.error !== undefined) reject(invalidArg(`autoComplete() of model '${init.modelName}' failed: ${m.error}`));
-      else resolvePromise(m.config);
-      void w.terminate();
-    });
-    w.on('error', (e) => {
-      lastError = e;
-    });
-    w.on('exit', (code) => {
-      if (!settled) reject(new NereidError('INTERNAL', `auto-complete of model '${init.modelName}' stopped: ${lastError ? String(lastError) : `exit code ${code}`}`));
-    });
+    const { worker, iid } = pool.place(`autocomplete\u0000${init.modelDir}`, false, max);
+    worker.attach(iid, `autocomplete\u0000${init.modelDir}`, {
+      onMessage: (m) => {
+        if (m.t !== 'autocomplete') return;
+        worker.leave(iid);
+        if (m.error !== undefined) reject(invalidArg(`autoComplete() of model '${init.modelName}' failed: ${m.error}`));
+        else resolvePromise(m.config);
+      },
+      onExit: (reason) => reject(new NereidError('INTERNAL', `auto-complete of model '${init.modelName}' stopped: ${reason}`)),
+    }, init);
   });
 }

@@ -1,16 +1,13 @@
-import { Worker } from 'node:worker_threads';
 import { NereidError, unavailable, type ErrorCode } from '../../errors.js';
 import { NO_RESPONSE } from '../../inference/response.js';
 import type { Logger } from '../../observability/logger.js';
 import type { Tensor } from '../../tensor/tensor.js';
 import type { DataType } from '../../tensor/datatype.js';
 import { workerStatus, type BackendInstance, type BackendRequest, type ExecutionTimes, type InstanceStatus } from '../backend.js';
-import type { WorkerInit } from './model-worker.js';
-import { ERROR_CODE_NAMES, bytesElements, fixedBytes, pack, type FromWorker, type ToWorker, type WireRequest, type WireTensor } from './wire.js';
+import type { HostWorker, WorkerPool } from './pool.js';
+import { ERROR_CODE_NAMES, bytesElements, fixedBytes, pack, type FromWorker, type InstanceInit, type WireRequest, type WireTensor } from './wire.js';
 
-export const WORKER_URL = new URL('./model-worker.js', import.meta.url);
-
-/** How long finalize() may take at unload before the worker is stopped anyway (Triton's stub timeout). */
+/** How long finalize() may take at unload before the instance is dropped anyway (Triton's stub timeout). */
 const FINALIZE_TIMEOUT_MS = 30_000;
 
 /** A request handed to the worker that has not had its final response yet. */
@@ -19,93 +16,119 @@ interface OpenRequest {
   readonly onAbort: (() => void) | undefined;
 }
 
+/** Where the instance runs: a worker of the pool and its id there. */
+interface Placement {
+  readonly worker: HostWorker;
+  readonly iid: number;
+}
+
+/** How an instance is placed in the pool (see WorkerPool.place). */
+export interface PoolSeat {
+  readonly pool: WorkerPool;
+  /** The model version's key: instances of one version spread over the workers first. */
+  readonly model: string;
+  readonly dedicated: boolean;
+  readonly maxWorkers: number;
+}
+
 /**
- * One instance of a JavaScript model: a worker thread holding one model object. Executions go to the worker
- * one at a time; responses come back as the model sends them. A worker that dies (an uncaught exception, a
- * process.exit in the model) fails the requests it held and is replaced by a fresh one, initialized again;
- * the model object's state starts over.
+ * One instance of a JavaScript model: a model object in a worker thread of the server's pool (see pool.ts).
+ * Executions go to the worker one at a time; responses come back as the model sends them. When the worker dies
+ * (an uncaught exception, a process.exit in a model, an execution past the execute timeout) the instance fails
+ * the requests it held and starts again in a fresh worker, initialized again; the model object's state starts
+ * over.
  */
 export class JsInstance implements BackendInstance {
-  private worker: Worker | undefined;
-  private starting: Promise<Worker> | undefined;
+  private placed: Placement | undefined;
+  private starting: Promise<Placement> | undefined;
   private readonly open = new Map<number, OpenRequest>();
   private readonly batches = new Map<number, (inferNs: number) => void>();
   private nextRid = 1;
   private nextBatch = 1;
   private closed = false;
   private onFinalized: ((error?: string) => void) | undefined;
-  /** A worker being started (not yet initialized), so kill() can stop it too. */
-  private startingWorker: Worker | undefined;
-  /** The worker stopped because an execution ran past the execute timeout (see status()). */
-  private timedOut: Worker | undefined;
+  /** Where the instance is being started (not yet initialized), so kill() can stop it too. */
+  private startingAt: Placement | undefined;
+  /** Fails the start in progress (kill() leaves a shared worker without hearing from it again). */
+  private failStart: ((e: NereidError) => void) | undefined;
+  /** The worker stopped because an execution of this instance ran past the execute timeout (see status()). */
+  private timedOut: HostWorker | undefined;
+  /** After its execution hung once, the instance runs in a worker of its own. */
+  private quarantined = false;
   private hungReason: string | undefined;
   private downReason: string | undefined;
 
   private constructor(
-    private readonly init: WorkerInit,
+    private readonly init: InstanceInit,
+    private readonly seat: PoolSeat,
     private readonly instanceName: string,
     private readonly logger: Logger,
     /** The model's execute timeout (nereid_execute_timeout_ms); undefined: none. */
     private readonly executeTimeoutMs: number | undefined,
   ) {}
 
-  /** Starts the worker and runs initialize(); rejects with initialize's error. */
-  static async create(init: WorkerInit, instanceName: string, logger: Logger, executeTimeoutMs?: number): Promise<JsInstance> {
-    const instance = new JsInstance(init, instanceName, logger, executeTimeoutMs);
+  /** Places the instance in a worker and runs initialize(); rejects with initialize's error. */
+  static async create(init: InstanceInit, seat: PoolSeat, instanceName: string, logger: Logger, executeTimeoutMs?: number): Promise<JsInstance> {
+    const instance = new JsInstance(init, seat, instanceName, logger, executeTimeoutMs);
     await instance.start();
     return instance;
   }
 
-  /** Ready while a worker is up and initialized, and none of its executions is past the execute timeout. */
+  /** Ready while it is initialized in a live worker, and none of its executions is past the execute timeout. */
   ready(): boolean {
-    return this.worker !== undefined && this.hungReason === undefined;
+    return this.placed !== undefined && this.hungReason === undefined;
   }
 
   status(): InstanceStatus {
     return workerStatus(this.instanceName, this.ready(), { hungReason: this.hungReason, downReason: this.downReason, closed: this.closed, starting: 'its worker is starting' });
   }
 
-  private start(): Promise<Worker> {
-    const p = new Promise<Worker>((resolve, reject) => {
-      const w = new Worker(WORKER_URL, { workerData: this.init });
-      this.startingWorker = w;
+  private start(): Promise<Placement> {
+    const at = this.seat.pool.place(this.seat.model, this.seat.dedicated || this.quarantined, this.seat.maxWorkers);
+    const p = new Promise<Placement>((resolve, reject) => {
       let ready = false;
-      let lastError: Error | undefined;
-      w.on('message', (m: FromWorker) => {
-        if (m.t === 'log') return this.log(m.level, m.message);
-        if (ready) return this.onMessage(m);
-        if (m.t === 'ready') {
-          ready = true;
-          if (this.startingWorker === w) this.startingWorker = undefined;
-          if (this.closed) {
-            void w.terminate();
-            reject(unavailable('the instance is unloading'));
+      this.startingAt = at;
+      this.failStart = (e) => {
+        if (!ready) reject(e);
+      };
+      at.worker.attach(at.iid, this.seat.model, {
+        onMessage: (m) => {
+          if (m.t === 'log') return this.log(m.level, m.message);
+          if (ready) return this.onMessage(m);
+          if (m.t === 'ready') {
+            ready = true;
+            if (this.startingAt === at) this.startingAt = undefined;
+            if (this.closed) {
+              at.worker.leave(at.iid);
+              reject(unavailable('the instance is unloading'));
+              return;
+            }
+            this.placed = at;
+            this.hungReason = undefined;
+            this.downReason = undefined;
+            resolve(at);
+          } else if (m.t === 'init-error') {
+            if (this.startingAt === at) this.startingAt = undefined;
+            at.worker.leave(at.iid);
+            reject(new NereidError('INTERNAL', `initialize() of model instance '${this.instanceName}' failed: ${m.message}`));
+          }
+        },
+        onExit: (reason) => {
+          if (this.startingAt === at) this.startingAt = undefined;
+          if (!ready) {
+            reject(new NereidError('INTERNAL', `the worker of model instance '${this.instanceName}' stopped while loading the model: ${reason}`));
             return;
           }
-          this.worker = w;
-          this.hungReason = undefined;
-          this.downReason = undefined;
-          resolve(w);
-        } else if (m.t === 'init-error') {
-          reject(new NereidError('INTERNAL', `initialize() of model instance '${this.instanceName}' failed: ${m.message}`));
-          void w.terminate();
-        }
-      });
-      w.on('error', (e) => {
-        lastError = e;
-      });
-      w.on('exit', (code) => {
-        if (this.startingWorker === w) this.startingWorker = undefined;
-        if (!ready) {
-          reject(new NereidError('INTERNAL', `the worker of model instance '${this.instanceName}' stopped while loading the model: ${lastError ? String(lastError) : `exit code ${code}`}`));
-          return;
-        }
-        this.onExit(w, lastError ? String(lastError) : `exit code ${code}`);
-      });
+          this.onExit(at, reason);
+        },
+      }, this.init);
     });
     this.starting = p;
     const clear = (): void => {
-      if (this.starting === p) this.starting = undefined;
+      if (this.starting === p) {
+        this.starting = undefined;
+        this.failStart = undefined;
+      }
     };
     p.then(clear, clear);
     return p;
@@ -113,11 +136,11 @@ export class JsInstance implements BackendInstance {
 
   async execute(requests: readonly BackendRequest[]): Promise<ExecutionTimes> {
     const t0 = process.hrtime.bigint();
-    let worker = this.worker;
-    if (!worker) {
+    let at = this.placed;
+    if (!at) {
       try {
         if (this.closed) throw unavailable('the instance is unloading');
-        worker = await (this.starting ?? this.start());
+        at = await (this.starting ?? this.start());
       } catch (e) {
         const why = e instanceof Error ? e.message : String(e);
         if (!this.closed) this.downReason = `its worker could not be started again: ${why}`;
@@ -125,6 +148,7 @@ export class JsInstance implements BackendInstance {
         return { inputNs: Number(process.hrtime.bigint() - t0), inferNs: 0, outputNs: 0 };
       }
     }
+    const place = at;
     const batch = this.nextBatch++;
     const packed = pack(requests.map((r) => r.inputs.map((t) => ({ name: t.name, datatype: t.datatype, shape: t.shape, data: t.data }))));
     const aborted: number[] = [];
@@ -134,7 +158,7 @@ export class JsInstance implements BackendInstance {
       if (r.signal) {
         if (r.signal.aborted) aborted.push(rid);
         else {
-          onAbort = (): void => this.worker?.postMessage({ t: 'cancel', rid } satisfies ToWorker);
+          onAbort = (): void => place.worker.post({ t: 'cancel', iid: place.iid, rid });
           r.signal.addEventListener('abort', onAbort, { once: true });
         }
       }
@@ -146,23 +170,29 @@ export class JsInstance implements BackendInstance {
     });
     const inputNs = Number(process.hrtime.bigint() - t0);
     const done = new Promise<number>((resolve) => this.batches.set(batch, resolve));
-    worker.postMessage({ t: 'exec', batch, buffer: packed.buffer, requests: wire } satisfies ToWorker, [packed.buffer]);
-    for (const rid of aborted) worker.postMessage({ t: 'cancel', rid } satisfies ToWorker);
+    const { worker, iid } = place;
+    worker.post({ t: 'exec', iid, batch, buffer: packed.buffer, requests: wire }, [packed.buffer]);
+    for (const rid of aborted) worker.post({ t: 'cancel', iid, rid });
     const timeoutMs = this.executeTimeoutMs;
-    const timer = timeoutMs === undefined ? undefined : setTimeout(() => this.hung(worker, timeoutMs), timeoutMs);
+    const timer = timeoutMs === undefined ? undefined : setTimeout(() => this.hung(place, timeoutMs), timeoutMs);
     const inferNs = await done;
     if (timer) clearTimeout(timer);
     const totalNs = Number(process.hrtime.bigint() - t0);
     return { inputNs, inferNs, outputNs: Math.max(0, totalNs - inputNs - inferNs) };
   }
 
-  /** An execution ran past the execute timeout: the worker is stopped (its exit fails the requests) and replaced. */
-  private hung(w: Worker, timeoutMs: number): void {
-    if (w !== this.worker || this.timedOut === w) return;
-    this.timedOut = w;
+  /**
+   * An execution ran past the execute timeout: the worker is stopped (its exit fails the requests of every
+   * instance in it, and they start again), as a thread cannot be interrupted otherwise. This instance starts
+   * again in a worker of its own.
+   */
+  private hung(at: Placement, timeoutMs: number): void {
+    if (at !== this.placed || this.timedOut === at.worker) return;
+    this.timedOut = at.worker;
+    this.quarantined = true;
     this.hungReason = `execute() did not finish within ${timeoutMs} ms; its worker is stopped and started again`;
     this.logger.error(`execute() of model instance '${this.instanceName}' did not finish within ${timeoutMs} ms; stopping its worker`);
-    void w.terminate();
+    void at.worker.stop(`execute() of model instance '${this.instanceName}' did not finish within ${timeoutMs} ms`);
   }
 
   private onMessage(m: FromWorker): void {
@@ -216,10 +246,11 @@ export class JsInstance implements BackendInstance {
     for (const resolve of waiting) resolve(0);
   }
 
-  private onExit(w: Worker, reason: string): void {
+  private onExit(at: Placement, reason: string): void {
     this.onFinalized?.(`the worker stopped: ${reason}`);
-    if (w !== this.worker) return;
-    this.worker = undefined;
+    if (at !== this.placed) return;
+    this.placed = undefined;
+    const w = at.worker;
     const why = this.timedOut === w
       ? `execute() did not finish within ${this.executeTimeoutMs} ms; its worker thread was stopped`
       : `its worker thread stopped (${reason})`;
@@ -242,13 +273,25 @@ export class JsInstance implements BackendInstance {
    * every execution. Nothing is started again; close() then has nothing left to wait for.
    */
   kill(error: NereidError): void {
-    const w = this.worker;
-    if (w) void w.terminate();
-    if (this.startingWorker) void this.startingWorker.terminate();
-    if (this.closed) return; // close() waiting on finalize() goes on when the worker exits
+    for (const at of [this.placed, this.startingAt]) if (at) this.abandon(at);
+    this.startingAt = undefined;
+    this.failStart?.(error);
+    if (this.closed) {
+      this.onFinalized?.('the instance was killed');
+      return;
+    }
     this.closed = true;
-    this.worker = undefined;
+    this.placed = undefined;
     this.failAll(error);
+  }
+
+  /**
+   * Leaves the worker without waiting on anything the instance runs there: a worker of its own is stopped; in a
+   * shared one the instance is dropped, and what it still runs ends with the worker.
+   */
+  private abandon(at: Placement): void {
+    if (at.worker.alone(at.iid)) void at.worker.stop(`model instance '${this.instanceName}' was killed`);
+    else at.worker.leave(at.iid);
   }
 
   private log(level: number, message: string): void {
@@ -259,12 +302,13 @@ export class JsInstance implements BackendInstance {
     else this.logger.info(text);
   }
 
-  /** Runs finalize() in the worker (at most FINALIZE_TIMEOUT_MS), then stops it. */
+  /** Runs finalize() in the worker (at most FINALIZE_TIMEOUT_MS), then leaves it. */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
-    const w = this.worker ?? (await this.starting?.catch(() => undefined));
-    if (w) {
+    const at = this.placed ?? (await this.starting?.catch(() => undefined));
+    if (at) {
+      let finished = false;
       await new Promise<void>((resolve) => {
         const timer = setTimeout(() => {
           this.logger.error(`finalize() of model instance '${this.instanceName}' did not return within ${FINALIZE_TIMEOUT_MS / 1000} s; stopping it`);
@@ -272,14 +316,16 @@ export class JsInstance implements BackendInstance {
         }, FINALIZE_TIMEOUT_MS);
         this.onFinalized = (error) => {
           clearTimeout(timer);
+          finished = true;
           if (error) this.logger.error(`finalize() of model instance '${this.instanceName}' failed: ${error}`);
           resolve();
         };
-        w.postMessage({ t: 'finalize' } satisfies ToWorker);
+        at.worker.post({ t: 'finalize', iid: at.iid });
       });
       this.onFinalized = undefined;
-      this.worker = undefined;
-      await w.terminate();
+      this.placed = undefined;
+      if (finished) at.worker.leave(at.iid);
+      else this.abandon(at);
     }
     this.failAll(unavailable(`model instance '${this.instanceName}' was unloaded before the request finished`));
   }

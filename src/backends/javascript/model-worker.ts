@@ -1,28 +1,22 @@
 /**
- * The worker thread behind one instance of a JavaScript model (or, in 'autocomplete' mode, the short-lived
- * worker that runs the model class's static autoComplete). It imports the model file, creates the model
- * object, and runs initialize / execute / finalize as the server asks, one execution at a time. The model
- * object lives as long as the worker, so state it keeps between executions stays (a sequence's running
- * total, say) until the instance is unloaded or its worker crashes.
+ * A worker thread hosting instances of JavaScript models, of one model or several (see pool.ts). For each
+ * instance it imports the model file as a module of its own (the same file imported by two instances gives two
+ * modules, so module-level state stays per instance), creates the model object and runs initialize / execute /
+ * finalize as the server asks, one execution per instance at a time. A model object lives until its instance is
+ * finalized or the worker stops, so state it keeps between executions (a sequence's running total, say) stays.
+ * 'autocomplete' loads only run the model class's static autoComplete.
+ *
+ * Every call into a model runs inside its instance's async context, so `getModelDir()` and `Logger` in
+ * nereid/backend-utils answer for the calling instance, also after an await.
  */
-import { createRequire, register } from 'node:module';
-import { basename } from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
-import { parentPort, workerData } from 'node:worker_threads';
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { register } from 'node:module';
+import { basename, dirname } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { parentPort } from 'node:worker_threads';
 import * as utils from './utils.js';
-import { bytesElements, fixedBytes, pack, type FromWorker, type PlainTensor, type ToWorker, type WireRequest } from './wire.js';
-
-export interface WorkerInit {
-  readonly mode: 'instance' | 'autocomplete';
-  readonly modelFile: string;
-  readonly modelDir: string;
-  readonly modelName: string;
-  readonly decoupled: boolean;
-  /** initialize()'s argument: Triton's keys, string values. */
-  readonly args: Readonly<Record<string, string>>;
-  /** autocomplete: the config in its JSON form. */
-  readonly config?: string;
-}
+import { resolvesToOwnUtils } from './pool.js';
+import { bytesElements, fixedBytes, pack, type FromWorker, type InstanceInit, type PlainTensor, type ToWorker, type WireRequest } from './wire.js';
 
 interface ModelObject {
   initialize?(args: Record<string, string>): unknown;
@@ -33,43 +27,49 @@ interface ModelObject {
 type ModelClass = (new () => ModelObject) & { autoComplete?(config: utils.ModelConfig): unknown };
 
 const port = parentPort!;
-const init = workerData as WorkerInit;
 const FINAL = utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL;
 
 const post = (m: FromWorker, transfer?: ArrayBuffer[]): void => port.postMessage(m, transfer);
 
-(utils.Logger as unknown as Record<symbol, (sink: (level: number, message: string) => void) => void>)[Symbol.for('nereid.backend.setLogSink')]!(
-  (level, message) => post({ t: 'log', level, message }),
+/** One hosted instance: its model object and the requests it has not answered yet. */
+interface Hosted {
+  readonly iid: number;
+  readonly init: InstanceInit;
+  model: ModelObject | undefined;
+  readonly channels: Map<number, Channel>;
+  readonly modelDir: string;
+  log(level: number, message: string): void;
+}
+
+const hosted = new Map<number, Hosted>();
+const current = new AsyncLocalStorage<Hosted>();
+(utils.getModelDir as unknown as Record<symbol, (get: () => Hosted | undefined) => void>)[Symbol.for('nereid.backend.setInstanceContext')]!(
+  () => current.getStore(),
 );
-(utils.getModelDir as unknown as Record<symbol, (dir: string) => void>)[Symbol.for('nereid.backend.setModelDir')]!(init.modelDir);
 
 /** An exception as the client reads it: `Error: …`, `TritonModelException: …`, `TypeError: …`. */
 const describe = (e: unknown): string => String(e);
 
 const isThenable = (v: unknown): v is PromiseLike<unknown> => typeof v === 'object' && v !== null && typeof (v as { then?: unknown }).then === 'function';
 
-async function loadClass(): Promise<ModelClass> {
-  if (!resolvesToOwnUtils(init.modelFile)) register(new URL('./loader-hooks.js', import.meta.url));
-  const mod = (await import(pathToFileURL(init.modelFile).href)) as Record<string, unknown>;
-  const cls = [mod.default, mod.Model, mod.TritonPythonModel].find((c) => typeof c === 'function');
-  if (!cls) {
-    throw new Error(`${basename(init.modelFile)} exports no model class: write \`export default class …\` (or \`export class Model …\`)`);
-  }
-  return cls as ModelClass;
+let hooksRegistered = false;
+
+/** Makes `nereid/backend-utils` resolve to this server's utils module from any model file (loader-hooks.ts). */
+function registerHooks(): void {
+  if (hooksRegistered) return;
+  register(new URL('./loader-hooks.js', import.meta.url));
+  hooksRegistered = true;
 }
 
-/**
- * Whether `nereid/backend-utils` already resolves, from the model file, to this server's utils module: a
- * repository inside the package (the bundled examples; a package may import itself by name) or below a
- * node_modules holding this very copy. Then no hooks are needed, and none are registered: in Node 20 each
- * worker's hooks run on a thread of their own, which cost 40-90 ms and several MiB per worker at startup.
- */
-function resolvesToOwnUtils(modelFile: string): boolean {
-  try {
-    return createRequire(modelFile).resolve('nereid/backend-utils') === fileURLToPath(new URL('./utils.js', import.meta.url));
-  } catch {
-    return false;
+async function loadClass(h: Hosted): Promise<ModelClass> {
+  if (!resolvesToOwnUtils(dirname(h.init.modelFile))) registerHooks();
+  // The query makes each instance's import a module of its own; files the model imports are shared.
+  const mod = (await import(`${pathToFileURL(h.init.modelFile).href}?instance=${h.iid}`)) as Record<string, unknown>;
+  const cls = [mod.default, mod.Model, mod.TritonPythonModel].find((c) => typeof c === 'function');
+  if (!cls) {
+    throw new Error(`${basename(h.init.modelFile)} exports no model class: write \`export default class …\` (or \`export class Model …\`)`);
   }
+  return cls as ModelClass;
 }
 
 /** One request's way back: the state of its response sender. */
@@ -79,12 +79,12 @@ class Channel implements utils.RequestChannel {
   /** Not decoupled: a response sent without FINAL waits here for the flag. */
   private held: utils.InferenceResponse | undefined;
 
-  constructor(readonly rid: number, private readonly requested: ReadonlySet<string>) {}
+  constructor(private readonly h: Hosted, readonly rid: number, private readonly requested: ReadonlySet<string>) {}
 
   send(response: utils.InferenceResponse | undefined, flags: number): void {
     if (this.closed) throw new utils.TritonModelException('Unable to send response. Response sender has been closed.');
     const final = (flags & FINAL) !== 0;
-    if (!init.decoupled) {
+    if (!this.h.init.decoupled) {
       if (this.held && response) throw new utils.TritonModelException('a model that is not decoupled sends exactly one response per request');
       if (!final) {
         if (!response) throw new utils.TritonModelException('send() without a response needs the TRITONSERVER_RESPONSE_COMPLETE_FINAL flag');
@@ -94,13 +94,13 @@ class Channel implements utils.RequestChannel {
       response ??= this.held;
       this.held = undefined;
       this.close();
-      if (!response) postError(this.rid, utils.TritonError.INTERNAL, `model '${init.modelName}' ended a request without a response`);
+      if (!response) postError(this.h, this.rid, utils.TritonError.INTERNAL, `model '${this.h.init.modelName}' ended a request without a response`);
       else postResponse(this, response, true);
       return;
     }
     if (!response && !final) throw new utils.TritonModelException('send() without a response needs the TRITONSERVER_RESPONSE_COMPLETE_FINAL flag');
     if (final) this.close();
-    if (!response) post({ t: 'resp', rid: this.rid, final: true });
+    if (!response) post({ t: 'resp', iid: this.h.iid, rid: this.rid, final: true });
     else postResponse(this, response, final);
   }
 
@@ -115,18 +115,20 @@ class Channel implements utils.RequestChannel {
 
   close(): void {
     this.closed = true;
-    channels.delete(this.rid);
+    this.h.channels.delete(this.rid);
   }
 
   wants(name: string): boolean {
     return this.requested.has(name);
   }
+
+  get iid(): number {
+    return this.h.iid;
+  }
 }
 
-const channels = new Map<number, Channel>();
-
-function postError(rid: number, code: number, message: string): void {
-  post({ t: 'resp', rid, final: true, error: { code, message } });
+function postError(h: Hosted, rid: number, code: number, message: string): void {
+  post({ t: 'resp', iid: h.iid, rid, final: true, error: { code, message } });
 }
 
 function postResponse(ch: Channel, response: utils.InferenceResponse, final: boolean): void {
@@ -134,7 +136,7 @@ function postResponse(ch: Channel, response: utils.InferenceResponse, final: boo
   if (error) {
     // An error ends the request: the server answers it with this error and forgets it.
     ch.close();
-    postError(ch.rid, error.code(), error.message());
+    post({ t: 'resp', iid: ch.iid, rid: ch.rid, final: true, error: { code: error.code(), message: error.message() } });
     return;
   }
   const plain: PlainTensor[] = [];
@@ -151,30 +153,31 @@ function postResponse(ch: Channel, response: utils.InferenceResponse, final: boo
   const packed = pack([plain]);
   const params = response.parametersObject();
   post(
-    { t: 'resp', rid: ch.rid, final, outputs: packed.groups[0], buffer: packed.buffer, ...(Object.keys(params).length > 0 ? { parameters: params } : {}) },
+    { t: 'resp', iid: ch.iid, rid: ch.rid, final, outputs: packed.groups[0], buffer: packed.buffer, ...(Object.keys(params).length > 0 ? { parameters: params } : {}) },
     [packed.buffer],
   );
 }
 
-function toRequest(w: WireRequest, buffer: ArrayBuffer): { request: utils.InferenceRequest; channel: Channel } {
+function toRequest(h: Hosted, w: WireRequest, buffer: ArrayBuffer): { request: utils.InferenceRequest; channel: Channel } {
   const inputs = w.inputs.map((t) =>
     t.datatype === 'BYTES'
       ? new utils.Tensor(t.name, bytesElements(buffer, t), t.shape, 'BYTES')
       : new utils.Tensor(t.name, fixedBytes(buffer, t), t.shape, t.datatype as utils.DataType),
   );
   const request = new utils.InferenceRequest({
-    requestId: w.id, correlationId: w.correlationId, inputs, requestedOutputNames: w.outputs, modelName: init.modelName,
+    requestId: w.id, correlationId: w.correlationId, inputs, requestedOutputNames: w.outputs, modelName: h.init.modelName,
     flags: w.flags, timeout: w.timeoutUs, ...(w.parameters ? { parameters: w.parameters } : {}),
   });
-  const channel = new Channel(w.rid, new Set(w.outputs));
-  channels.set(w.rid, channel);
+  const channel = new Channel(h, w.rid, new Set(w.outputs));
+  h.channels.set(w.rid, channel);
   request[utils.kRequestChannel] = channel;
   return { request, channel };
 }
 
-async function execute(model: ModelObject, m: Extract<ToWorker, { t: 'exec' }>): Promise<void> {
+async function execute(h: Hosted, model: ModelObject, m: Extract<ToWorker, { t: 'exec' }>): Promise<void> {
+  const { init } = h;
   const start = process.hrtime.bigint();
-  const made = m.requests.map((w) => toRequest(w, m.buffer));
+  const made = m.requests.map((w) => toRequest(h, w, m.buffer));
   const requests = made.map((x) => x.request);
   let error: string | undefined;
   const failed = (why: string): string => `Failed to process the request(s) for model '${init.modelName}', message: ${why}`;
@@ -194,19 +197,19 @@ async function execute(model: ModelObject, m: Extract<ToWorker, { t: 'exec' }>):
         const ch = made[i]!.channel;
         if (r === undefined || r === null) return; // answered through the sender, or reported as unanswered below
         if (ch.closed) {
-          post({ t: 'log', level: utils.Logger.ERROR, message: `model '${init.modelName}': execute() returned a response for a request already answered through its sender; it is dropped` });
+          h.log(utils.Logger.ERROR, `model '${init.modelName}': execute() returned a response for a request already answered through its sender; it is dropped`);
           return;
         }
         if (!utils.isInferenceResponse(r)) {
           ch.close();
-          postError(ch.rid, utils.TritonError.INTERNAL, failed('execute() must return an InferenceResponse for each request'));
+          postError(h, ch.rid, utils.TritonError.INTERNAL, failed('execute() must return an InferenceResponse for each request'));
           return;
         }
         try {
           ch.send(r, FINAL);
         } catch (e) {
           if (!ch.closed) ch.close();
-          postError(ch.rid, utils.TritonError.INTERNAL, failed(describe(e)));
+          postError(h, ch.rid, utils.TritonError.INTERNAL, failed(describe(e)));
         }
       });
     }
@@ -223,68 +226,93 @@ async function execute(model: ModelObject, m: Extract<ToWorker, { t: 'exec' }>):
     channel.close();
     unanswered.push(channel.rid);
   }
-  post({ t: 'done', batch: m.batch, inferNs, ...(error !== undefined ? { error } : {}), ...(unanswered.length > 0 ? { unanswered } : {}) });
+  post({ t: 'done', iid: h.iid, batch: m.batch, inferNs, ...(error !== undefined ? { error } : {}), ...(unanswered.length > 0 ? { unanswered } : {}) });
 }
 
-async function runInstance(): Promise<void> {
-  let model: ModelObject;
+async function loadInstance(h: Hosted): Promise<void> {
   try {
-    const Cls = await loadClass();
-    model = new Cls();
+    const Cls = await loadClass(h);
+    const model = new Cls();
     if (typeof model.execute !== 'function') throw new Error('the model class has no execute(requests) method');
     if (typeof model.initialize === 'function') {
-      const r = model.initialize({ ...init.args });
+      const r = model.initialize({ ...h.init.args });
+      if (isThenable(r)) await r;
+    }
+    h.model = model;
+  } catch (e) {
+    hosted.delete(h.iid);
+    post({ t: 'init-error', iid: h.iid, message: describe(e) });
+    return;
+  }
+  post({ t: 'ready', iid: h.iid });
+}
+
+async function finalize(h: Hosted): Promise<void> {
+  let error: string | undefined;
+  try {
+    if (typeof h.model?.finalize === 'function') {
+      const r = h.model.finalize();
       if (isThenable(r)) await r;
     }
   } catch (e) {
-    post({ t: 'init-error', message: describe(e) });
-    return;
+    error = describe(e);
   }
-  port.on('message', (m: ToWorker) => {
-    switch (m.t) {
-      case 'exec':
-        void execute(model, m);
-        return;
-      case 'cancel': {
-        const ch = channels.get(m.rid);
-        if (ch) ch.cancelled = true;
-        return;
-      }
-      case 'finalize':
-        void (async () => {
-          let error: string | undefined;
-          try {
-            if (typeof model.finalize === 'function') {
-              const r = model.finalize();
-              if (isThenable(r)) await r;
-            }
-          } catch (e) {
-            error = describe(e);
-          }
-          post({ t: 'finalized', ...(error !== undefined ? { error } : {}) });
-        })();
-        return;
-    }
-  });
-  post({ t: 'ready' });
+  hosted.delete(h.iid);
+  post({ t: 'finalized', iid: h.iid, ...(error !== undefined ? { error } : {}) });
 }
 
-async function runAutoComplete(): Promise<void> {
+async function autoComplete(h: Hosted): Promise<void> {
   try {
-    const Cls = await loadClass();
+    const Cls = await loadClass(h);
     if (typeof Cls.autoComplete !== 'function') {
-      post({ t: 'autocomplete' });
+      post({ t: 'autocomplete', iid: h.iid });
       return;
     }
-    let r = Cls.autoComplete(new utils.ModelConfig(init.config ?? '{}'));
+    let r = Cls.autoComplete(new utils.ModelConfig(h.init.config ?? '{}'));
     if (isThenable(r)) r = await r;
     if (typeof r !== 'object' || r === null || typeof (r as utils.ModelConfig).asDict !== 'function') {
       throw new Error('autoComplete(config) must return the ModelConfig it was given');
     }
-    post({ t: 'autocomplete', config: JSON.stringify((r as utils.ModelConfig).asDict()) });
+    post({ t: 'autocomplete', iid: h.iid, config: JSON.stringify((r as utils.ModelConfig).asDict()) });
   } catch (e) {
-    post({ t: 'autocomplete', error: describe(e) });
+    post({ t: 'autocomplete', iid: h.iid, error: describe(e) });
+  } finally {
+    hosted.delete(h.iid);
   }
 }
 
-await (init.mode === 'autocomplete' ? runAutoComplete() : runInstance());
+function host(iid: number, init: InstanceInit): Hosted {
+  const h: Hosted = {
+    iid, init, model: undefined, channels: new Map(), modelDir: init.modelDir,
+    log: (level, message) => post({ t: 'log', iid, level, message }),
+  };
+  hosted.set(iid, h);
+  return h;
+}
+
+port.on('message', (m: ToWorker) => {
+  if (m.t === 'hooks') return registerHooks();
+  if (m.t === 'load') {
+    const h = host(m.iid, m.init);
+    void current.run(h, () => (m.init.mode === 'autocomplete' ? autoComplete(h) : loadInstance(h)));
+    return;
+  }
+  const h = hosted.get(m.iid);
+  if (!h) return;
+  switch (m.t) {
+    case 'exec':
+      if (h.model) void current.run(h, () => execute(h, h.model!, m));
+      return;
+    case 'cancel': {
+      const ch = h.channels.get(m.rid);
+      if (ch) ch.cancelled = true;
+      return;
+    }
+    case 'finalize':
+      void current.run(h, () => finalize(h));
+      return;
+    case 'drop':
+      hosted.delete(h.iid);
+      return;
+  }
+});

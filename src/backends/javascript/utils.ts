@@ -435,22 +435,23 @@ export function deserializeBytesTensor(bytes: Uint8Array): Uint8Array[] {
   return out;
 }
 
-let modelDir = '';
-const kSetModelDir = Symbol.for('nereid.backend.setModelDir');
+/** What a call into the model needs to know about its instance: set by the worker hosting it (model-worker.ts). */
+interface InstanceContext {
+  readonly modelDir: string;
+  log(level: number, message: string): void;
+}
+let currentContext: () => InstanceContext | undefined = () => undefined;
+const kSetContext = Symbol.for('nereid.backend.setInstanceContext');
 
 /** The model's folder (Python's get_model_dir()). */
 export function getModelDir(): string {
-  return modelDir;
+  return currentContext()?.modelDir ?? '';
 }
-(getModelDir as unknown as Record<symbol, unknown>)[kSetModelDir] = (dir: string): void => {
-  modelDir = dir;
+(getModelDir as unknown as Record<symbol, unknown>)[kSetContext] = (current: () => InstanceContext | undefined): void => {
+  currentContext = current;
 };
 
 // ---- logging ----
-
-type LogSink = (level: number, message: string) => void;
-let logSink: LogSink = (level, message) => (level === 2 ? console.error(message) : console.log(message));
-const kSetLogSink = Symbol.for('nereid.backend.setLogSink');
 
 /** Messages for the server's log, filtered by its settings (VERBOSE needs --log-verbose ≥ 1). */
 export class Logger {
@@ -460,7 +461,10 @@ export class Logger {
   static readonly VERBOSE = 3;
 
   static log(message: string, level: number = Logger.INFO): void {
-    logSink(level, String(message));
+    const context = currentContext();
+    if (context) context.log(level, String(message));
+    else if (level === Logger.ERROR) console.error(String(message));
+    else console.log(String(message));
   }
 
   static logInfo(message: string): void {
@@ -479,9 +483,6 @@ export class Logger {
     Logger.log(message, Logger.VERBOSE);
   }
 }
-(Logger as unknown as Record<symbol, unknown>)[kSetLogSink] = (sink: LogSink): void => {
-  logSink = sink;
-};
 
 // ---- auto-complete ----
 

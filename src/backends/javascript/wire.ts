@@ -102,19 +102,43 @@ export interface WireRequest {
   readonly timeoutUs: number;
 }
 
+/**
+ * Messages to a worker. One worker hosts several instances (of one or more models); `iid` names the instance,
+ * `rid` a request of that instance.
+ */
 export type ToWorker =
-  | { readonly t: 'exec'; readonly batch: number; readonly buffer: ArrayBuffer; readonly requests: readonly WireRequest[] }
-  | { readonly t: 'cancel'; readonly rid: number }
-  | { readonly t: 'finalize' };
+  /** Register the module hooks now, ahead of a model that will need them. */
+  | { readonly t: 'hooks' }
+  | { readonly t: 'load'; readonly iid: number; readonly init: InstanceInit }
+  | { readonly t: 'exec'; readonly iid: number; readonly batch: number; readonly buffer: ArrayBuffer; readonly requests: readonly WireRequest[] }
+  | { readonly t: 'cancel'; readonly iid: number; readonly rid: number }
+  | { readonly t: 'finalize'; readonly iid: number }
+  /** Forget the instance without calling into it (it was killed). */
+  | { readonly t: 'drop'; readonly iid: number };
+
+/** What a worker needs to load one instance, or (mode 'autocomplete') to run a model class's autoComplete. */
+export interface InstanceInit {
+  readonly mode: 'instance' | 'autocomplete';
+  readonly modelFile: string;
+  readonly modelDir: string;
+  readonly modelName: string;
+  readonly decoupled: boolean;
+  /** initialize()'s argument: Triton's keys, string values. */
+  readonly args: Readonly<Record<string, string>>;
+  /** autocomplete: the config in its JSON form. */
+  readonly config?: string;
+}
 
 /** Triton's error codes (TRITONSERVER_Error_Code), as the model's TritonError carries them. */
 export const ERROR_CODE_NAMES = ['UNKNOWN', 'INTERNAL', 'NOT_FOUND', 'INVALID_ARG', 'UNAVAILABLE', 'UNSUPPORTED', 'ALREADY_EXISTS', 'CANCELLED'] as const;
 
+/** Messages from a worker, each about the instance `iid`. */
 export type FromWorker =
-  | { readonly t: 'ready' }
-  | { readonly t: 'init-error'; readonly message: string }
+  | { readonly t: 'ready'; readonly iid: number }
+  | { readonly t: 'init-error'; readonly iid: number; readonly message: string }
   | {
       readonly t: 'resp';
+      readonly iid: number;
       readonly rid: number;
       readonly final: boolean;
       /** Absent: a FINAL flag sent without a response. */
@@ -123,7 +147,7 @@ export type FromWorker =
       readonly parameters?: Record<string, string | number | boolean | bigint>;
       readonly error?: { readonly code: number; readonly message: string };
     }
-  | { readonly t: 'done'; readonly batch: number; readonly inferNs: number; readonly error?: string; readonly unanswered?: readonly number[] }
-  | { readonly t: 'log'; readonly level: number; readonly message: string }
-  | { readonly t: 'finalized'; readonly error?: string }
-  | { readonly t: 'autocomplete'; readonly config?: string; readonly error?: string };
+  | { readonly t: 'done'; readonly iid: number; readonly batch: number; readonly inferNs: number; readonly error?: string; readonly unanswered?: readonly number[] }
+  | { readonly t: 'log'; readonly iid: number; readonly level: number; readonly message: string }
+  | { readonly t: 'finalized'; readonly iid: number; readonly error?: string }
+  | { readonly t: 'autocomplete'; readonly iid: number; readonly config?: string; readonly error?: string };

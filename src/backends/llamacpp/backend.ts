@@ -2,7 +2,7 @@ import { invalidArg } from '../../errors.js';
 import type { ModelConfig } from '../../config/types.js';
 import { resolveModelFileOnly, withoutServerPaths } from '../../config/model-files.js';
 import { versionFolder, type Backend, type BackendInstance, type InstanceSpec } from '../backend.js';
-import { llama } from './engine.js';
+import { routeLlamaLog, startLlama } from './engine.js';
 import { LlamaInstance } from './instance.js';
 
 /**
@@ -24,23 +24,34 @@ import { LlamaInstance } from './instance.js';
 export const llamaCppBackend: Backend = {
   name: 'llamacpp',
 
+  /** Starts llama.cpp (about 0.7 s: the library's import, then its binary's check) while other models load. */
+  prestart(): void {
+    startLlama().catch(() => undefined); // a model that needs it reports the failure
+  },
+
   async createInstance(spec: InstanceSpec): Promise<BackendInstance> {
     const file = await findModelFile(spec);
     const settings = readSettings(spec.config, spec.name);
-    const engine = await llama(spec.logger);
-    const model = await engine.loadModel({ modelPath: file, gpuLayers: 0 }).catch((e: Error) => {
-      throw invalidArg(`failed to load model '${spec.name}': llama.cpp error: ${withoutServerPaths(e.message, spec.modelDir)}`);
-    });
+    const unroute = routeLlamaLog(spec.logger);
     try {
-      const context = await model.createContext({
-        sequences: settings.parallel,
-        contextSize: Math.min(settings.contextSize, model.trainContextSize),
-        batchSize: settings.batchSize,
-        threads: settings.threads,
+      const engine = await startLlama();
+      const model = await engine.loadModel({ modelPath: file, gpuLayers: 0 }).catch((e: Error) => {
+        throw invalidArg(`failed to load model '${spec.name}': llama.cpp error: ${withoutServerPaths(e.message, spec.modelDir)}`);
       });
-      return new LlamaInstance(model, context, spec.name, spec.logger, spec.config.model_transaction_policy?.decoupled ?? false);
+      try {
+        const context = await model.createContext({
+          sequences: settings.parallel,
+          contextSize: Math.min(settings.contextSize, model.trainContextSize),
+          batchSize: settings.batchSize,
+          threads: settings.threads,
+        });
+        return new LlamaInstance(model, context, spec.name, spec.logger, spec.config.model_transaction_policy?.decoupled ?? false, unroute);
+      } catch (e) {
+        await model.dispose();
+        throw e;
+      }
     } catch (e) {
-      await model.dispose();
+      unroute();
       throw e;
     }
   },

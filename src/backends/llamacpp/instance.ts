@@ -47,6 +47,8 @@ export class LlamaInstance implements BackendInstance {
     private readonly logger: Logger,
     /** Without model_transaction_policy { decoupled: true } a request gets one response: `stream` is ignored. */
     private readonly decoupled: boolean,
+    /** Ends the routing of llama.cpp's log to this instance's logger (see routeLlamaLog). */
+    private readonly unrouteLog: () => void = () => undefined,
   ) {
     this.pool = new SequencePool(context);
     this.eosBias = endOfSequenceBias(model);
@@ -191,8 +193,12 @@ export class LlamaInstance implements BackendInstance {
 
   async close(): Promise<void> {
     this.pool.close();
-    await this.context.dispose();
-    await this.model.dispose();
+    try {
+      await this.context.dispose();
+      await this.model.dispose();
+    } finally {
+      this.unrouteLog();
+    }
   }
 }
 

@@ -22,46 +22,56 @@ import { GatewayInstance } from './instance.js';
  * (max_tokens, temperature, top_p, top_k, seed, stop, …); a `messages` parameter (chat messages as JSON) makes it
  * a chat completion. A decoupled model streams the engine's tokens as they come.
  */
-export const openaiBackend: Backend = {
-  name: 'openai',
-
-  async autoComplete(_files: ModelFiles, config: ModelConfig): Promise<void> {
-    const flags = { is_shape_tensor: false, is_non_linear_format_io: false };
-    if (config.input.length === 0) {
-      config.input = [{ name: 'text_input', data_type: 'TYPE_STRING', format: 'FORMAT_NONE', dims: [1], allow_ragged_batch: false, optional: false, ...flags }];
-    }
-    if (config.output.length === 0) config.output = [{ name: 'text_output', data_type: 'TYPE_STRING', dims: [1], label_filename: '', ...flags }];
-    // A gateway instance only waits on the network: many of them, so many requests are in flight at once.
-    if (config.instance_group.length === 0) {
-      config.instance_group = [{ name: '', kind: 'KIND_CPU', count: 64, gpus: [], secondary_devices: [], profile: [], passive: false, host_policy: '' }];
-    }
-  },
-
-  async createInstance(spec: InstanceSpec): Promise<BackendInstance> {
-    return GatewayInstance.create(spec, engineFor(spec));
-  },
-};
-
-/** One engine (one connection pool) per model version, shared by its instances. */
-const engines = new Map<string, { engine: Engine; users: number }>();
-
-function engineFor(spec: InstanceSpec): { engine: Engine; release(): Promise<void> } {
-  const key = `${spec.modelDir}\u0000${spec.version}`;
-  let e = engines.get(key);
-  if (!e) {
-    e = { engine: new Engine(settingsOf(spec.config, spec.name)), users: 0 };
-    engines.set(key, e);
-  }
-  e.users++;
-  const entry = e;
+export function createOpenAiBackend(): Backend {
+  const engines = new EngineShares();
   return {
-    engine: entry.engine,
-    release: async () => {
-      if (--entry.users > 0) return;
-      engines.delete(key);
-      await entry.engine.close();
+    name: 'openai',
+
+    async autoComplete(_files: ModelFiles, config: ModelConfig): Promise<void> {
+      const flags = { is_shape_tensor: false, is_non_linear_format_io: false };
+      if (config.input.length === 0) {
+        config.input = [{ name: 'text_input', data_type: 'TYPE_STRING', format: 'FORMAT_NONE', dims: [1], allow_ragged_batch: false, optional: false, ...flags }];
+      }
+      if (config.output.length === 0) config.output = [{ name: 'text_output', data_type: 'TYPE_STRING', dims: [1], label_filename: '', ...flags }];
+      // A gateway instance only waits on the network: many of them, so many requests are in flight at once.
+      if (config.instance_group.length === 0) {
+        config.instance_group = [{ name: '', kind: 'KIND_CPU', count: 64, gpus: [], secondary_devices: [], profile: [], passive: false, host_policy: '' }];
+      }
+    },
+
+    async createInstance(spec: InstanceSpec): Promise<BackendInstance> {
+      return GatewayInstance.create(spec, engines.share(spec));
     },
   };
+}
+
+/**
+ * One engine (one connection pool) per model version and settings, shared by its instances; it closes with the
+ * last of them. The settings are part of the key: a model reloaded with another base_url (or key, or timeout)
+ * gets a new engine while the old version's instances still serve on theirs.
+ */
+class EngineShares {
+  private readonly engines = new Map<string, { engine: Engine; users: number }>();
+
+  share(spec: InstanceSpec): { engine: Engine; release(): Promise<void> } {
+    const settings = settingsOf(spec.config, spec.name);
+    const key = `${spec.modelDir}\u0000${spec.version}\u0000${JSON.stringify(settings)}`;
+    let e = this.engines.get(key);
+    if (!e) {
+      e = { engine: new Engine(settings), users: 0 };
+      this.engines.set(key, e);
+    }
+    e.users++;
+    const entry = e;
+    return {
+      engine: entry.engine,
+      release: async () => {
+        if (--entry.users > 0) return;
+        this.engines.delete(key);
+        await entry.engine.close();
+      },
+    };
+  }
 }
 
 /** The engine settings from the config's parameters; the API key from the environment variable they name. */

@@ -49,6 +49,10 @@ async function resolveEnvPath(value: string, files: ModelFiles): Promise<string>
   return normalize(value);
 }
 
+/**
+ * Unpacks in progress, so that models loading at once with the same tarball unpack it once. An entry leaves when
+ * its unpack ends: the unpacked folder itself, named by the tarball's content, is what later loads reuse.
+ */
 const unpacking = new Map<string, Promise<string>>();
 
 /** The environment's folder: itself, or where its tarball was unpacked (once per tarball content). */
@@ -61,7 +65,10 @@ async function unpacked(path: string, shown: string): Promise<string> {
   if (!p) {
     p = unpack(path, join(tmpdir(), 'nereid-python-envs', key), shown);
     unpacking.set(key, p);
-    p.catch(() => unpacking.delete(key));
+    const done = (): void => {
+      unpacking.delete(key);
+    };
+    p.then(done, done);
   }
   return p;
 }

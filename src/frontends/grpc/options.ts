@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import type { ChannelOptions } from '@grpc/grpc-js';
 
 /** The gRPC frontend's settings: tritonserver's --grpc-* flags, already parsed. */
@@ -62,4 +63,9 @@ export function channelOptions(o: GrpcOptions): ChannelOptions {
   if (o.maxConnectionAgeMs) c['grpc.max_connection_age_ms'] = o.maxConnectionAgeMs;
   if (o.maxConnectionAgeGraceMs) c['grpc.max_connection_age_grace_ms'] = o.maxConnectionAgeGraceMs;
   return c;
+}
+
+/** PEM files for --grpc-use-ssl, read once at start. */
+export function readSslFiles(cert: string, key: string, rootCert: string, mutual: boolean): NonNullable<GrpcOptions['ssl']> {
+  return { cert: readFileSync(cert), key: readFileSync(key), rootCert: rootCert === '' ? null : readFileSync(rootCert), mutual };
 }

@@ -1,4 +1,5 @@
 import type { ServiceDefinition } from '@grpc/grpc-js';
+import { fileURLToPath } from 'node:url';
 import protobuf from 'protobufjs';
 
 /**
@@ -23,7 +24,7 @@ let loaded: Protos | undefined;
 export function loadProtos(): Protos {
   if (loaded) return loaded;
   const root = new protobuf.Root();
-  root.loadSync(['grpc_service.proto', 'health.proto'].map((f) => new URL(f, PROTO_DIR).pathname), { keepCase: true });
+  root.loadSync(['grpc_service.proto', 'health.proto'].map((f) => fileURLToPath(new URL(f, PROTO_DIR))), { keepCase: true });
   root.resolveAll();
   const type = (name: string): protobuf.Type => root.lookupType(name);
   loaded = {

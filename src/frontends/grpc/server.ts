@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import {
   Server, ServerCredentials, type Metadata, type ServiceDefinition, type sendUnaryData, type ServerUnaryCall, type StatusObject, type UntypedServiceImplementation,
 } from '@grpc/grpc-js';
@@ -18,6 +17,11 @@ import { handleStreamInfer, type StreamCall } from './stream.js';
 export interface GrpcFrontend {
   readonly port: number;
   close(): Promise<void>;
+}
+
+/** Parses the .proto files ahead of startGrpcFrontend (they are parsed once per process), e.g. while models load. */
+export function prepareGrpcFrontend(): void {
+  loadProtos();
 }
 
 /**
@@ -121,7 +125,3 @@ async function closeServer(grpc: Server, graceMs = 1000): Promise<void> {
   clearTimeout(force);
 }
 
-/** PEM files for --grpc-use-ssl, read once at start. */
-export function readSslFiles(cert: string, key: string, rootCert: string, mutual: boolean): NonNullable<GrpcOptions['ssl']> {
-  return { cert: readFileSync(cert), key: readFileSync(key), rootCert: rootCert === '' ? null : readFileSync(rootCert), mutual };
-}

@@ -8,8 +8,8 @@ import { binaryBody, postJson, request, splitBinary } from '../../helpers/http.j
 import { isNereidError, type Tensor } from '../../../src/index.js';
 
 // The JavaScript backend through the real server: Triton's Python model shape (initialize / execute /
-// finalize, nereid/backend-utils), one worker thread per instance, errors per request and per batch, a crashed
-// worker replaced, initialize failures, finalize at unload and auto-complete.
+// finalize, nereid/backend-utils), instances in the server's worker threads, errors per request and per batch,
+// a crashed worker replaced, initialize failures, finalize at unload and auto-complete.
 
 const JS = join(FIXTURES, 'js');
 

@@ -5,7 +5,7 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
-import { readSslFiles } from '../../../src/frontends/grpc/server.js';
+import { readSslFiles } from '../../../src/frontends/grpc/options.js';
 import { EXAMPLES, FIXTURES } from '../../helpers/paths.js';
 import { failure, InferenceClient, int32Bytes, startGrpcTestServer, unary, type Client } from '../../helpers/grpc.js';
 

@@ -1,0 +1,58 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { cp, mkdir, mkdtemp, rm, symlink } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ROOT, EXAMPLES } from '../helpers/paths.js';
+import { connect, unary } from '../helpers/grpc.js';
+
+// A package installed under a folder whose name has a space (or any character a file URL escapes) finds its own
+// files: the gRPC frontend's .proto files and a JavaScript model's worker.
+
+test('nereid serves gRPC and JavaScript models when installed under a path with a space', async () => {
+  const base = await mkdtemp(join(tmpdir(), 'nereid install '));
+  const pkg = join(base, 'my packages', 'nereid');
+  try {
+    await mkdir(pkg, { recursive: true });
+    for (const part of ['package.json', 'bin', 'proto', 'python', join('dist', 'src')]) await cp(join(ROOT, part), join(pkg, part), { recursive: true });
+    await cp(join(ROOT, 'build', 'Release'), join(pkg, 'build', 'Release'), { recursive: true }).catch(() => undefined);
+    await symlink(join(ROOT, 'node_modules'), join(pkg, 'node_modules'));
+    const child = spawn(process.execPath, [
+      join(pkg, 'bin', 'nereid.js'), 'serve', `--model-repository=${EXAMPLES}`, '--model-control-mode=explicit',
+      '--load-model=simple', '--load-model=repeat_int32', '--http-port=0', '--http-address=127.0.0.1',
+      '--allow-grpc=true', '--grpc-port=0', '--grpc-address=127.0.0.1', '--allow-metrics=false',
+    ], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (b: Buffer) => (out += b.toString()));
+    child.stderr.on('data', (b: Buffer) => (out += b.toString()));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    try {
+      const port = await new Promise<number>((resolve, reject) => {
+        const poll = setInterval(() => {
+          const m = /Started GRPCInferenceService at [^:]+:(\d+)/.exec(out);
+          if (m) {
+            clearInterval(poll);
+            resolve(Number(m[1]));
+          }
+        }, 20);
+        void exited.then((code) => {
+          clearInterval(poll);
+          reject(new Error(`nereid exited with ${code}:\n${out}`));
+        });
+      });
+      const client = connect(port);
+      try {
+        assert.deepEqual(await unary(client, 'ServerReady', {}), { ready: true });
+        assert.deepEqual(await unary(client, 'ModelReady', { name: 'repeat_int32' }), { ready: true });
+      } finally {
+        client.close();
+      }
+    } finally {
+      child.kill('SIGTERM');
+      await exited;
+    }
+  } finally {
+    await rm(base, { recursive: true, force: true });
+  }
+});
