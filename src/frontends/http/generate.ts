@@ -17,10 +17,11 @@ import { decodeJsonData } from './json-data.js';
  * on both paths.
  */
 export async function handleGenerate(server: InferenceServer, model: string, version: number | undefined, stream: boolean,
-  req: IncomingMessage, res: ServerResponse, maxInputSize: number, signal: AbortSignal, parseBody: (body: Buffer) => Promise<unknown>): Promise<void> {
+  req: IncomingMessage, res: ServerResponse, maxInputSize: number, signal: AbortSignal, parseBody: (body: Buffer, exact: boolean) => Promise<unknown>): Promise<void> {
   const encoding = req.headers['content-encoding'];
   if (encoding !== undefined && encoding !== 'identity') throw invalidArg(`the generate extension accepts only uncompressed requests, got Content-Encoding '${String(encoding)}'`);
-  const json = await parseBody(await readBody(req, maxInputSize));
+  // Exact: INT64 / UINT64 inputs and sequence ids past 2^53 are read as written, as infer reads them.
+  const json = await parseBody(await readBody(req, maxInputSize), true);
   const resolved = server.resolveModel(model, version);
   const responses = server.inferStream(generateRequest(resolved, model, version, json, signal), resolved);
   // The first response (or error) decides the status, so an error before any output is an ordinary error reply.

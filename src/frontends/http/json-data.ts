@@ -87,8 +87,10 @@ function fillInt(arr: Int32Array, flat: unknown[], name: string, dt: DataType): 
 function fillFloat(arr: Float32Array, flat: unknown[], name: string, dt: DataType): void {
   for (let i = 0; i < flat.length; i++) {
     const v = flat[i];
-    if (typeof v !== 'number') throw badValue(name, dt, v);
-    arr[i] = v;
+    // A bigint: an integer past 2^53 that the exact parse kept because another value of the body needed it.
+    if (typeof v === 'number') arr[i] = v;
+    else if (typeof v === 'bigint') arr[i] = Number(v);
+    else throw badValue(name, dt, v);
   }
 }
 

@@ -23,6 +23,19 @@ export const OFF_THREAD_BYTES = 256 * 1024;
  */
 export const MAX_BODY_VALUES = 100_000;
 
+/** A run of 16 digits: the text may hold an integer past 2^53 (9007199254740993 has 16), which JSON.parse rounds. */
+const LONG_DIGITS = /[0-9]{16}/;
+
+/**
+ * A body's JSON; with `exact`, integers past 2^53 as bigints (json-exact.ts) when the text may hold one, as the
+ * generate extension reads INT64 and UINT64 inputs and sequence ids over their whole range. JSON.parse runs
+ * first, so a malformed body gets its message.
+ */
+export function parseBodyText(text: string, exact: boolean): unknown {
+  const json = JSON.parse(text);
+  return exact && LONG_DIGITS.test(text) ? parseExactJson(text) : json;
+}
+
 /**
  * An infer request's JSON header, parsed and checked (see decodeHeader). JSON.parse reads numbers as doubles,
  * but Triton reads INT64 and UINT64 data and the sequence id as 64-bit integers, and clients use their whole
@@ -94,11 +107,11 @@ export class JsonParser {
    * inline when small and in the worker when large; undefined for an empty body. What the worker sends back
    * is rebuilt value by value on the event loop, so a large body may hold at most MAX_BODY_VALUES values.
    */
-  parseBody(body: Buffer): Promise<unknown> {
+  parseBody(body: Buffer, exact = false): Promise<unknown> {
     if (body.byteLength === 0) return Promise.resolve(undefined);
     if (body.byteLength < OFF_THREAD_BYTES) {
       try {
-        return Promise.resolve(JSON.parse(body.toString('utf8')));
+        return Promise.resolve(parseBodyText(body.toString('utf8'), exact));
       } catch (e) {
         return Promise.reject(invalidArg(`failed to parse the request JSON buffer: ${(e as Error).message}`));
       }
@@ -109,7 +122,7 @@ export class JsonParser {
     const plain = body.byteOffset === 0 && body.buffer.byteLength === body.byteLength ? new Uint8Array(body.buffer) : Uint8Array.prototype.slice.call(body);
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
-      w.postMessage({ id, plain }, [plain.buffer as ArrayBuffer]);
+      w.postMessage({ id, plain, exact }, [plain.buffer as ArrayBuffer]);
     });
   }
 

@@ -2,7 +2,7 @@ import { parentPort } from 'node:worker_threads';
 import { isNereidError, type NereidError } from '../../errors.js';
 import { moreValuesThan, scanHeader } from './json-scan.js';
 import { encodeInfer } from './infer-response.js';
-import { decodeInferText, MAX_BODY_VALUES } from './json-parse.js';
+import { decodeInferText, MAX_BODY_VALUES, parseBodyText } from './json-parse.js';
 import type { InferenceResponse, RequestBounds } from '../../inference/index.js';
 
 /**
@@ -21,6 +21,7 @@ interface ParseJob {
 interface PlainJob {
   id: number;
   plain: Uint8Array;
+  exact: boolean;
 }
 
 interface EncodeJob {
@@ -43,13 +44,13 @@ parentPort!.on('message', (job: ParseJob | PlainJob | EncodeJob) => {
     return;
   }
   if ('plain' in job) {
-    const { id, plain } = job;
+    const { id, plain, exact } = job;
     if (moreValuesThan(plain, MAX_BODY_VALUES)) {
       parentPort!.postMessage({ id, error: { code: 'INVALID_ARG', message: `the request body holds more than ${MAX_BODY_VALUES} JSON values` } });
       return;
     }
     try {
-      parentPort!.postMessage({ id, value: JSON.parse(decoder.decode(plain)) });
+      parentPort!.postMessage({ id, value: parseBodyText(decoder.decode(plain), exact) });
     } catch (e) {
       parentPort!.postMessage({ id, error: { code: 'PARSE', message: (e as Error).message } });
     }

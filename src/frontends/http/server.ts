@@ -42,7 +42,7 @@ export async function startHttpFrontend(server: InferenceServer, options: HttpOp
   const json = new JsonParser();
   const ctx: Context = {
     server, options, json, logger, restrict: restriction(options.restricted), forwarded: headerForwarder(options.headerForwardPattern),
-    parseBody: (body) => json.parseBody(body),
+    parseBody: (body, exact) => json.parseBody(body, exact),
   };
   const http = createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
     handle(ctx, req, res).catch((e) => sendError(res, e, ctx));
@@ -83,7 +83,7 @@ interface Context {
   readonly restrict: ((r: Route, headers: IncomingHttpHeaders) => string | null) | null;
   readonly forwarded: (headers: IncomingHttpHeaders) => Record<string, string> | undefined;
   /** JSON bodies of the endpoints other than infer: json.parseBody. */
-  readonly parseBody: (body: Buffer) => Promise<unknown>;
+  readonly parseBody: (body: Buffer, exact?: boolean) => Promise<unknown>;
 }
 
 async function handle(ctx: Context, req: IncomingMessage, res: ServerResponse): Promise<void> {

@@ -73,3 +73,30 @@ test('values out of the type\'s range, or past 2^53 as a fraction or an exponent
   // The server keeps serving.
   assert.equal((await infer('identity_int64', body('INT64', [1n]))).status, 200);
 });
+
+const generate = (model: string, text: string) => request(`${s.url}/v2/models/${model}/generate`, { body: text, headers: { 'Content-Type': 'application/json' } });
+
+test('generate reads INT64 and UINT64 inputs past 2^53 exactly too, inline and in the JSON worker', async () => {
+  const a = await generate('identity_int64', `{"INPUT0":[${INT64.join(',')}]}`);
+  assert.equal(a.status, 200, a.body.toString());
+  assert.deepEqual(/"OUTPUT0":\[([^\]]*)\]/.exec(a.body.toString())?.[1]?.split(','), INT64.map(String));
+  const b = await generate('identity_uint64', `{"INPUT0":[${UINT64.join(',')}]}`);
+  assert.equal(b.status, 200, b.body.toString());
+  assert.deepEqual(/"OUTPUT0":\[([^\]]*)\]/.exec(b.body.toString())?.[1]?.split(','), UINT64.map(String));
+  // Past the size that goes to the worker: the padding parameter makes the body large, not the data.
+  const pad = 'x'.repeat(OFF_THREAD_BYTES);
+  const c = await generate('identity_uint64', `{"INPUT0":[18446744073709551615],"pad":"${pad}"}`);
+  assert.equal(c.status, 200, c.body.toString().slice(0, 200));
+  assert.match(c.body.toString(), /"OUTPUT0":18446744073709551615\b/);
+  // Out of range still refused.
+  assert.equal((await generate('identity_uint64', `{"INPUT0":[18446744073709551616]}`)).status, 400);
+});
+
+test('a body parsed exactly for one 64-bit value still takes big integers in floating-point data', async () => {
+  // The sequence id past 2^53 makes the whole header parse exactly; FP64 data written as a long integer then
+  // arrives as a bigint and is still a valid FP64 value.
+  const text = `{"inputs":[{"name":"INPUT0","shape":[1,1],"datatype":"FP64","data":[12345678901234567]}],"parameters":{"sequence_id":9007199254740993}}`;
+  const r = await infer('identity_fp64', text);
+  assert.equal(r.status, 200, r.body.toString());
+  assert.equal(Number(outputLiterals(r.body.toString())[0]), 12345678901234567);
+});
