@@ -150,8 +150,9 @@ describe('one request does not stall the event loop for everyone else', () => {
   for (const st of STALLERS) {
     test(`a body of millions of ${st.name}`, async () => {
       const ratios: number[] = [];
-      // The best of three: a busy machine stalls the loop now and then on its own (garbage collection).
-      for (let attempt = 0; attempt < 3 && !(ratios.length > 0 && Math.min(...ratios) < 0.25); attempt++) {
+      // The best of five: a busy machine stalls the loop now and then on its own (garbage collection, another
+      // test file's process taking both cores), while a stall the request causes shows in every attempt.
+      for (let attempt = 0; attempt < 5 && !(ratios.length > 0 && Math.min(...ratios) < 0.25); attempt++) {
         const { ratio } = await stallRatio(
           () => [request(`${s.url}${st.path ?? '/v2/models/simple/infer'}`, { body: st.body, headers: { 'content-type': 'application/json' } })],
           (r) => assert.equal(r.status, st.status, r.body.toString('utf8', 0, 300)),
