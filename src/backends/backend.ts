@@ -1,6 +1,7 @@
 import { relative } from 'node:path';
 import { invalidArg, type NereidError } from '../errors.js';
 import type { ModelConfig } from '../config/types.js';
+import { modelConfigToJson } from '../config/index.js';
 import type { ModelFolder } from '../config/model-files.js';
 import type { Logger } from '../observability/logger.js';
 import type { InferenceRequest, InferenceResponse, Parameters, ResponseSender } from '../inference/index.js';
@@ -32,6 +33,22 @@ export interface Backend {
    * models' loads. Never throws; a failure shows when the instance is created.
    */
   prestart?(modelDir: string): void;
+}
+
+/**
+ * The argument of a model's initialize() as Triton's Python backend gives it (string values by Triton's keys),
+ * which JavaScript models take too.
+ */
+export function initializeArgs(spec: InstanceSpec): Record<string, string> {
+  return {
+    model_config: JSON.stringify(modelConfigToJson(spec.config)),
+    model_instance_kind: spec.kind.replace(/^KIND_/, ''),
+    model_instance_name: spec.instanceName,
+    model_instance_device_id: '0',
+    model_repository: spec.modelDir,
+    model_version: String(spec.version),
+    model_name: spec.name,
+  };
 }
 
 /** Throws a NereidError (INVALID_ARG) for inputs the backend cannot take; see Backend.inputCheck. */

@@ -3,7 +3,7 @@ import { NereidError, invalidArg } from '../../errors.js';
 import { modelConfigFromJson, modelConfigToJson } from '../../config/index.js';
 import type { ModelConfig } from '../../config/types.js';
 import { resolveModelFileOnly } from '../../config/model-files.js';
-import { versionFolder, type Backend, type BackendInstance, type InstanceSpec, type ModelFiles } from '../backend.js';
+import { initializeArgs, versionFolder, type Backend, type BackendInstance, type InstanceSpec, type ModelFiles } from '../backend.js';
 import { JsInstance } from './instance.js';
 import { WorkerPool, maxWorkers, resolvesToOwnUtils } from './pool.js';
 import type { InstanceInit } from './wire.js';
@@ -66,15 +66,7 @@ export function createJavascriptBackend(): Backend {
       const init: InstanceInit = {
         mode: 'instance', modelFile: file, modelDir: spec.modelDir, modelName: spec.name,
         decoupled: spec.config.model_transaction_policy?.decoupled ?? false,
-        args: {
-          model_config: JSON.stringify(modelConfigToJson(spec.config)),
-          model_instance_kind: spec.kind.replace(/^KIND_/, ''),
-          model_instance_name: spec.instanceName,
-          model_instance_device_id: '0',
-          model_repository: spec.modelDir,
-          model_version: String(spec.version),
-          model_name: spec.name,
-        },
+        args: initializeArgs(spec),
       };
       const seat = {
         pool,

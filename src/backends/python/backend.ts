@@ -5,7 +5,7 @@ import { modelConfigFromJson, modelConfigToJson } from '../../config/index.js';
 import type { ModelConfig } from '../../config/types.js';
 import type { Logger } from '../../observability/logger.js';
 import { resolveModelFileOnly } from '../../config/model-files.js';
-import { versionFolder, type Backend, type BackendInstance, type InstanceSpec, type ModelFiles } from '../backend.js';
+import { initializeArgs, versionFolder, type Backend, type BackendInstance, type InstanceSpec, type ModelFiles } from '../backend.js';
 import { chooseInterpreter } from './interpreter.js';
 import { PythonInstance } from './instance.js';
 import { StubProcess } from './stub.js';
@@ -68,15 +68,7 @@ export function pythonBackend(name: string, source: ModelSource): Backend {
     async createInstance(spec: InstanceSpec): Promise<BackendInstance> {
       const file = await findModelFile(spec, spec.config.default_model_filename || source.defaultFile);
       const bc = spec.backendConfig;
-      const args = {
-        model_config: JSON.stringify(modelConfigToJson(spec.config)),
-        model_instance_kind: spec.kind.replace(/^KIND_/, ''),
-        model_instance_name: spec.instanceName,
-        model_instance_device_id: '0',
-        model_repository: spec.modelDir,
-        model_version: String(spec.version),
-        model_name: spec.name,
-      };
+      const args = initializeArgs(spec);
       return PythonInstance.create({
         interpreter: await chooseInterpreter(spec, spec.config, bc),
         init: {
