@@ -18,7 +18,8 @@ export interface ComposingModel {
  * later). Each response of a decoupled step opens a child scope, so the steps after it run once per response.
  */
 class Scope {
-  readonly own = new Map<string, Tensor>();
+  /** null: the tensor is settled without data, as in EnsembleScheduler.run(). */
+  readonly own = new Map<string, Tensor | null>();
   readonly launched = new Set<number>();
   readonly children: Scope[] = [];
   emitted = false;
@@ -27,8 +28,9 @@ class Scope {
     parent?.children.push(this);
   }
 
-  get(name: string): Tensor | undefined {
-    return this.own.get(name) ?? this.parent?.get(name);
+  get(name: string): Tensor | null | undefined {
+    const t = this.own.get(name);
+    return t !== undefined ? t : this.parent?.get(name);
   }
 
   /** A step launched here or in an ancestor is not launched again: its outputs reach this scope anyway. */
@@ -54,7 +56,7 @@ interface StepPlan {
   /** composing-model output → ensemble tensor */
   readonly outputs: ReadonlyMap<string, string>;
   readonly requested: readonly { name: string }[];
-  /** Ensemble tensors that must exist before the step can run (optional ensemble inputs excepted). */
+  /** Ensemble tensors that must be settled (with data or without) before the step can run. */
   readonly needs: readonly string[];
 }
 
@@ -72,11 +74,12 @@ export class EnsembleScheduler extends ForwardingScheduler {
   private readonly consumers: ReadonlyMap<string, readonly number[]>;
   /** Some step is decoupled: the ensemble is too, and streams a response per result that reaches its outputs. */
   private readonly streaming: boolean;
+  private readonly optionalInputs: readonly string[];
 
   constructor(private readonly name: string, config: ModelConfig, private readonly resolve: ModelResolver) {
     super();
     this.streaming = config.model_transaction_policy?.decoupled ?? false;
-    const optional = new Set(config.input.filter((i) => i.optional).map((i) => i.name));
+    this.optionalInputs = config.input.filter((i) => i.optional).map((i) => i.name);
     this.steps = config.ensemble_scheduling!.step.map((s) => {
       const inputs = Object.entries(s.input_map);
       const outputs = new Map(Object.entries(s.output_map));
@@ -86,7 +89,7 @@ export class EnsembleScheduler extends ForwardingScheduler {
         inputs,
         outputs,
         requested: [...outputs.keys()].map((name) => ({ name })),
-        needs: inputs.map(([, t]) => t).filter((t) => !optional.has(t)),
+        needs: inputs.map(([, t]) => t),
       };
     });
     const consumers = new Map<string, number[]>();
@@ -120,8 +123,12 @@ export class EnsembleScheduler extends ForwardingScheduler {
         return Promise.reject(this.stepError(s, e));
       }
     }
-    const tensors = new Map<string, Tensor>();
+    // A tensor settled without data (null) is an optional ensemble input the request left out, or a step output
+    // the step's response did not carry. As Triton's ensemble scheduler, a step reading it still runs, without
+    // that input: it is the composing model's to accept (an optional input) or refuse (qa/L0_optional_input).
+    const tensors = new Map<string, Tensor | null>();
     for (const t of job.inputs) tensors.set(t.name, t);
+    for (const name of this.optionalInputs) if (!tensors.has(name)) tensors.set(name, null);
     const launched = new Uint8Array(this.steps.length);
     return new Promise((resolve, reject) => {
       let pending = 0;
@@ -158,6 +165,11 @@ export class EnsembleScheduler extends ForwardingScheduler {
             tensors.set(name, renamed(t, name));
             for (const c of this.consumers.get(name) ?? []) launch(c);
           }
+          for (const name of step.outputs.values()) {
+            if (tensors.has(name)) continue;
+            tensors.set(name, null);
+            for (const c of this.consumers.get(name) ?? []) launch(c);
+          }
           if (--pending === 0) finish();
         }, (e: unknown) => {
           if (failed) return;
@@ -186,6 +198,7 @@ export class EnsembleScheduler extends ForwardingScheduler {
     }
     const root = new Scope(undefined);
     for (const t of job.inputs) root.own.set(t.name, t);
+    for (const name of this.optionalInputs) if (!root.own.has(name)) root.own.set(name, null);
     return new Promise((resolve, reject) => {
       let pending = 0;
       let failed = false;
@@ -208,8 +221,8 @@ export class EnsembleScheduler extends ForwardingScheduler {
         scope.emitted = true;
         job.sender.send(out, false);
       };
-      const add = (scope: Scope, name: string, t: Tensor): void => {
-        scope.own.set(name, renamed(t, name));
+      const add = (scope: Scope, name: string, t: Tensor | null): void => {
+        scope.own.set(name, t && renamed(t, name));
         for (const s of scope.andDescendants()) {
           for (const c of this.consumers.get(name) ?? []) launch(s, c);
           maybeEmit(s);
@@ -217,7 +230,7 @@ export class EnsembleScheduler extends ForwardingScheduler {
       };
       const launch = (scope: Scope, i: number): void => {
         const step = this.steps[i]!;
-        if (failed || scope.launchedHere(i) || !step.needs.every((t) => scope.get(t))) return;
+        if (failed || scope.launchedHere(i) || !step.needs.every((t) => scope.get(t) !== undefined)) return;
         scope.launched.add(i);
         pending++;
         const inputs: Tensor[] = [];
@@ -236,6 +249,7 @@ export class EnsembleScheduler extends ForwardingScheduler {
             const name = step.outputs.get(t.name);
             if (name !== undefined) add(target, name, t);
           }
+          for (const name of step.outputs.values()) if (!target.own.has(name)) add(target, name, null);
         };
         if (!model.decoupled) {
           model.infer(request).then((res) => {
