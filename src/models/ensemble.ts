@@ -1,6 +1,7 @@
 import { NereidError, isNereidError } from '../errors.js';
 import type { ModelConfig } from '../config/types.js';
 import { NO_RESPONSE, type InferenceRequest, type InferenceResponse } from '../inference/index.js';
+import type { ExecutionTimes } from '../backends/backend.js';
 import type { Job } from '../scheduler/scheduler.js';
 import type { Tensor } from '../tensor/tensor.js';
 import { ForwardingScheduler } from './forwarding.js';
@@ -76,7 +77,13 @@ export class EnsembleScheduler extends ForwardingScheduler {
   private readonly streaming: boolean;
   private readonly optionalInputs: readonly string[];
 
-  constructor(private readonly name: string, config: ModelConfig, private readonly resolve: ModelResolver) {
+  constructor(
+    private readonly name: string,
+    config: ModelConfig,
+    private readonly resolve: ModelResolver,
+    /** Told of each request that succeeded, as Triton counts an ensemble's batch statistics. */
+    private readonly onSuccess: (batchSize: number, times: ExecutionTimes) => void = () => undefined,
+  ) {
     super();
     this.streaming = config.model_transaction_policy?.decoupled ?? false;
     this.optionalInputs = config.input.filter((i) => i.optional).map((i) => i.name);
@@ -112,6 +119,14 @@ export class EnsembleScheduler extends ForwardingScheduler {
     if (this.refuseWhenStopped(job, 'model is unloading; request refused')) return;
     if (this.streaming) this.forward(job, () => this.runStreaming(job).then(() => job.sender.send(NO_RESPONSE, true)));
     else this.forward(job, () => this.run(job).then((outputs) => job.sender.send(outputs, true)));
+  }
+
+  /**
+   * Triton's ensemble counts one execution per successful request, in the batch statistics of the request's
+   * batch size (at least 1), and none for a failure (qa/L0_simple_ensemble reads them).
+   */
+  protected override succeeded(job: Job, times: ExecutionTimes): void {
+    this.onSuccess(Math.max(1, job.rows), times);
   }
 
   private run(job: Job): Promise<Tensor[]> {

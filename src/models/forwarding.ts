@@ -1,4 +1,5 @@
 import { NereidError, isNereidError, unavailable } from '../errors.js';
+import type { ExecutionTimes } from '../backends/backend.js';
 import type { Job, Scheduler } from '../scheduler/scheduler.js';
 
 /**
@@ -35,8 +36,13 @@ export abstract class ForwardingScheduler implements Scheduler {
       // A throw before the work's promise exists still ends the job, or drain would wait for it forever.
       running = Promise.reject(e);
     }
-    running.catch((e: unknown) => job.sender.fail(isNereidError(e) ? e : new NereidError('INTERNAL', (e as Error).message))).finally(() => {
-      job.finish(start, { inputNs: 0, inferNs: Number(process.hrtime.bigint() - start), outputNs: 0 });
+    let succeeded = false;
+    running.then(() => {
+      succeeded = true;
+    }, (e: unknown) => job.sender.fail(isNereidError(e) ? e : new NereidError('INTERNAL', (e as Error).message))).finally(() => {
+      const times = { inputNs: 0, inferNs: Number(process.hrtime.bigint() - start), outputNs: 0 };
+      job.finish(start, times);
+      if (succeeded) this.succeeded(job, times);
       this.running--;
       if (this.drained && this.running === 0) {
         this.drained();
@@ -44,6 +50,9 @@ export abstract class ForwardingScheduler implements Scheduler {
       }
     });
   }
+
+  /** A forwarded request that succeeded, with the time its forwarding took. */
+  protected succeeded(_job: Job, _times: ExecutionTimes): void {}
 
   inflight(): number {
     return this.running;

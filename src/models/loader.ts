@@ -271,7 +271,8 @@ function loadEnsemble(model: PreparedModel, context: ModelContext, opts: LoaderO
     ctx = new ModelContext(model.name, context.version, config, model.labels);
   }
   const stats = new ModelStatistics(model.name, ctx.version);
-  return new ModelVersion(ctx, stats, new EnsembleScheduler(model.name, config, resolve), [], cacheFor(config, opts));
+  const onSuccess = (rows: number, times: ExecutionTimes): void => stats.recordExecution(rows, times.inputNs, times.inferNs, times.outputNs);
+  return new ModelVersion(ctx, stats, new EnsembleScheduler(model.name, config, resolve, onSuccess), [], cacheFor(config, opts));
 }
 
 /** The loaded configs of a router's targets, which must all be available when it loads. */

@@ -88,6 +88,24 @@ test('composing models count their own executions; the ensemble counts its reque
   assert.ok(chain >= 3);
 });
 
+test('an ensemble counts each successful request as an execution in the batch statistics of its batch size', async () => {
+  // As Triton's ensemble scheduler reports them (qa/L0_simple_ensemble checks the ensemble's batch_stats).
+  const stats = async () => (await request(`${s.url}/v2/models/chain/stats`)).json().model_stats[0];
+  const before = await stats();
+  const rows = (n: number) => ({ inputs: ['A', 'B'].map((name) => ({ name, shape: [n, 16], datatype: 'INT32', data: ints(16 * n, () => 1) })) });
+  for (let i = 0; i < 2; i++) assert.equal((await postJson(`${s.url}/v2/models/chain/infer`, rows(3))).status, 200);
+  assert.equal((await postJson(`${s.url}/v2/models/chain/infer`, rows(5))).status, 200);
+  const bad = { inputs: [{ name: 'A', shape: [1, 16], datatype: 'INT32', data: ints(16, () => 1) }] };
+  assert.equal((await postJson(`${s.url}/v2/models/chain/infer`, bad)).status, 400);
+  const after = await stats();
+  const batch = (n: number) => after.batch_stats.find((b: any) => b.batch_size === n);
+  assert.equal(batch(3).compute_infer.count, 2);
+  assert.equal(batch(5).compute_infer.count, 1);
+  assert.ok(batch(3).compute_infer.ns > 0);
+  assert.equal(after.execution_count - before.execution_count, 3);
+  assert.equal(after.inference_count - before.inference_count, 11);
+});
+
 test('independent steps run at the same time: two steps that each wait for the other both finish', async () => {
   // Each barrier step finishes only once the other has started on the second instance, so steps run one
   // after another would fail (after the barrier's 10 s) instead of answering.
