@@ -1,7 +1,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { NereidError, invalidArg, isNereidError, unavailable } from '../errors.js';
-import type { ModelConfig } from '../config/types.js';
+import type { EnsembleStep, ModelConfig } from '../config/types.js';
 import { autoCompleteBackendFields, normalizeModelConfig, parseModelConfig, validateModelConfig } from '../config/index.js';
 import type { BackendRegistry } from '../backends/registry.js';
 import { executeTimeoutMs, type Backend, type BackendInstance, type ExecutionTimes, type ModelCalls, type ModelFiles } from '../backends/backend.js';
@@ -20,6 +20,7 @@ import { ModelContext } from './context.js';
 import { ModelVersion } from './model-version.js';
 import { warmUp } from './warmup.js';
 import { EnsembleScheduler, type ModelResolver } from './ensemble.js';
+import { checkEnsemble } from './ensemble-check.js';
 import { checkVersionWeights, completeRouterConfig, routerTargets, RouterScheduler, type RouteResolver } from './router.js';
 import { WeightedRoutes } from './routing.js';
 import { instanceCount, type InstanceBudget } from './instance-budget.js';
@@ -237,37 +238,20 @@ function loadEnsemble(model: PreparedModel, context: ModelContext, opts: LoaderO
   const resolve = opts.resolveModel;
   if (!resolve) throw new NereidError('INTERNAL', `ensemble '${model.name}' cannot be loaded without a model resolver`);
   const config = model.config;
-  const inputTypes = new Map(config.input.map((i) => [i.name, i.data_type]));
-  config.ensemble_scheduling!.step.forEach((step, i) => {
+  const configOf = (step: EnsembleStep): ModelConfig => {
     const version = step.model_version >= 0 ? step.model_version : undefined;
-    let composing: ModelVersion;
     try {
-      composing = resolve(step.model_name, version) as ModelVersion;
+      return (resolve(step.model_name, version) as ModelVersion).context.config;
     } catch (e) {
       const why = isNereidError(e) ? e.message : String(e);
       throw unavailable(`ensemble '${model.name}' depends on '${step.model_name}'${version !== undefined ? ` version ${version}` : ''} which is not available: ${why}`);
     }
-    const c = composing.context.config;
-    if (config.max_batch_size > c.max_batch_size) {
-      throw invalidArg(`ensemble '${model.name}' allows maximum batch size ${config.max_batch_size}, but it contains model '${step.model_name}' which only allows maximum batch size to be ${c.max_batch_size}`);
-    }
-    for (const [input, tensor] of Object.entries(step.input_map)) {
-      const ci = c.input.find((x) => x.name === input);
-      if (!ci) throw invalidArg(`in ensemble '${model.name}', step ${i}: model '${step.model_name}' has no input '${input}'`);
-      const et = inputTypes.get(tensor);
-      if (et && et !== ci.data_type) {
-        throw invalidArg(`in ensemble '${model.name}', input '${tensor}' is ${et} but model '${step.model_name}' input '${input}' is ${ci.data_type}`);
-      }
-    }
-    for (const output of Object.keys(step.output_map)) {
-      if (!c.output.some((x) => x.name === output)) throw invalidArg(`in ensemble '${model.name}', step ${i}: model '${step.model_name}' has no output '${output}'`);
-    }
-  });
-  // As Triton: an ensemble with a decoupled step is decoupled itself.
+  };
+  // As Triton: the ensemble is decoupled exactly when a decoupled step feeds some of its tensors.
+  const decoupled = checkEnsemble(config, configOf);
   let ctx = context;
-  const decoupledStep = config.ensemble_scheduling!.step.some((s) => resolve(s.model_name, s.model_version >= 0 ? s.model_version : undefined).decoupled);
-  if (decoupledStep && !context.decoupled) {
-    config.model_transaction_policy = { ...(config.model_transaction_policy ?? {}), decoupled: true } as NonNullable<ModelConfig['model_transaction_policy']>;
+  if (decoupled !== context.decoupled) {
+    config.model_transaction_policy = { ...(config.model_transaction_policy ?? {}), decoupled } as NonNullable<ModelConfig['model_transaction_policy']>;
     ctx = new ModelContext(model.name, context.version, config, model.labels);
   }
   const stats = new ModelStatistics(model.name, ctx.version);

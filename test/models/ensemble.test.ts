@@ -123,7 +123,7 @@ test('an ensemble allowing bigger batches than a composing model does not load',
   const index = (await postJson(`${s.url}/v2/repository/index`, {})).json() as any[];
   const e = index.find((m) => m.name === 'too_big');
   assert.equal(e.state, 'UNAVAILABLE');
-  assert.match(e.reason, /allows maximum batch size 16, but it contains model 'simple' which only allows maximum batch size to be 8/);
+  assert.match(e.reason, /^ensemble too_big allows maximum batch size 16, but it contains model simple which only allows maximum batch size to be 8$/);
 });
 
 test('an ensemble whose composing model is missing is UNAVAILABLE with the reason', async () => {
