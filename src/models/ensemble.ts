@@ -149,11 +149,12 @@ export class EnsembleScheduler extends ForwardingScheduler {
       let pending = 0;
       let failed = false;
       const finish = (): void => {
+        // An output settled without data is left out of the response, as Triton leaves it out.
         const out: Tensor[] = [];
         for (const name of job.outputs) {
           const t = tensors.get(name);
-          if (!t) return reject(new NereidError('INTERNAL', `in ensemble '${this.name}', output '${name}' was not produced`));
-          out.push(t);
+          if (t === undefined) return reject(this.deadlock(job));
+          if (t) out.push(t);
         }
         resolve(out);
       };
@@ -230,8 +231,8 @@ export class EnsembleScheduler extends ForwardingScheduler {
         const out: Tensor[] = [];
         for (const name of job.outputs) {
           const t = scope.get(name);
-          if (!t) return;
-          out.push(t);
+          if (t === undefined) return;
+          if (t) out.push(t);
         }
         scope.emitted = true;
         job.sender.send(out, false);
@@ -290,6 +291,12 @@ export class EnsembleScheduler extends ForwardingScheduler {
       maybeEmit(root);
       done();
     });
+  }
+
+  /** No step can run any more and some output never got settled: Triton's words for it. */
+  private deadlock(job: Job): NereidError {
+    const request = job.id ? `[request id: ${job.id}] ` : '';
+    return new NereidError('INVALID_ARG', `in ensemble '${this.name}', ${request}unexpected deadlock, at least one output is not set while no more ensemble steps can be made`);
   }
 
   /** A step's failure fails the ensemble request, named after the step, with the step's own code. */

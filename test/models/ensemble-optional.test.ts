@@ -69,6 +69,11 @@ output [ { name: "OUT_A" data_type: TYPE_INT32 dims: [ 1 ] }, { name: "OUT_B" da
 input [ { name: "X" data_type: TYPE_INT32 dims: [ 1 ] }, { name: "Y" data_type: TYPE_INT32 dims: [ 1 ] optional: true } ]
 output [ { name: "SEEN" data_type: TYPE_INT32 dims: [ 2 ] } ]\n`, SEEN);
   await model('optional_chain', ENSEMBLE);
+  await model('optional_out', `name: "optional_out"\nplatform: "ensemble"\nmax_batch_size: 0
+input [ { name: "IN" data_type: TYPE_INT32 dims: [ 1 ] } ]
+output [ { name: "A" data_type: TYPE_INT32 dims: [ 1 ] }, { name: "B" data_type: TYPE_INT32 dims: [ 1 ] } ]
+ensemble_scheduling { step [ { model_name: "sometimes" model_version: -1 input_map { key: "IN" value: "IN" }
+  output_map { key: "OUT_A" value: "A" } output_map { key: "OUT_B" value: "B" } } ] }\n`);
   s = await startTestServer({ modelRepositories: [repo.dir] });
 });
 after(async () => {
@@ -92,4 +97,10 @@ test('a step whose optional input an earlier step did not send runs without it',
 test('a step whose optional input is an optional ensemble input the request left out runs without it', async () => {
   assert.deepEqual(await infer(4), { FIRST: [4, 8], SECOND: [4, -1] });
   assert.deepEqual(await infer(-4), { FIRST: [-4, -1], SECOND: [-4, -1] });
+});
+
+test('an ensemble output its step did not send is left out of the response', async () => {
+  const r = await postJson(`${s.url}/v2/models/optional_out/infer`, { inputs: [{ name: 'IN', shape: [1], datatype: 'INT32', data: [-2] }] });
+  assert.equal(r.status, 200, r.body.toString());
+  assert.deepEqual(r.json().outputs.map((o: any) => [o.name, o.data]), [['A', [-2]]]);
 });
