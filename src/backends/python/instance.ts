@@ -371,9 +371,12 @@ export class PythonInstance implements BackendInstance {
    */
   private readOutputs(life: Life, descs: readonly TensorDesc[], lent: Mapping[] | undefined): Tensor[] {
     return descs.map((d): Tensor => {
-      const region = d.r!;
+      const region = d.r;
       let bytes: Uint8Array | undefined;
-      if (region.startsWith(life.prefix)) {
+      if (region === undefined) {
+        // A tensor of no bytes (zero elements, as np.array([])) has no block.
+        bytes = new Uint8Array(0);
+      } else if (region.startsWith(life.prefix)) {
         const view = lent ? life.regions.lend(region, d.o, d.b) : undefined;
         if (view) lent!.push(view.mapping);
         bytes = view ? view.data : life.regions.copy(region, d.o, d.b);
