@@ -376,6 +376,7 @@ class InferenceRequest:
     def get_response_sender(self):
         if self._channel is None:
             raise TritonModelException("only requests given to execute() have a response sender")
+        self._channel.obtained = True
         return InferenceResponseSender(self._channel)
 
     def is_cancelled(self):

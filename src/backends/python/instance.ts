@@ -300,6 +300,7 @@ export class PythonInstance implements BackendInstance {
         const batch = this.batches.get(m.batch);
         if (!batch) return;
         this.failUnanswered(m.unanswered, m.error, m.cancelled === true);
+        for (const rid of m.later ?? []) this.answerLater(rid);
         if (batch.timer) clearTimeout(batch.timer);
         batch.timer = undefined;
         batch.executing = m.running === true;
@@ -399,6 +400,16 @@ export class PythonInstance implements BackendInstance {
       for (const mapping of lent) life.regions.giveBack(mapping);
       if (k && life === this.life) this.release(k);
     };
+  }
+
+  /** A request the model may answer after its execution: one whose sender cannot wait fails now, as before. */
+  private answerLater(rid: number): void {
+    const o = this.open.get(rid);
+    if (!o) return;
+    const sender = o.request.sender;
+    if (sender.answerLater) return sender.answerLater();
+    this.forget(rid, o);
+    sender.fail(new NereidError('INTERNAL', `model '${this.opts.init.modelName}' sent no response for a request`));
   }
 
   private failUnanswered(rids: readonly number[] | undefined, error: string | undefined, cancelled = false): void {

@@ -58,3 +58,29 @@ test('a decoupled model sends a zero-element output with FINAL: the request comp
     await s.close();
   }
 });
+
+// As Triton's L0_backend_python/response_sender tests (response_sender_test.py, the non-decoupled cases with
+// responses after return): execute() returns None for the request and a thread answers it later.
+test('a model that is not decoupled answers through its response sender after execute() has returned', { skip }, async () => {
+  const s = await startTestServer({ modelRepositories: [PYTHON_FIXTURES], modelControlMode: 'explicit', loadModels: ['sender_plain'] });
+  try {
+    const r = await postJson(`${s.url}/v2/models/sender_plain/infer`, { inputs: [{ name: 'MODE', shape: [1], datatype: 'INT32', data: [1] }] });
+    assert.equal(r.status, 200, r.body.toString());
+    assert.deepEqual(r.json().outputs[0].data, [5]);
+  } finally {
+    await s.close();
+  }
+});
+
+// python_backend's ResponseSender refuses a FINAL flag before any response in a model that is not decoupled;
+// uncaught in execute(), the request fails with its words.
+test('a model that is not decoupled sending FINAL before a response gets Triton\'s error', { skip }, async () => {
+  const s = await startTestServer({ modelRepositories: [PYTHON_FIXTURES], modelControlMode: 'explicit', loadModels: ['sender_plain'] });
+  try {
+    const r = await postJson(`${s.url}/v2/models/sender_plain/infer`, { inputs: [{ name: 'MODE', shape: [1], datatype: 'INT32', data: [2] }] });
+    assert.equal(r.status, 500, r.body.toString());
+    assert.match(r.json().error, /Unable to send response\. Non-decoupled model cannot send complete final before sending a response\./);
+  } finally {
+    await s.close();
+  }
+});
