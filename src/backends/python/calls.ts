@@ -55,8 +55,13 @@ export class StubCalls {
     this.streams.set(m.call, stream);
     void (async () => {
       try {
-        for await (const r of stream) sendResponse(send, m.call, r, false);
-        send({ t: 'bls-resp', call: m.call, final: true });
+        // As Triton's: a FINAL flag sent alone reaches the caller as a last response with no outputs.
+        let finalSent = false;
+        for await (const r of stream) {
+          finalSent = stream.drained;
+          sendResponse(send, m.call, r, finalSent);
+        }
+        if (!finalSent) send({ t: 'bls-resp', call: m.call, final: true, outputs: [] });
       } catch (e) {
         sendFailure(send, m.call, e);
       } finally {
