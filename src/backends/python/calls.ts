@@ -1,6 +1,7 @@
 import { isNereidError, toNereidError, type ErrorCode } from '../../errors.js';
 import { modelConfigFromJson } from '../../config/index.js';
 import type { InferenceRequest, InferenceResponse, Parameters } from '../../inference/index.js';
+import type { ResponseStream } from '../../inference/stream.js';
 import { serializeBytes } from '../../tensor/bytes.js';
 import type { DataType } from '../../tensor/datatype.js';
 import type { Tensor } from '../../tensor/tensor.js';
@@ -15,7 +16,7 @@ type Send = (header: object, tail?: Uint8Array) => void;
  * travel in the frames' tails, both ways.
  */
 export class StubCalls {
-  private readonly streams = new Map<number, { return(): Promise<unknown> }>();
+  private readonly streams = new Map<number, ResponseStream>();
   private readonly families: CustomMetricFamily[] = [];
   private readonly metrics: CustomMetric[] = [];
 
@@ -26,7 +27,7 @@ export class StubCalls {
       case 'bls':
         return this.bls(m, tail, send);
       case 'bls-cancel':
-        void this.streams.get(m.call)?.return();
+        this.streams.get(m.call)?.cancelRequest();
         return;
       case 'model':
         return this.model(m, tail, send);
