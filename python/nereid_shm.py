@@ -227,6 +227,8 @@ class OutputRegions:
                 d["c"] = count
             if where is not None:
                 d["r"], d["o"] = where
+            elif nbytes == 0:
+                d["o"] = 0  # nothing to read: no region, which a response of only empty tensors does not have
             else:
                 d["r"], d["o"] = region.name, at
                 if data is not None:

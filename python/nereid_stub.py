@@ -336,31 +336,23 @@ class Channel:
         self.closed = False
         self.cancelled = False
         self.held = None  # not decoupled: a response sent without FINAL waits here for the flag
+        self.sent = 0
+        self.obtained = False  # get_response_sender() was called: the model may still answer after execute()
 
     def send(self, response, flags):
-        if self.closed:
-            raise pb_utils.TritonModelException("Unable to send response. Response sender has been closed.")
-        final = (flags & FINAL) != 0
+        self.count(response, flags)
+        final = flags == FINAL
         if not self.stub.decoupled:
-            if self.held is not None and response is not None:
-                raise pb_utils.TritonModelException("a model that is not decoupled sends exactly one response per request")
+            # The one response waits for the flag here (it may come after execute() has returned), so the
+            # request is answered once, with both.
             if not final:
-                if response is None:
-                    raise pb_utils.TritonModelException(
-                        "send() without a response needs the TRITONSERVER_RESPONSE_COMPLETE_FINAL flag")
                 self.held = response
                 return
             response = response if response is not None else self.held
             self.held = None
             self.close()
-            if response is None:
-                self.stub.send_error(self.rid, pb_utils.TritonError.INTERNAL,
-                                     f"model '{self.stub.name}' ended a request without a response")
-            else:
-                self.stub.send_response(self, response, True)
+            self.stub.send_response(self, response, True)
             return
-        if response is None and not final:
-            raise pb_utils.TritonModelException("send() without a response needs the TRITONSERVER_RESPONSE_COMPLETE_FINAL flag")
         if final:
             self.close()
         if response is None:
@@ -368,14 +360,28 @@ class Channel:
         else:
             self.stub.send_response(self, response, final)
 
+    def count(self, response, flags):
+        """Refuses a send as Triton's response sender does, in its order and words; counts one that passes."""
+        if flags != FINAL and flags != 0:
+            raise pb_utils.TritonModelException("Unable to send response. Unsupported flag provided.")
+        if flags == 0 and response is None:
+            raise pb_utils.TritonModelException(
+                "Inference Response object must be provided when the response flags is set to zero.")
+        if not self.stub.decoupled:
+            if response is not None and self.sent > 0:
+                raise pb_utils.TritonModelException(
+                    "Unable to send response. Non-decoupled model cannot send more than one response.")
+            if response is None and self.sent == 0:
+                raise pb_utils.TritonModelException(
+                    "Unable to send response. Non-decoupled model cannot send complete final before sending a response.")
+        if self.closed:
+            raise pb_utils.TritonModelException("Unable to send response. Response sender has been closed.")
+        self.sent += 1
+
     def is_cancelled(self):
         if not self.cancelled:
             pipe.poll(self.stub.dispatch)
         return self.cancelled
-
-    def flush(self):
-        if self.held is not None and not self.closed:
-            self.send(None, FINAL)
 
     def close(self):
         self.closed = True
@@ -592,15 +598,14 @@ class Stub:
 
     def done_message(self, header, made, error):
         # Requests left without an answer: on an error all of them; otherwise, for models that are not
-        # decoupled, those execute() neither answered nor sent. Decoupled requests stay open for their senders.
-        unanswered = []
+        # decoupled, those execute() neither answered nor took the sender of. Requests whose senders the model
+        # has (all, when decoupled) stay open: as in Triton, it may answer them after execute() has returned.
+        unanswered, later = [], []
         for _, ch in made:
-            if error is None and not self.decoupled:
-                try:
-                    ch.flush()
-                except Exception as e:
-                    error = failed(self.name, describe(e))
-            if ch.closed or (self.decoupled and error is None):
+            if ch.closed or (error is None and self.decoupled):
+                continue
+            if error is None and ch.obtained:
+                later.append(ch.rid)
                 continue
             ch.close()
             unanswered.append(ch.rid)
@@ -608,6 +613,8 @@ class Stub:
             header["error"] = error
         if unanswered:
             header["unanswered"] = unanswered
+        if later:
+            header["later"] = later
         return header
 
     def async_ended(self, batch, made, future):

@@ -296,11 +296,14 @@ class InferenceResponse:
 
 
 def _check_parameters(parameters):
+    """Refuses parameters Triton's stub refuses, with its words: a dict of str keys and bool, int or str values."""
     if not isinstance(parameters, dict):
-        raise TritonModelException("parameters must be a dictionary of str -> bool, int or str")
+        raise TritonModelException(f"Expect dict, got {type(parameters)}")
     for k, v in parameters.items():
-        if not isinstance(k, str) or not isinstance(v, (bool, int, str)):
-            raise TritonModelException("parameters must be a dictionary of str -> bool, int or str")
+        if not isinstance(k, str):
+            raise TritonModelException(f"Expect parameters keys to have type str, found type {type(k)}")
+        if not isinstance(v, (bool, int, str)):
+            raise TritonModelException(f"Expect parameters values to have type bool/int/str, found type {type(v)}")
     return parameters
 
 
@@ -376,6 +379,7 @@ class InferenceRequest:
     def get_response_sender(self):
         if self._channel is None:
             raise TritonModelException("only requests given to execute() have a response sender")
+        self._channel.obtained = True
         return InferenceResponseSender(self._channel)
 
     def is_cancelled(self):

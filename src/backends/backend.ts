@@ -5,6 +5,7 @@ import { modelConfigToJson } from '../config/index.js';
 import type { ModelFolder } from '../config/model-files.js';
 import type { Logger } from '../observability/logger.js';
 import type { InferenceRequest, InferenceResponse, Parameters, ResponseSender } from '../inference/index.js';
+import type { ResponseStream } from '../inference/stream.js';
 import type { Tensor } from '../tensor/tensor.js';
 
 /**
@@ -98,8 +99,11 @@ export interface InstanceSpec extends ModelFiles {
  */
 export interface ModelCalls {
   infer(request: InferenceRequest): Promise<InferenceResponse>;
-  /** Every response of a request as it comes (a decoupled model's stream, or an ordinary model's one response). */
-  inferStream(request: InferenceRequest): AsyncIterableIterator<InferenceResponse> & { return(): Promise<IteratorResult<InferenceResponse>> };
+  /**
+   * Every response of a request as it comes (a decoupled model's stream, or an ordinary model's one response);
+   * its `drained` tells whether the response just read carried the final flag.
+   */
+  inferStream(request: InferenceRequest): ResponseStream;
   loadModel(name: string, request: { config?: ModelConfig; files?: ReadonlyMap<string, Uint8Array> }): Promise<void>;
   unloadModel(name: string, options: { unloadDependents?: boolean }): Promise<void>;
   isModelReady(name: string, version?: number): boolean;

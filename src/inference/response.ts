@@ -32,6 +32,12 @@ export interface ResponseSender {
    */
   send(outputs: readonly Tensor[], final: boolean, parameters?: Parameters, release?: () => void): void;
   fail(error: NereidError): void;
+  /**
+   * The request of an ordinary model will be answered after its execution has ended (Triton's Python models
+   * may answer through their response sender from another thread): its end waits for the final send or fail
+   * instead of failing with no response. Senders that cannot wait leave this out.
+   */
+  answerLater?(): void;
 }
 
 /**

@@ -118,6 +118,16 @@ export class ResponseStream implements AsyncIterableIterator<InferenceResponse> 
     return new Promise((resolve, reject) => this.waiters.push({ resolve, reject }));
   }
 
+  /**
+   * Flags the request cancelled for the model while its responses keep coming, as Triton's request cancel does
+   * (a BLS response iterator's cancel()): the model decides what it still sends.
+   */
+  cancelRequest(): void {
+    const cancel = this.onCancel;
+    this.onCancel = undefined;
+    cancel?.();
+  }
+
   /** The consumer is done: drop what is left and cancel the request if it is still running. */
   return(): Promise<IteratorResult<InferenceResponse>> {
     this.buffered.length = 0;

@@ -265,6 +265,9 @@ class InferJob implements Job {
   private error: NereidError | undefined;
   /** Answered by abort(): whatever the scheduler or backend reports later is dropped. */
   private aborted = false;
+  /** answerLater() was called; once the execution has ended without an answer, `ended` holds its times. */
+  private late = false;
+  private ended: { startNs: bigint; times: ExecutionTimes } | undefined;
   livePrev: LiveLinks | null = null;
   liveNext: LiveLinks | null = null;
 
@@ -295,7 +298,7 @@ class InferJob implements Job {
     return this;
   }
 
-  send(outputs: readonly Tensor[], _final: boolean, parameters?: Parameters, release?: () => void): void {
+  send(outputs: readonly Tensor[], final: boolean, parameters?: Parameters, release?: () => void): void {
     if (this.aborted) {
       release?.();
       return;
@@ -304,15 +307,33 @@ class InferJob implements Job {
     this.result = outputs as Tensor[];
     this.resultParams = parameters;
     this.release = release;
+    if (final) this.answeredLate();
   }
 
   fail(error: NereidError): void {
     this.error = error;
+    this.answeredLate();
+  }
+
+  answerLater(): void {
+    this.late = true;
+  }
+
+  private answeredLate(): void {
+    const ended = this.ended;
+    if (!ended) return;
+    this.ended = undefined;
+    this.late = false;
+    this.finish(ended.startNs, ended.times);
   }
 
   finish(execStartNs: bigint, times: ExecutionTimes): void {
     this.state = 'done';
     if (this.aborted) return;
+    if (this.late && !this.error && !this.result) {
+      this.ended = { startNs: execStartNs, times };
+      return;
+    }
     this.settled(this);
     const stats = this.model.stats;
     const now = process.hrtime.bigint();

@@ -1,6 +1,7 @@
 import { isNereidError, toNereidError, type ErrorCode } from '../../errors.js';
 import { modelConfigFromJson } from '../../config/index.js';
 import type { InferenceRequest, InferenceResponse, Parameters } from '../../inference/index.js';
+import type { ResponseStream } from '../../inference/stream.js';
 import { serializeBytes } from '../../tensor/bytes.js';
 import type { DataType } from '../../tensor/datatype.js';
 import type { Tensor } from '../../tensor/tensor.js';
@@ -15,7 +16,7 @@ type Send = (header: object, tail?: Uint8Array) => void;
  * travel in the frames' tails, both ways.
  */
 export class StubCalls {
-  private readonly streams = new Map<number, { return(): Promise<unknown> }>();
+  private readonly streams = new Map<number, ResponseStream>();
   private readonly families: CustomMetricFamily[] = [];
   private readonly metrics: CustomMetric[] = [];
 
@@ -26,7 +27,7 @@ export class StubCalls {
       case 'bls':
         return this.bls(m, tail, send);
       case 'bls-cancel':
-        void this.streams.get(m.call)?.return();
+        this.streams.get(m.call)?.cancelRequest();
         return;
       case 'model':
         return this.model(m, tail, send);
@@ -55,8 +56,13 @@ export class StubCalls {
     this.streams.set(m.call, stream);
     void (async () => {
       try {
-        for await (const r of stream) sendResponse(send, m.call, r, false);
-        send({ t: 'bls-resp', call: m.call, final: true });
+        // As Triton's: a FINAL flag sent alone reaches the caller as a last response with no outputs.
+        let finalSent = false;
+        for await (const r of stream) {
+          finalSent = stream.drained;
+          sendResponse(send, m.call, r, finalSent);
+        }
+        if (!finalSent) send({ t: 'bls-resp', call: m.call, final: true, outputs: [] });
       } catch (e) {
         sendFailure(send, m.call, e);
       } finally {

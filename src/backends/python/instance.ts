@@ -300,6 +300,7 @@ export class PythonInstance implements BackendInstance {
         const batch = this.batches.get(m.batch);
         if (!batch) return;
         this.failUnanswered(m.unanswered, m.error, m.cancelled === true);
+        for (const rid of m.later ?? []) this.answerLater(rid);
         if (batch.timer) clearTimeout(batch.timer);
         batch.timer = undefined;
         batch.executing = m.running === true;
@@ -371,9 +372,12 @@ export class PythonInstance implements BackendInstance {
    */
   private readOutputs(life: Life, descs: readonly TensorDesc[], lent: Mapping[] | undefined): Tensor[] {
     return descs.map((d): Tensor => {
-      const region = d.r!;
+      const region = d.r;
       let bytes: Uint8Array | undefined;
-      if (region.startsWith(life.prefix)) {
+      if (region === undefined) {
+        // A tensor of no bytes (zero elements, as np.array([])) has no block.
+        bytes = new Uint8Array(0);
+      } else if (region.startsWith(life.prefix)) {
         const view = lent ? life.regions.lend(region, d.o, d.b) : undefined;
         if (view) lent!.push(view.mapping);
         bytes = view ? view.data : life.regions.copy(region, d.o, d.b);
@@ -396,6 +400,16 @@ export class PythonInstance implements BackendInstance {
       for (const mapping of lent) life.regions.giveBack(mapping);
       if (k && life === this.life) this.release(k);
     };
+  }
+
+  /** A request the model may answer after its execution: one whose sender cannot wait fails now, as before. */
+  private answerLater(rid: number): void {
+    const o = this.open.get(rid);
+    if (!o) return;
+    const sender = o.request.sender;
+    if (sender.answerLater) return sender.answerLater();
+    this.forget(rid, o);
+    sender.fail(new NereidError('INTERNAL', `model '${this.opts.init.modelName}' sent no response for a request`));
   }
 
   private failUnanswered(rids: readonly number[] | undefined, error: string | undefined, cancelled = false): void {

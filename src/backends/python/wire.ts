@@ -73,7 +73,9 @@ export type FromStub =
       readonly params?: string;
       readonly error?: ErrorInfo;
     }
-  | { readonly t: 'done'; readonly batch: number; readonly inferNs: number; readonly error?: string; readonly unanswered?: readonly number[]; readonly running?: boolean; readonly cancelled?: boolean }
+  | { readonly t: 'done'; readonly batch: number; readonly inferNs: number; readonly error?: string; readonly unanswered?: readonly number[]; readonly running?: boolean; readonly cancelled?: boolean;
+      /** Requests of a model that is not decoupled that its response senders may still answer. */
+      readonly later?: readonly number[] }
   | { readonly t: 'ended'; readonly batch: number; readonly error?: string; readonly unanswered?: readonly number[] }
   | { readonly t: 'log'; readonly level: number; readonly message: string }
   | { readonly t: 'finalized'; readonly error?: string }
