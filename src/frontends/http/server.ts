@@ -8,6 +8,7 @@ import { INSPECT_BYTES, readBody } from './body.js';
 import { compress, decompress, negotiate, requestEncoding } from './compression.js';
 import { decodeInfer, decodeRaw, isObject, type DecodedInfer } from './infer-request.js';
 import { rawInput } from './raw-request.js';
+import { answerClientError } from './client-error.js';
 import { JsonParser } from './json-parse.js';
 import { scanHeader } from './json-scan.js';
 import { headerForwarder, restriction, type HttpRestrictedGroup } from './restricted.js';
@@ -48,9 +49,7 @@ export async function startHttpFrontend(server: InferenceServer, options: HttpOp
   const http = createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
     handle(ctx, req, res).catch((e) => sendError(res, e, ctx));
   });
-  http.on('clientError', (_err, socket) => {
-    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n');
-  });
+  http.on('clientError', answerClientError);
   await new Promise<void>((resolve, reject) => {
     http.once('error', reject);
     http.listen(options.port, options.address, () => resolve());

@@ -1,6 +1,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdir, writeFile } from 'node:fs/promises';
+import { connect } from 'node:net';
 import { join } from 'node:path';
 import { startTestServer, tempRepository, type TestServer } from '../../helpers/server.js';
 import { request, splitBinary } from '../../helpers/http.js';
@@ -80,4 +81,41 @@ test('models whose input cannot be deduced are refused in Triton\'s words', asyn
   const short = await raw('raw_fp32', floats(2).subarray(0, 7));
   assert.equal(short.status, 400);
   assert.match(short.json().error, /INPUT0/);
+});
+
+/** One request written as is on a fresh connection; the whole answer, read until the server closes. */
+function rawExchange(head: string, body: Buffer): Promise<string> {
+  const port = Number(new URL(s.url).port);
+  return new Promise((resolve, reject) => {
+    const c = connect(port, '127.0.0.1', () => c.end(Buffer.concat([Buffer.from(head), body])));
+    const parts: Buffer[] = [];
+    c.on('data', (d: Buffer) => parts.push(d));
+    c.on('error', reject);
+    c.on('close', () => resolve(Buffer.concat(parts).toString('latin1')));
+  });
+}
+
+const chunked = (b: Buffer): Buffer => Buffer.concat([Buffer.from(`${b.byteLength.toString(16)}\r\n`), b, Buffer.from('\r\n0\r\n\r\n')]);
+
+// L0_http test_content_encoding_chunked_manually: a chunked raw body is read like any other.
+test('a chunked raw body is the input once the chunks are joined', async () => {
+  const head = 'POST /v2/models/raw_fp32/infer HTTP/1.1\r\nHost: x\r\nConnection: close\r\nInference-Header-Content-Length: 0\r\nTransfer-Encoding: chunked\r\n\r\n';
+  const answer = await rawExchange(head, chunked(floats(8)));
+  assert.match(answer, /^HTTP\/1\.1 200 /);
+  assert.ok(answer.endsWith(floats(8).toString('latin1')), answer);
+});
+
+// The same request with Content-Length too, as python-requests sends it when given a Transfer-Encoding header:
+// Triton takes it, Nereid refuses it (two framings of one body allow request smuggling), saying why as JSON.
+test('a body with both Transfer-Encoding: chunked and Content-Length is a JSON 400 that names the reason', async () => {
+  const body = chunked(floats(8));
+  const head = `POST /v2/models/raw_fp32/infer HTTP/1.1\r\nHost: x\r\nInference-Header-Content-Length: 0\r\nTransfer-Encoding: chunked\r\nContent-Length: ${body.byteLength}\r\n\r\n`;
+  const answer = await rawExchange(head, body);
+  assert.match(answer, /^HTTP\/1\.1 400 /);
+  assert.match(answer, /\r\nContent-Type: application\/json\r\n/i);
+  const json = JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4));
+  assert.match(json.error, /both Transfer-Encoding and Content-Length/);
+  assert.match(json.error, /smuggling/);
+  // The server goes on serving.
+  assert.equal((await raw('raw_fp32', floats(8))).status, 200);
 });
