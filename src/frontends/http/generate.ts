@@ -22,8 +22,8 @@ export async function handleGenerate(server: InferenceServer, model: string, ver
   req: IncomingMessage, res: ServerResponse, maxInputSize: number, signal: AbortSignal, parseBody: (body: Buffer, exact: boolean) => Promise<unknown>): Promise<void> {
   const encoding = req.headers['content-encoding'];
   if (encoding !== undefined && encoding !== 'identity') throw invalidArg(`the generate extension accepts only uncompressed requests, got Content-Encoding '${String(encoding)}'`);
-  // Exact: INT64 / UINT64 inputs and sequence ids past 2^53 are read as written, as infer reads them.
   const body = await readBody(req, maxInputSize);
+  // Exact: INT64 / UINT64 inputs and sequence ids past 2^53 are read as written, as infer reads them.
   const json = await parseBody(body, true);
   const resolved = server.resolveModel(model, version);
   const repeated = firstRepeatedKey(body, (k, inParameters) => resolved.inputs.has(k) && (inParameters || (k !== 'parameters' && k !== 'id')));
