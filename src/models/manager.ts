@@ -214,8 +214,9 @@ export class ModelManager {
     this.lookup(name); // an ambiguous name is an error here too, as in Triton
     try {
       model = this.resolve(name, version);
-    } catch (e) {
-      if (!this.isKnown(name)) throw e;
+    } catch {
+      // Triton's ModelIsReady answers not-ready, never an error, for any name it cannot serve: one in the
+      // repository but not loaded (explicit mode), one unloaded, and one not in the repository at all.
       return false;
     }
     return model.status().ready;

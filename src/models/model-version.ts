@@ -173,7 +173,6 @@ export class ModelVersion {
   /** Every response of a request as it comes: the one of an ordinary model, or a decoupled model's stream. */
   inferStream(request: InferenceRequest): ResponseStream {
     const ctx = this.context;
-    if (!ctx.decoupled) return ResponseStream.from(this.infer(request));
     const start = process.hrtime.bigint();
     let rows: number;
     let outputs: readonly string[];
@@ -182,7 +181,11 @@ export class ModelVersion {
       outputs = request.outputs ? this.checkOutputs(request.outputs) : ctx.outputNames;
     } catch (e) {
       this.stats.recordFailure(Number(process.hrtime.bigint() - start));
+      // Refused before the model saw it, for any model: a frontend answers such an error as a request error.
       return ResponseStream.failed(e);
+    }
+    if (!ctx.decoupled) {
+      return ResponseStream.from(this.cache ? this.inferCached(request, outputs, rows, start) : this.run(request, outputs, rows, start, request.borrowOutputs === true));
     }
     const inputs = ctx.reshapes ? request.inputs.map((t) => ctx.toBackend(t)) : request.inputs;
     const stream = new ResponseStream();

@@ -8,6 +8,8 @@ import { readBody } from './body.js';
 import { decodeParameters, isObject } from './infer-request.js';
 import { encodeParameters, jsonData } from './infer-response.js';
 import { decodeJsonData } from './json-data.js';
+import { firstRepeatedKey } from './json-repeated-key.js';
+import { HTTP_STATUS } from './status.js';
 
 /**
  * Triton's generate extension: POST …/generate answers one flat JSON object, …/generate_stream one server-sent
@@ -20,12 +22,20 @@ export async function handleGenerate(server: InferenceServer, model: string, ver
   req: IncomingMessage, res: ServerResponse, maxInputSize: number, signal: AbortSignal, parseBody: (body: Buffer, exact: boolean) => Promise<unknown>): Promise<void> {
   const encoding = req.headers['content-encoding'];
   if (encoding !== undefined && encoding !== 'identity') throw invalidArg(`the generate extension accepts only uncompressed requests, got Content-Encoding '${String(encoding)}'`);
+  const body = await readBody(req, maxInputSize);
   // Exact: INT64 / UINT64 inputs and sequence ids past 2^53 are read as written, as infer reads them.
-  const json = await parseBody(await readBody(req, maxInputSize), true);
+  const json = await parseBody(body, true);
   const resolved = server.resolveModel(model, version);
+  const repeated = firstRepeatedKey(body, (k, inParameters) => resolved.inputs.has(k) && (inParameters || (k !== 'parameters' && k !== 'id')));
+  if (repeated !== undefined) throw invalidArg(`input '${repeated}' already exists in request`);
   const responses = server.inferStream(generateRequest(resolved, model, version, json, signal), resolved);
-  // The first response (or error) decides the status, so an error before any output is an ordinary error reply.
-  const first = await responses.next();
+  // A request refused before the model saw it is an ordinary error reply. On generate_stream an error the model
+  // answers first is an event, under that error's status, as Triton sends it.
+  const first = await responses.next().catch((e: unknown) => {
+    if (!stream || responses.refused || !isNereidError(e)) throw e;
+    return e;
+  });
+  if (first instanceof NereidError) return streamFirstError(res, first);
   if (stream) return streamEvents(res, first, responses);
   if (first.done) throw new NereidError('INTERNAL', `model '${model}' sent no response`);
   const second = await responses.next().catch((e: unknown) => e);
@@ -56,6 +66,11 @@ async function streamEvents(res: ServerResponse, first: IteratorResult<Inference
     res.off('close', stop);
     res.end();
   }
+}
+
+function streamFirstError(res: ServerResponse, e: NereidError): void {
+  res.writeHead(HTTP_STATUS[e.code], { 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-cache' });
+  res.end(`data: ${JSON.stringify({ error: e.message })}\n\n`);
 }
 
 /** The flat JSON request → an InferenceRequest, inputs shaped by the model's. */

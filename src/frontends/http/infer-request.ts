@@ -141,6 +141,22 @@ export function decodeInfer(header: InferHeader, body: Buffer, jsonLength: numbe
   return { request, binaryOutputs: header.binary, binaryDefault: params.binaryDataOutput };
 }
 
+/** A raw binary request's one input → the request: no parameters, every output, all of them binary. */
+export function decodeRaw(input: Tensor, target: Target): DecodedInfer {
+  const request: InferenceRequest = {
+    model: target.model,
+    version: target.version,
+    id: '',
+    inputs: [input],
+    parameters: target.forwarded ? { ...target.forwarded } : {},
+    signal: target.signal,
+    borrowOutputs: target.borrowOutputs,
+  };
+  return { request, binaryOutputs: NO_OUTPUTS, binaryDefault: true };
+}
+
+const NO_OUTPUTS: ReadonlyMap<string, boolean> = new Map();
+
 function decodeInput(j: unknown, limits: HeaderLimits): HeaderInput {
   if (!isObject(j)) throw invalidArg("Unable to parse 'inputs': each input must be a JSON object");
   const name = j['name'];

@@ -6,7 +6,9 @@ import type { RequestBounds } from '../../inference/index.js';
 import type { Logger } from '../../observability/logger.js';
 import { INSPECT_BYTES, readBody } from './body.js';
 import { compress, decompress, negotiate, requestEncoding } from './compression.js';
-import { decodeInfer, isObject } from './infer-request.js';
+import { decodeInfer, decodeRaw, isObject, type DecodedInfer } from './infer-request.js';
+import { rawInput } from './raw-request.js';
+import { answerClientError } from './client-error.js';
 import { JsonParser } from './json-parse.js';
 import { scanHeader } from './json-scan.js';
 import { headerForwarder, restriction, type HttpRestrictedGroup } from './restricted.js';
@@ -47,9 +49,7 @@ export async function startHttpFrontend(server: InferenceServer, options: HttpOp
   const http = createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
     handle(ctx, req, res).catch((e) => sendError(res, e, ctx));
   });
-  http.on('clientError', (_err, socket) => {
-    if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n');
-  });
+  http.on('clientError', answerClientError);
   await new Promise<void>((resolve, reject) => {
     http.once('error', reject);
     http.listen(options.port, options.address, () => resolve());
@@ -156,19 +156,26 @@ async function handleInfer(ctx: Context, model: string, version: number | undefi
   const encoding = requestEncoding(req.headers['content-encoding'] as string | undefined);
   // Only a body that can reach INSPECT_BYTES (or of unknown length) is looked at from its start.
   const declared = req.headers['content-length'];
-  const inspect = encoding === 'identity' && (declared === undefined || Number(declared) >= INSPECT_BYTES) ? earlyRefusal(req, res, bounds) : undefined;
+  // A raw binary body (header length 0) holds no JSON to look at.
+  const raw = Number(req.headers['inference-header-content-length']) === 0;
+  const inspect = !raw && encoding === 'identity' && (declared === undefined || Number(declared) >= INSPECT_BYTES) ? earlyRefusal(req, res, bounds) : undefined;
   let body = await readBody(req, limit, undefined, inspect);
   if (encoding !== 'identity') body = await decompress(body, limit);
   const headerLength = parseHeaderLength(req.headers['inference-header-content-length'], body.byteLength);
-  if (headerLength === 0) throw unsupported('raw binary requests (Inference-Header-Content-Length: 0) are not supported yet');
-  const jsonLength = headerLength ?? body.byteLength;
-  // A body that is all JSON may be handed to the JSON worker without a copy: only its (empty) binary part is
-  // read afterwards.
-  const binary = jsonLength === body.byteLength ? NO_BINARY : body;
-  const parsed = await ctx.json.parse(body, jsonLength, bounds, limit);
   const signal = connectionSignal(req.socket);
   // Borrowed outputs go to the socket without a copy; they are given back once the response is over.
-  const decoded = decodeInfer(parsed, binary, binary === NO_BINARY ? 0 : jsonLength, { model, version, signal, forwarded: ctx.forwarded(req.headers), borrowOutputs: true });
+  const target = { model, version, signal, forwarded: ctx.forwarded(req.headers), borrowOutputs: true };
+  let decoded: DecodedInfer;
+  if (headerLength === 0) {
+    decoded = decodeRaw(rawInput(model, resolved, body), target);
+  } else {
+    const jsonLength = headerLength ?? body.byteLength;
+    // A body that is all JSON may be handed to the JSON worker without a copy: only its (empty) binary part is
+    // read afterwards.
+    const binary = jsonLength === body.byteLength ? NO_BINARY : body;
+    const parsed = await ctx.json.parse(body, jsonLength, bounds, limit);
+    decoded = decodeInfer(parsed, binary, binary === NO_BINARY ? 0 : jsonLength, target);
+  }
   const response = await ctx.server.infer(decoded.request, resolved);
   if (response.release) releaseWhenDone(res, signal, response.release);
   if (signal.aborted) return;

@@ -52,3 +52,11 @@ test('simple_grpc_model_control.py: every step answers as the example expects, s
   const wrong = await failure(load('wrong_model_name'));
   assert.match(wrong.details, /failed to load/);
 });
+
+// Triton's ModelIsReady (core server.cc) answers ready=false with an OK status for any name it cannot serve, and
+// L0_lifecycle's explicit-mode tests assert is_model_ready() is False for models in the repository not yet loaded.
+test('ModelReady: a model in the repository but not loaded, and a name in no repository, answer ready: false', async () => {
+  assert.deepEqual(await unary(s.client, 'ModelReady', { name: 'simple_int8' }), { ready: false });
+  assert.deepEqual(await unary(s.client, 'ModelReady', { name: 'simple_int8', version: '1' }), { ready: false });
+  assert.deepEqual(await unary(s.client, 'ModelReady', { name: 'not_in_any_repository' }), { ready: false });
+});

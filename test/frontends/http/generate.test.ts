@@ -82,10 +82,11 @@ test('generate: bad requests are clear errors with the right status', async () =
     assert.equal(r.status, status, `${JSON.stringify(body)}: ${r.body.toString()}`);
     assert.match(r.json().error, pattern);
   }
-  // An error before the first response is an ordinary error reply, not an event.
-  const mismatch = await postJson(`${s.url}/v2/models/repeat_int32/generate_stream`, { IN: [1, 2], DELAY: [0], WAIT: 0 });
-  assert.equal(mismatch.status, 400);
-  assert.match(mismatch.json().error, /IN and DELAY shape to match/);
+  // A request refused before the model sees it is an ordinary error reply on generate_stream too.
+  const missing = await postJson(`${s.url}/v2/models/repeat_int32/generate_stream`, { IN: [1, 2], WAIT: 0 });
+  assert.equal(missing.status, 400);
+  assert.match(missing.headers.get('content-type') ?? '', /application\/json/);
+  assert.match(missing.json().error, /DELAY/);
   const gz = await request(`${s.url}/v2/models/simple/generate`, { method: 'POST', body: '{}', headers: { 'Content-Type': 'application/json', 'Content-Encoding': 'gzip' } });
   assert.equal(gz.status, 400);
   const bad = await request(`${s.url}/v2/models/simple/generate`, { method: 'POST', body: '{"INPUT0": [' });
@@ -128,4 +129,42 @@ test('generate_stream: a client that leaves mid-stream cancels the rest of the r
   assert.equal(stats.inference_stats.fail.count, failBefore.count + 1);
   const lasted = (stats.inference_stats.fail.ns - failBefore.ns) / 1e6;
   assert.ok(lasted < 20 * 500, `the cancelled request lasted ${lasted} ms: it ran to its end`);
+});
+
+// Triton's L0_http generate_endpoint_test.py, test_generate_stream_response_error: an error the model sends as
+// its first response carries the error's HTTP status, and the body is still the event stream, one error event.
+test('generate_stream: an error the model answers first is a data: {"error": …} event under the error\'s status', async () => {
+  const r = await postJson(`${s.url}/v2/models/repeat_int32/generate_stream`, { IN: [1, 2], DELAY: [0], WAIT: 0 });
+  assert.equal(r.status, 400);
+  assert.equal(r.headers.get('content-type'), 'text/event-stream; charset=utf-8');
+  const text = r.body.toString();
+  assert.ok(text.startsWith('data: ') && text.endsWith('\n\n'), text);
+  const all = events(text);
+  assert.equal(all.length, 1, text);
+  assert.match(all[0].error, /IN and DELAY shape to match/);
+});
+
+// Triton's L0_http generate_endpoint_test.py, test_duplicate_inputs: a repeated input name is refused, the first
+// one repeated in the order of the text, as a JSON error on both endpoints.
+test('generate: a repeated input key is refused as Triton refuses it (input \'X\' already exists in request)', async () => {
+  const a = JSON.stringify(range(16)).slice(1, -1);
+  const cases: [string, string][] = [
+    [`{"INPUT0": [${a}], "INPUT1": [${a}], "INPUT0": [${a}]}`, 'INPUT0'],
+    [`{"INPUT0": [${a}], "INPUT1": [${a}], "INPUT1": [${a}]}`, 'INPUT1'],
+    [`{"INPUT0": [${a}], "INPUT1": [${a}], "INPUT0": [${a}], "INPUT1": [${a}]}`, 'INPUT0'],
+    [`{"INPUT0": [${a}], "INPUT1": [${a}], "INPUT1": [${a}], "INPUT0": [${a}]}`, 'INPUT1'],
+    [`{"INPUT0": [${a}], "parameters": {"INPUT1": [${a}], "INPUT0": [${a}]}}`, 'INPUT0'],
+  ];
+  for (const [body, name] of cases) {
+    for (const route of ['generate', 'generate_stream']) {
+      const r = await request(`${s.url}/v2/models/simple/${route}`, { method: 'POST', body, headers: { 'Content-Type': 'application/json' } });
+      assert.equal(r.status, 400, `${route} ${body}: ${r.body.toString()}`);
+      assert.match(r.headers.get('content-type') ?? '', /application\/json/);
+      assert.equal(r.json().error, `input '${name}' already exists in request`);
+    }
+  }
+  // Repeated keys that are not inputs, and input names inside strings or nested values, are not inputs repeated.
+  const fine = `{"INPUT0": [${a}], "INPUT1": [${a}], "p": "\\"INPUT0\\": 1", "p": {"INPUT0": 1, "INPUT0": 2}}`;
+  const ok = await request(`${s.url}/v2/models/simple/generate`, { method: 'POST', body: fine, headers: { 'Content-Type': 'application/json' } });
+  assert.notEqual(ok.json().error, "input 'INPUT0' already exists in request", ok.body.toString());
 });

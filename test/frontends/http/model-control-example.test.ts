@@ -57,3 +57,13 @@ test('an override file whose name is too long for the file system: 500 and Trito
   assert.equal(r.json().error, "failed to load 'simple', failed to poll from model repository");
   assert.equal((await request(`${s.url}/v2/health/live`)).status, 200);
 });
+
+// Triton's HandleModelReady answers 400 when TRITONSERVER_ServerModelIsReady gives not-ready, which it does for
+// a model in the repository that is not loaded (L0_lifecycle, explicit mode) and for a name it does not know.
+test('ready: a model in the repository but not loaded is not ready (400), as a name in no repository is', async () => {
+  for (const name of ['simple_int8', 'not_in_any_repository']) {
+    const r = await request(`${s.url}/v2/models/${name}/ready`);
+    assert.equal(r.status, 400, name);
+    assert.deepEqual(r.json(), { error: 'Model version not ready' }, name);
+  }
+});

@@ -1,0 +1,24 @@
+import type { Duplex } from 'node:stream';
+
+/**
+ * The answer to a request Node's HTTP parser refuses before any handler sees it. A body framed both by
+ * Transfer-Encoding and by Content-Length is refused on purpose (Triton takes it): two framings of one body are
+ * how requests are smuggled past a proxy. The client hears why, in the JSON error form of every other refusal;
+ * anything else the parser refuses keeps a bare 400.
+ */
+export function answerClientError(err: Error & { code?: string; reason?: string }, socket: Duplex): void {
+  if (!socket.writable) return;
+  if (!bothFramings(err)) {
+    socket.end('HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n');
+    return;
+  }
+  const body = JSON.stringify({ error: BOTH_FRAMINGS });
+  socket.end(`HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
+}
+
+const BOTH_FRAMINGS = 'the request has both Transfer-Encoding and Content-Length headers; send only one of them (a body with two framings is refused, as it allows request smuggling)';
+
+function bothFramings(err: { code?: string; reason?: string }): boolean {
+  return (err.code === 'HPE_INVALID_CONTENT_LENGTH' || err.code === 'HPE_INVALID_TRANSFER_ENCODING' || err.code === 'HPE_UNEXPECTED_CONTENT_LENGTH')
+    && /Content-Length/i.test(err.reason ?? '') && /Transfer-Encoding/i.test(err.reason ?? '');
+}
