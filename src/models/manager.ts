@@ -233,10 +233,6 @@ export class ModelManager {
     return [...entry.versions].filter(([, s]) => s.state === 'READY').map(([v]) => v).sort((a, b) => a - b);
   }
 
-  isKnown(name: string): boolean {
-    return this.namespacing ? this.byName.has(name) : this.entries.has(name);
-  }
-
   /**
    * Whether a model an ensemble runs on needs loading: it has no READY version, or (with namespacing) one of
    * the repositories has a model of that name that is not serving, such as one put back since.
