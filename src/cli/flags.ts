@@ -11,6 +11,7 @@
  *   flags are checked, since getopt moves non-options to the end.
  * Where tritonserver's own parser is loose (std::stoi accepts "12abc") Nereid is strict: integers must be whole.
  */
+import { re2Pattern } from '../frontends/re2-pattern.js';
 import type { LogFormat, LogSettings } from '../observability/logger.js';
 import { DEFAULT_SERVER_ID, type ModelControlMode, type ServerOptions } from '../server/options.js';
 import { DEFAULT_MAX_MAPPED_BYTES, DEFAULT_MAX_REGIONS } from '../sharedmemory/registry.js';
@@ -246,9 +247,9 @@ function restricted(d: Draft, id: string, v: string): string {
 }
 
 function headerPattern(v: string): string {
-  // tritonserver matches header names case-insensitively with RE2; a JavaScript RegExp is the nearest check.
+  // tritonserver reads the pattern as RE2 (inline flags such as `(?-i)` included), translated once here.
   try {
-    new RegExp(v, 'i');
+    re2Pattern(v);
   } catch {
     throw new BadValue('a valid regular expression');
   }

@@ -315,3 +315,9 @@ test('--openai-port turns the OpenAI-compatible frontend on; its address default
   // Off, it claims no port.
   assert.equal(parse('--openai-address=0.0.0.0', '--http-port=9000').http.port, 9000);
 });
+
+test('header-forward patterns are read as RE2: inline flags such as (?-i) are accepted, lookaround is not', () => {
+  // Triton's qa/L0_parameters/test.sh starts the server with --grpc-header-forward-pattern (?-i)MY_HEADER.*
+  assert.doesNotThrow(() => parse('--grpc-header-forward-pattern=(?-i)MY_HEADER.*', '--http-header-forward-pattern=(?i:x)-(?P<n>y)'));
+  fails([...REPO, '--http-header-forward-pattern=(?=x)'], /"--http-header-forward-pattern"/, /regular expression/);
+});

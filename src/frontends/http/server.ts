@@ -9,7 +9,8 @@ import { compress, decompress, negotiate, requestEncoding } from './compression.
 import { decodeInfer, isObject } from './infer-request.js';
 import { JsonParser } from './json-parse.js';
 import { scanHeader } from './json-scan.js';
-import { headerForwarder, restriction, type HttpRestrictedGroup } from './restricted.js';
+import { restriction, type HttpRestrictedGroup } from './restricted.js';
+import { headerForwarder } from '../forwarded-headers.js';
 import { route, type Route } from './routes.js';
 import { HTTP_ERROR_HEADERS, HTTP_STATUS } from './status.js';
 import { handleGenerate } from './generate.js';
