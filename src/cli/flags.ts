@@ -11,6 +11,7 @@
  *   flags are checked, since getopt moves non-options to the end.
  * Where tritonserver's own parser is loose (std::stoi accepts "12abc") Nereid is strict: integers must be whole.
  */
+import { re2Pattern } from '../frontends/re2-pattern.js';
 import type { LogFormat, LogSettings } from '../observability/logger.js';
 import { DEFAULT_SERVER_ID, type ModelControlMode, type ServerOptions } from '../server/options.js';
 import { DEFAULT_MAX_MAPPED_BYTES, DEFAULT_MAX_REGIONS } from '../sharedmemory/registry.js';
@@ -110,8 +111,9 @@ function newDraft(): Draft {
 // Value parsers. Each throws BadValue saying what was expected; the loop adds the flag's name and the value.
 
 class BadValue extends Error {
-  constructor(readonly expected: string) {
-    super(expected);
+  /** `said`: tritonserver's own refusal of the value, printed instead of "got …, expected …". */
+  constructor(readonly expected: string, readonly said?: string) {
+    super(said ?? expected);
   }
 }
 
@@ -225,30 +227,47 @@ function pair(v: string, syntax: string, first: (s: string) => unknown, second: 
   return v;
 }
 
+/** In tritonserver's words for 0 or less, worded as its sibling check of --grpc-max-response-pool-size. */
+function maxInputSize(v: string): number {
+  const n = int64(v, -(2n ** 63n), 'an integer greater than 0 (bytes)');
+  if (n <= 0) throw new BadValue('an integer greater than 0 (bytes)', 'Error: --http-max-input-size must be greater than 0.');
+  return n;
+}
+
 const RESTRICTED_CATEGORIES = [
   'health', 'metadata', 'inference', 'shared-memory', 'model-config', 'model-repository', 'statistics', 'trace',
   'logging',
 ] as const;
 
-/** `<category>[,<category>...]:<key>=<value>`; each category may appear in only one group of the same flag. */
+/**
+ * `<category>[,<category>...]:<key>=<value>`; each category may appear in only one group of the same flag.
+ * Refusals in tritonserver's words (its L0_http and L0_grpc start-up tests look for "unknown restricted api
+ * 'model-reposit'" and "api 'health' can not be specified in multiple config groups"), with the categories.
+ */
 function restricted(d: Draft, id: string, v: string): string {
-  const syntax = `'<category>[,<category>...]:<key>=<value>' with categories from ${RESTRICTED_CATEGORIES.join(', ')}`;
+  const kind = id === 'grpc-restricted-protocol' ? 'protocol' : 'api';
+  const categories = `categories: ${RESTRICTED_CATEGORIES.join(', ')}`;
+  const syntax = `'<category>[,<category>...]:<key>=<value>' with ${categories}`;
   const colon = v.indexOf(':');
   const eq = v.indexOf('=', colon + 1);
-  if (colon <= 0 || eq < 0 || eq === colon + 1 || eq === v.length - 1) throw new BadValue(syntax);
+  if (colon <= 0 || eq < 0 || eq === colon + 1 || eq === v.length - 1) {
+    throw new BadValue(syntax, `--${id} option format is '<config name>:<setting>=<value>'. Got ${v} (${categories})`);
+  }
   const claimed = (d.restricted[id] ??= new Set());
   for (const category of v.slice(0, colon).split(',')) {
-    if (!(RESTRICTED_CATEGORIES as readonly string[]).includes(category)) throw new BadValue(syntax);
-    if (claimed.has(category)) throw new BadValue(`a category not already given to another --${id} group ('${category}' is)`);
+    if (!(RESTRICTED_CATEGORIES as readonly string[]).includes(category)) {
+      throw new BadValue(syntax, `unknown restricted ${kind} '${category}' (${categories})`);
+    }
+    if (claimed.has(category)) throw new BadValue(syntax, `restricted ${kind} '${category}' can not be specified in multiple config groups`);
     claimed.add(category);
   }
   return v;
 }
 
 function headerPattern(v: string): string {
-  // tritonserver matches header names case-insensitively with RE2; a JavaScript RegExp is the nearest check.
+  // tritonserver reads the pattern as RE2 (inline flags such as `(?-i)` included), translated once here.
   try {
-    new RegExp(v, 'i');
+    re2Pattern(v);
   } catch {
     throw new BadValue('a valid regular expression');
   }
@@ -394,7 +413,7 @@ const FLAGS: readonly FlagSpec[] = [
   warnsInFrontend(flag(HTTP, 'http-thread-count', '<integer>', '8', 'Threads serving HTTP in tritonserver. Ignored with a warning: Nereid serves HTTP on the event loop.', keepInt),
     'the HTTP server runs on the Node.js event loop'),
   flag(HTTP, 'http-max-input-size', '<integer>', '67108864', 'Largest HTTP request body in bytes, before and after decompression (greater than 0).',
-    (d, v) => { d.http.maxInputSize = int64(v, 1n, 'an integer greater than 0 (bytes)'); }),
+    (d, v) => { d.http.maxInputSize = maxInputSize(v); }),
   flag(HTTP, 'http-restricted-api', '<category>[,<category>...]:<header>=<value>', '', `Serve these API categories only to requests carrying header <header> with value <value>. Categories: ${RESTRICTED_CATEGORIES.join(', ')}. Repeatable; a category may appear in one group only.`,
     (d, v, id) => keep(d, id, restricted(d, id, v))),
 
@@ -599,7 +618,7 @@ function apply(spec: FlagSpec, d: Draft, value: string): void {
     if (!(e instanceof BadValue)) throw e;
     // A value that looks like a flag was most likely meant as one: getopt took it as this flag's value.
     const hint = value.startsWith('--') ? ` (--${spec.name} needs a value: write --${spec.name}=<value>)` : '';
-    throw new FlagError(`Bad option "--${spec.name}": got '${value}', expected ${e.expected}${hint}`);
+    throw new FlagError(e.said !== undefined ? `Bad option "--${spec.name}": ${e.said}` : `Bad option "--${spec.name}": got '${value}', expected ${e.expected}${hint}`);
   }
   const effect = spec.effect;
   if (effect.kind === 'implemented' || (effect.when && !effect.when.test(value))) return;

@@ -74,7 +74,7 @@ async function serve(argv: readonly string[]): Promise<number> {
   const { startHttpFrontend, startGrpcFrontend, startMetricsFrontend, startOpenAiFrontend } = await frontends;
   let http: HttpFrontend | undefined;
   try {
-    if (opts.http.allow) http = await startHttpFrontend(server, httpOptions(opts), logger);
+    if (opts.http.allow) http = await startHttpFrontend(server, httpOptions(opts), logger.child('http/server.ts'));
   } catch (e) {
     logger.error(`failed to start the HTTP service: ${(e as Error).message}`);
     await server.close(0);
@@ -83,7 +83,7 @@ async function serve(argv: readonly string[]): Promise<number> {
   }
   let grpc: GrpcFrontend | undefined;
   try {
-    if (opts.grpc.allow) grpc = await startGrpcFrontend(server, grpcOptions(opts), logger);
+    if (opts.grpc.allow) grpc = await startGrpcFrontend(server, grpcOptions(opts), logger.child('grpc/server.ts'));
   } catch (e) {
     logger.error(`failed to start the GRPC service: ${(e as Error).message}`);
     await server.close(0);
@@ -93,7 +93,7 @@ async function serve(argv: readonly string[]): Promise<number> {
   }
   let metrics: MetricsFrontend | undefined;
   try {
-    if (opts.metrics.allow) metrics = await startMetricsFrontend(server, opts.metrics, logger);
+    if (opts.metrics.allow) metrics = await startMetricsFrontend(server, opts.metrics, logger.child('metrics/server.ts'));
   } catch (e) {
     logger.error(`failed to start the metrics service: ${(e as Error).message}`);
     await server.close(0);
@@ -104,7 +104,7 @@ async function serve(argv: readonly string[]): Promise<number> {
   }
   let openai: OpenAiFrontend | undefined;
   try {
-    if (opts.openai.allow) openai = await startOpenAiFrontend(server, { ...opts.openai, maxInputSize: opts.http.maxInputSize }, logger);
+    if (opts.openai.allow) openai = await startOpenAiFrontend(server, { ...opts.openai, maxInputSize: opts.http.maxInputSize }, logger.child('openai/server.ts'));
   } catch (e) {
     logger.error(`failed to start the OpenAI-compatible service: ${(e as Error).message}`);
     await server.close(0);

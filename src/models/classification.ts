@@ -1,9 +1,15 @@
-import { invalidArg } from '../errors.js';
+import { invalidArg, limitExceeded } from '../errors.js';
 import type { Tensor } from '../tensor/tensor.js';
 import { typedView } from '../tensor/view.js';
 import type { OutputInfo } from './context.js';
 
 const encoder = new TextEncoder();
+
+/**
+ * Triton refuses to rank more than this many elements per batch item (qa/L0_parameters class_count_test.py,
+ * test_classification_output_tensor_too_large): the sort and the strings it builds grow with the output.
+ */
+export const MAX_CLASSIFICATION_ELEMENTS = 1_000_000;
 
 /**
  * Triton's classification extension: the top `count` entries of each batch item as BYTES "value:index[:label]",
@@ -18,6 +24,10 @@ export function classify(t: Tensor, count: number, info: OutputInfo, batched: bo
   const isFloat = t.datatype === 'FP16' || t.datatype === 'FP32' || t.datatype === 'FP64' || t.datatype === 'BF16';
   const items = batched ? Math.max(t.shape[0] ?? 1, 1) : 1;
   const per = items === 0 ? 0 : values.length / items;
+  if (per > MAX_CLASSIFICATION_ELEMENTS) {
+    throw limitExceeded('INVALID_ARG', 'classification-elements',
+      `classification output tensor too large: ${per} elements to rank per batch item, at most ${MAX_CLASSIFICATION_ELEMENTS}`);
+  }
   const k = Math.min(count, per);
   const out: Uint8Array[] = [];
   for (let b = 0; b < items; b++) {

@@ -176,7 +176,7 @@ async function loadInstances(model: PreparedModel, context: ModelContext, opts: 
         const instanceName = `${group.name}_${i}`;
         const instance = await model.backend!.createInstance({
           name: model.name, modelDir: model.modelDir, versionDir, backendConfig: model.backendConfig, configFromRequest: model.configFromRequest,
-          version, config: model.config, instanceName, kind: group.kind, logger: opts.logger,
+          version, config: model.config, instanceName, kind: group.kind, logger: opts.logger.child(`${model.config.backend}/instance.ts`),
           ...(opts.calls ? { calls: opts.calls } : {}),
           ...(timeoutMs !== undefined ? { executeTimeoutMs: timeoutMs } : {}),
         });

@@ -1,10 +1,12 @@
 /**
  * Nereid's log, in tritonserver's line formats so existing log scrapers keep working:
  *
- *   default   I0523 14:03:07.123456 4242 http] Started HTTPService at 0.0.0.0:8000
- *   ISO8601   2024-05-23T14:03:07Z I 4242 http] Started HTTPService at 0.0.0.0:8000
+ *   default   I0523 14:03:07.123456 4242 server.ts:1] Started HTTPService at 0.0.0.0:8000
+ *   ISO8601   2024-05-23T14:03:07Z I 4242 server.ts:1] Started HTTPService at 0.0.0.0:8000
  *
- * Triton prints `file.cc:line` where we print a short tag naming the module (see `child`). Times are UTC, as in
+ * Triton prints the `file.cc:line` of the log statement; log readers (Triton's own L0_logging log_format_test
+ * among them) want a `[\w.]+:\d+` there. Nereid prints the emitting module and a fixed line, given once when a
+ * module takes its logger (`child('manager.ts')`), so no record costs a stack trace. Times are UTC, as in
  * Triton. Levels: E (error), W (warning), I (info), V (verbose, numbered: `verbose(2, …)` prints when the
  * verbose level is 2 or more).
  *
@@ -53,8 +55,11 @@ export interface Logger {
   verbose(level: number, msg: string): void;
   /** True when `verbose(level, …)` would print: guard messages that are costly to build. */
   isVerbose(level: number): boolean;
-  /** A logger writing to the same output under the same settings, tagged `tag` (nested: `parent/tag`). */
-  child(tag: string): Logger;
+  /**
+   * A logger writing to the same output under the same settings, its records located at `file:line` (a module's
+   * file name; characters outside `[A-Za-z0-9_.]` become `_`, so log readers split the location cleanly).
+   */
+  child(file: string, line?: number): Logger;
   /** The current settings in the logging extension's JSON form. */
   settings(): LogSettingsJson;
   /**
@@ -103,7 +108,7 @@ class Sink {
     }
   }
 
-  /** `tail` is ` <pid> <tag>] `, built once per logger. */
+  /** `tail` is ` <pid> <file>:<line>] `, built once per logger. */
   write(level: string, tail: string, message: string): void {
     const msg = this.quote ? escapeControls(JSON.stringify(message)) : escapeControls(message);
     const us = Math.floor((performance.timeOrigin + performance.now()) * 1000);
@@ -171,8 +176,8 @@ class TaggedLogger implements Logger {
   verbose: (level: number, msg: string) => void = noop;
   private readonly tail: string;
 
-  constructor(private readonly sink: Sink, private readonly tag: string) {
-    this.tail = ` ${process.pid} ${tag}] `;
+  constructor(private readonly sink: Sink, location: string) {
+    this.tail = ` ${process.pid} ${location}] `;
     sink.register(this);
     this.rebind();
   }
@@ -194,8 +199,8 @@ class TaggedLogger implements Logger {
     return max > 0 && level <= max;
   }
 
-  child(tag: string): Logger {
-    return new TaggedLogger(this.sink, this.tag === ROOT_TAG ? tag : `${this.tag}/${tag}`);
+  child(file: string, line = 1): Logger {
+    return new TaggedLogger(this.sink, location(file, line));
   }
 
   settings(): LogSettingsJson {
@@ -212,7 +217,13 @@ class TaggedLogger implements Logger {
   }
 }
 
-const ROOT_TAG = 'nereid';
+/** Where records from a logger no module has claimed say they come from. */
+const ROOT_LOCATION = 'nereid.ts:1';
+
+function location(file: string, line: number): string {
+  const name = file.replace(/[^\w.]/g, '_') || 'nereid.ts';
+  return `${name}:${Number.isInteger(line) && line >= 0 ? line : 1}`;
+}
 
 function toJson(s: LogSettings): LogSettingsJson {
   return {
@@ -265,7 +276,7 @@ function asFormat(v: unknown): LogFormat {
  * it cannot be opened. Call `close()` at shutdown. `env` gives TRITON_SERVER_ESCAPE_LOG_MESSAGES.
  */
 export function createLogger(settings: LogSettings, env: NodeJS.ProcessEnv = process.env): Logger {
-  return new TaggedLogger(new Sink(settings, env['TRITON_SERVER_ESCAPE_LOG_MESSAGES'] !== '0'), ROOT_TAG);
+  return new TaggedLogger(new Sink(settings, env['TRITON_SERVER_ESCAPE_LOG_MESSAGES'] !== '0'), ROOT_LOCATION);
 }
 
 const NOOP_SETTINGS: LogSettings = { info: false, warning: false, error: false, verbose: 0, format: 'default', file: '' };

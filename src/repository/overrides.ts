@@ -15,9 +15,15 @@ export interface OverrideDir {
   remove(): Promise<void>;
 }
 
+/**
+ * The override's path inside the model folder. A leading `/` is accepted and means the model folder, as Triton
+ * joins `file:/1/model.py` under its temporary folder (Triton's own tests load models that way); the path must
+ * still stay inside.
+ */
 export function checkOverridePath(path: string): string {
-  const p = normalize(path);
-  if (path === '' || isAbsolute(path) || path.includes('\0') || p.startsWith('..') || !isInside('/m', join('/m', p)) || p === '.') {
+  const rel = path.replace(/^\/+/, '');
+  const p = normalize(rel);
+  if (rel === '' || isAbsolute(rel) || rel.includes('\0') || p.startsWith('..') || !isInside('/m', join('/m', p)) || p === '.') {
     throw invalidArg(`invalid file override path '${path}': it must stay inside the model folder`);
   }
   return p;

@@ -95,6 +95,8 @@ export interface CreateOptions {
  */
 export class InferenceServer {
   readonly logger: Logger;
+  /** This module's own records, located here rather than at the root. */
+  private readonly log: Logger;
   private state: ServerState = 'starting';
   private readonly manager: ModelManager;
   private readonly metadataValue: ServerMetadata;
@@ -117,10 +119,11 @@ export class InferenceServer {
 
   private constructor(private readonly options: ServerOptions, created: CreateOptions, Metrics: typeof ServerMetrics | undefined) {
     this.logger = created.logger ?? createLogger({ info: true, warning: true, error: true, verbose: 0, format: 'default', file: '' });
-    this.refusals = new LimitRefusals(this.logger.child('limits'));
+    this.log = this.logger.child('inference-server.ts');
+    this.refusals = new LimitRefusals(this.logger.child('limit-refusals.ts'));
     const m = options.metrics;
     this.metrics = Metrics && m ? new Metrics(() => this.manager.loadedVersions(), {
-      settings: parseMetricsConfig(m.config ?? [], (w) => this.logger.error(w)),
+      settings: parseMetricsConfig(m.config ?? [], (w) => this.log.error(w)),
       intervalMs: m.intervalMs ?? 2000,
       cpu: m.cpu ?? true,
       limitRefusals: () => this.refusals.entries(),
@@ -129,7 +132,7 @@ export class InferenceServer {
     this.sharedMemory = new SharedMemoryRegistry(options.allowClientShm ?? false, {
       maxRegions: options.shmMaxRegions, maxMappedBytes: options.shmMaxMappedBytes, reserved: ownSharedMemory,
     });
-    this.cache = responseCache(options.responseCache, this.logger);
+    this.cache = responseCache(options.responseCache, this.logger.child('cache/redis.ts'));
     this.manager = new ModelManager(options.modelRepositories, {
       backends: created.backends ?? defaultBackends(),
       strictModelConfig: options.strictModelConfig ?? false,
@@ -143,7 +146,7 @@ export class InferenceServer {
       responseCache: this.cache,
       calls: this.modelCalls(ownSharedMemory),
       ...(this.metrics ? { metrics: this.metrics } : {}),
-    }, this.logger, options.modelNamespacing ?? false);
+    }, this.logger.child('manager.ts'), options.modelNamespacing ?? false);
     this.metadataValue = { name: options.id ?? DEFAULT_SERVER_ID, version: NEREID_VERSION, extensions: EXTENSIONS };
   }
 
@@ -212,7 +215,7 @@ export class InferenceServer {
       try {
         await this.manager.poll();
       } catch (e) {
-        this.logger.error(`repository poll failed: ${(e as Error).message}`);
+        this.log.error(`repository poll failed: ${(e as Error).message}`);
       }
       if (this.state === 'ready') this.pollTimer = setTimeout(tick, intervalMs).unref();
     };
@@ -305,7 +308,7 @@ export class InferenceServer {
     this.inflightRequests++;
     const p = usesSharedMemory(request) ? this.inferWithSharedMemory(version, request) : version.infer(request);
     p.then(this.requestDone, this.requestDone);
-    if (this.logger.isVerbose(1)) this.logRequest(request, p);
+    if (this.log.isVerbose(1)) this.logRequest(request, p);
     return p;
   }
 
@@ -316,12 +319,12 @@ export class InferenceServer {
   private logRequest(request: InferenceRequest, done: Promise<unknown>): void {
     const tag = `[request id: ${request.id || '<id_unknown>'}]`;
     const target = `model '${request.model}'${request.version !== undefined ? ` version ${request.version}` : ''}`;
-    this.logger.verbose(1, `${tag} infer ${target}: ${request.inputs.length} input(s)${request.sequenceId ? `, sequence ${String(request.sequenceId)}` : ''}`);
+    this.log.verbose(1, `${tag} infer ${target}: ${request.inputs.length} input(s)${request.sequenceId ? `, sequence ${String(request.sequenceId)}` : ''}`);
     const started = process.hrtime.bigint();
     const ms = (): string => (Number(process.hrtime.bigint() - started) / 1e6).toFixed(3);
     done.then(
-      () => this.logger.verbose(1, `${tag} ${target} ended after ${ms()} ms`),
-      (e: unknown) => this.logger.verbose(1, `${tag} ${target} failed after ${ms()} ms: ${(e as Error).message}`),
+      () => this.log.verbose(1, `${tag} ${target} ended after ${ms()} ms`),
+      (e: unknown) => this.log.verbose(1, `${tag} ${target} failed after ${ms()} ms: ${(e as Error).message}`),
     );
   }
 
@@ -373,7 +376,7 @@ export class InferenceServer {
     this.inflightRequests++;
     const stream = usesSharedMemory(request) ? this.streamWithSharedMemory(version, request) : version.inferStream(request);
     void stream.settled.then(this.requestDone);
-    if (this.logger.isVerbose(1)) this.logRequest(request, stream.settled);
+    if (this.log.isVerbose(1)) this.logRequest(request, stream.settled);
     return stream;
   }
 
@@ -512,7 +515,7 @@ export class InferenceServer {
     this.state = 'stopping';
     if (this.pollTimer) clearTimeout(this.pollTimer);
     const secs = Math.max(0, timeoutSecs);
-    if (this.inflightRequests > 0) this.logger.info(`waiting for ${this.inflightRequests} in-flight inference requests (at most ${secs} s)`);
+    if (this.inflightRequests > 0) this.log.info(`waiting for ${this.inflightRequests} in-flight inference requests (at most ${secs} s)`);
     const drained = (async () => {
       if (this.inflightRequests > 0) await new Promise<void>((resolve) => (this.idle = resolve));
       await this.manager.close();
@@ -522,7 +525,7 @@ export class InferenceServer {
     const clean = await Promise.race([drained.then(() => true), expired]);
     clearTimeout(timer);
     if (!clean) {
-      this.logger.error(`exit timeout of ${secs} s expired with ${this.inflightRequests} inference requests in flight: answering them with an error and stopping the model instances still running`);
+      this.log.error(`exit timeout of ${secs} s expired with ${this.inflightRequests} inference requests in flight: answering them with an error and stopping the model instances still running`);
       this.manager.abort(unavailable(`Server is shutting down: the exit timeout of ${secs} s expired before this request finished`));
       // Killed instances settle at once; one that cannot be killed is given a moment, not more.
       await Promise.race([drained, new Promise((resolve) => setTimeout(resolve, ABORT_GRACE_MS).unref())]);

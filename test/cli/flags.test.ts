@@ -265,8 +265,14 @@ test('bad values of composite flags name the flag, the value and the format', ()
   fails([...REPO, '--trace-config=jaeger,url=x'], /"--trace-config"/, /triton, opentelemetry/);
   fails([...REPO, '--trace-config=level=LOUD'], /"--trace-config"/);
   fails([...REPO, '--trace-config=rate'], /"--trace-config"/);
-  fails([...REPO, '--http-restricted-api=bogus:k=v'], /"--http-restricted-api"/, /health, metadata/);
-  fails([...REPO, '--http-restricted-api=trace:k=v', '--http-restricted-api=trace,logging:a=b'], /'trace' is/);
+  // Triton's words, as its L0_http and L0_grpc start-up tests look for them.
+  fails([...REPO, '--http-restricted-api=bogus:k=v'], /"--http-restricted-api"/, /unknown restricted api 'bogus'/, /health, metadata/);
+  fails([...REPO, '--http-restricted-api=trace:k=v', '--http-restricted-api=trace,logging:a=b'], /restricted api 'trace' can not be specified in multiple config groups/);
+  fails([...REPO, '--grpc-restricted-protocol=model-reposit,health:k1=v1'], /"--grpc-restricted-protocol"/, /unknown restricted protocol 'model-reposit'/);
+  fails([...REPO, '--grpc-restricted-protocol=model-repository,health:k1=v1', '--grpc-restricted-protocol=metadata,health:k2=v2'],
+    /protocol 'health' can not be specified in multiple config groups/);
+  fails([...REPO, '--http-restricted-api=health'], /--http-restricted-api option format is '<config name>:<setting>=<value>'\. Got health/);
+  for (const size of ['0', '-1']) fails([...REPO, `--http-max-input-size=${size}`], /"--http-max-input-size"/, /--http-max-input-size must be greater than 0/);
   fails([...REPO, '--grpc-header-forward-pattern=(unclosed'], /"--grpc-header-forward-pattern"/, /regular expression/);
   fails([...REPO, '--cuda-memory-pool-byte-size=1024'], /<gpu>:<bytes>/);
   fails([...REPO, '--min-supported-compute-capability=abc'], /a number/);
@@ -314,4 +320,10 @@ test('--openai-port turns the OpenAI-compatible frontend on; its address default
   fails([...REPO, '--openai-port=x'], /--openai-port/, /port number/);
   // Off, it claims no port.
   assert.equal(parse('--openai-address=0.0.0.0', '--http-port=9000').http.port, 9000);
+});
+
+test('header-forward patterns are read as RE2: inline flags such as (?-i) are accepted, lookaround is not', () => {
+  // Triton's qa/L0_parameters/test.sh starts the server with --grpc-header-forward-pattern (?-i)MY_HEADER.*
+  assert.doesNotThrow(() => parse('--grpc-header-forward-pattern=(?-i)MY_HEADER.*', '--http-header-forward-pattern=(?i:x)-(?P<n>y)'));
+  fails([...REPO, '--http-header-forward-pattern=(?=x)'], /"--http-header-forward-pattern"/, /regular expression/);
 });

@@ -62,6 +62,12 @@ test('--log-file, run-time log settings over gRPC and HTTP, request ids in the l
     const text = await log();
     assert.match(text, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ V .*\[request id: grpc-req-7\] infer model 'simple'/m);
     assert.doesNotMatch(text, /http-req-8/);
+    // Each record is one Triton can parse: the default layout as Triton's qa/L0_logging/log_format_test.py reads
+    // it (the location `[\w.]+:\d+`, never a bare tag), the ISO8601 one with the same location.
+    for (const line of text.split('\n').filter((l) => l !== '')) {
+      assert.match(line, /^(?:[EWIV]\d{4} \d\d:\d\d:\d\d\.\d{6}|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ [EWIV]) \d+ [\w.]+:\d+\] /, line);
+    }
+    assert.match(text, / http_server\.ts:\d+\] "Started HTTPService/);
     assert.doesNotMatch(console, /Started|infer model/, 'nothing is printed to the console with --log-file');
   } finally {
     child.kill('SIGTERM');

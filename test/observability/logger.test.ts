@@ -32,40 +32,60 @@ function rejects(fn: () => void, code: ErrorCode, message: RegExp): void {
   });
 }
 
-test('default format: LMMDD hh:mm:ss.uuuuuu <pid> <tag>] msg, in UTC', async () => {
+test('default format: LMMDD hh:mm:ss.uuuuuu <pid> <file>:<line>] msg, in UTC', async () => {
   const { log, lines, done } = fileLogger();
   const before = new Date();
   log.info('hello world');
   log.warn('careful');
   log.error('broken');
   const [info, warn, error] = lines();
-  const m = /^I(\d\d)(\d\d) (\d\d):(\d\d):(\d\d)\.(\d{6}) (\d+) nereid\] "hello world"$/.exec(info!);
+  const m = /^I(\d\d)(\d\d) (\d\d):(\d\d):(\d\d)\.(\d{6}) (\d+) nereid\.ts:1\] "hello world"$/.exec(info!);
   assert.ok(m, info);
   // Either side of a UTC midnight the line was written on.
   const days = [before, new Date()].map((d) => `${d.getUTCMonth() + 1}/${d.getUTCDate()}`);
   assert.ok(days.includes(`${Number(m[1])}/${Number(m[2])}`), info);
   assert.equal(Number(m[7]), process.pid);
-  assert.match(warn!, /^W\d{4} \d\d:\d\d:\d\d\.\d{6} \d+ nereid\] "careful"$/);
-  assert.match(error!, /^E\d{4} \d\d:\d\d:\d\d\.\d{6} \d+ nereid\] "broken"$/);
+  assert.match(warn!, /^W\d{4} \d\d:\d\d:\d\d\.\d{6} \d+ nereid\.ts:1\] "careful"$/);
+  assert.match(error!, /^E\d{4} \d\d:\d\d:\d\d\.\d{6} \d+ nereid\.ts:1\] "broken"$/);
   await done();
 });
 
-test('ISO8601 format: YYYY-MM-DDThh:mm:ssZ L <pid> <tag>] msg', async () => {
+test('ISO8601 format: YYYY-MM-DDThh:mm:ssZ L <pid> <file>:<line>] msg', async () => {
   const { log, lines, done } = fileLogger({ format: 'ISO8601' });
   const year = new Date().getUTCFullYear();
-  log.child('http').info('Started HTTPService at 0.0.0.0:8000');
+  log.child('server.ts').info('Started HTTPService at 0.0.0.0:8000');
   const [line] = lines();
-  assert.match(line!, new RegExp(`^${year}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\dZ I ${process.pid} http\\] "Started HTTPService at 0\\.0\\.0\\.0:8000"$`));
+  assert.match(line!, new RegExp(`^${year}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\dZ I ${process.pid} server\\.ts:1\\] "Started HTTPService at 0\\.0\\.0\\.0:8000"$`));
   await done();
 });
 
-test('children carry their tag, nest it, and share the output', async () => {
+test('children carry their module and line, and share the output', async () => {
   const { log, lines, done } = fileLogger();
-  const model = log.child('model').child('simple');
-  model.info('loaded');
+  log.child('manager.ts', 42).info('loaded');
   log.info('root');
-  assert.match(lines()[0]!, / model\/simple\] "loaded"$/);
-  assert.match(lines()[1]!, / nereid\] "root"$/);
+  log.child('inference-server.ts').child('model/simple').info('odd names');
+  assert.match(lines()[0]!, / manager\.ts:42\] "loaded"$/);
+  assert.match(lines()[1]!, / nereid\.ts:1\] "root"$/);
+  assert.match(lines()[2]!, / model_simple:1\] "odd names"$/);
+  await done();
+});
+
+// The record pattern of Triton's qa/L0_logging/log_format_test.py (default_log_record): the location must be
+// `[\w.]+:\d+`, which a bare tag (`nereid]`) or a path with `/` or `-` fails.
+const TRITON_DEFAULT_RECORD = /^(\w)(\d{2})(\d{2}) (\d{2}:\d{2}:\d{2}\.\d{6}) (\d+) ([\w.]+):(\d+)\] (.*)$/s;
+
+test('every record matches the pattern Triton\'s log-format test reads', async () => {
+  const { log, lines, done } = fileLogger({ verbose: 1 });
+  log.info('root');
+  log.child('inference-server.ts').warn('module');
+  log.child('limit-refusals.ts', 7).verbose(1, 'detail');
+  for (const line of lines()) {
+    const m = TRITON_DEFAULT_RECORD.exec(line);
+    assert.ok(m, line);
+    assert.ok(['E', 'W', 'I', 'V'].includes(m[1]!), line);
+    assert.doesNotThrow(() => JSON.parse(m[8]!), line);
+  }
+  assert.equal(lines().length, 3);
   await done();
 });
 

@@ -1,20 +1,14 @@
 import type { Metadata } from '@grpc/grpc-js';
 import type { Parameters } from '../../inference/index.js';
+import { headerForwarder as forwarder } from '../forwarded-headers.js';
 
 /**
- * --grpc-header-forward-pattern: the call's metadata whose keys match (any case) become string request
- * parameters, as Triton forwards them. Without a pattern the function does nothing and allocates nothing.
+ * --grpc-header-forward-pattern: the call's metadata whose keys match become string request parameters, as
+ * Triton forwards them (binary `-bin` metadata is left out). Throws NereidError INVALID_ARG for a matching key
+ * that names a reserved parameter.
  */
 export function headerForwarder(pattern: string | undefined): (m: Metadata) => Parameters | undefined {
   if (!pattern) return () => undefined;
-  const re = new RegExp(pattern, 'i');
-  return (m) => {
-    let out: Parameters | undefined;
-    const map = m.getMap();
-    for (const key in map) {
-      const v = map[key];
-      if (typeof v === 'string' && re.test(key)) (out ??= {})[key] = v;
-    }
-    return out;
-  };
+  const forward = forwarder(pattern);
+  return (m) => forward(m.getMap());
 }

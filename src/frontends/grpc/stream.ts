@@ -38,13 +38,19 @@ class InferStream {
   private readonly abort = new AbortController();
   private readonly grpcErrorMode: boolean;
   private readonly forwarded: Parameters | undefined;
+  /** A refusal of the stream's forwarded headers, answered to each of its requests as Triton does. */
+  private readonly forwardError: unknown;
   private inflight = 0;
   private halfClosed = false;
   private closed = false;
 
   constructor(private readonly ctx: StreamContext, private readonly call: StreamCall) {
     this.grpcErrorMode = call.metadata.get('triton_grpc_error')[0] === 'true';
-    this.forwarded = ctx.forwarded(call);
+    try {
+      this.forwarded = ctx.forwarded(call);
+    } catch (e) {
+      this.forwardError = e;
+    }
   }
 
   start(): void {
@@ -85,6 +91,7 @@ class InferStream {
     let request: InferenceRequest;
     let emptyFinal: boolean;
     try {
+      if (this.forwardError !== undefined) throw this.forwardError;
       ({ request, emptyFinalResponse: emptyFinal } = decodeInferRequest(msg, this.abort.signal, this.forwarded));
     } catch (e) {
       this.fail(e, msg, false);

@@ -48,20 +48,3 @@ export function restriction(groups: readonly HttpRestrictedGroup[] | undefined):
     return headers[g.header] === g.value ? null : g.message;
   };
 }
-
-/**
- * --http-header-forward-pattern: request headers whose names match (any case) become string request
- * parameters, as Triton forwards them. Without a pattern the function does nothing and allocates nothing.
- */
-export function headerForwarder(pattern: string | undefined): (headers: IncomingHttpHeaders) => Record<string, string> | undefined {
-  if (!pattern) return () => undefined;
-  const re = new RegExp(pattern, 'i');
-  return (headers) => {
-    let out: Record<string, string> | undefined;
-    for (const key in headers) {
-      const v = headers[key];
-      if (typeof v === 'string' && re.test(key)) (out ??= {})[key] = v;
-    }
-    return out;
-  };
-}

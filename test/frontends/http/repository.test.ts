@@ -86,13 +86,17 @@ describe('explicit model control', () => {
     const { status, body } = await inferV('fresh');
     assert.equal(status, 200);
     assert.deepEqual(body.outputs[0].data, [12]);
+    // A leading slash names the model folder, as in Triton's own load tests (`file:/1/model.py`).
+    const slash = await postJson(`${s.url}/v2/repository/models/fresh/load`, { parameters: { config: JSON.stringify(cfg), 'file:/1/model.onnx': onnx.toString('base64') } });
+    assert.equal(slash.status, 200, slash.body.toString());
+    assert.equal((await inferV('fresh')).status, 200);
     assert.deepEqual(readdirSync(repo.dir).sort(), ['simple', 'vmodel']);
   });
 
   test('names and file paths that try to leave the repository are refused', async () => {
     const cfg = JSON.stringify({ backend: 'onnxruntime' });
     const before = readdirSync(tmpdir()).length;
-    for (const path of ['../../escape.onnx', '/etc/evil', '1/../../x.onnx']) {
+    for (const path of ['../../escape.onnx', '/../escape.onnx', '//../../x.onnx', '1/../../x.onnx', '/']) {
       const r = await postJson(`${s.url}/v2/repository/models/esc/load`, { parameters: { config: cfg, [`file:${path}`]: 'AAAA' } });
       assert.equal(r.status, 400, path);
       assert.match(r.json().error, /invalid file override path/);
