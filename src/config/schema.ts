@@ -28,11 +28,6 @@ export interface FieldDescriptor {
   readonly label: FieldLabel;
   /** The oneof group this field belongs to, if any. */
   readonly oneof?: string;
-  /**
-   * Older spellings the text parser also accepts. Only `ModelEnsembling.max_inflight_requests` has one: it was
-   * `max_inflight_responses` in earlier releases of the proto, and configs written then should still load.
-   */
-  readonly aliases?: readonly string[];
 }
 
 export interface MessageDescriptor {
@@ -53,14 +48,13 @@ const S = (scalar: ScalarKind): FieldType => ({ kind: 'scalar', scalar });
 const E = (name: string): FieldType => ({ kind: 'enum', name });
 const M = (name: string): FieldType => ({ kind: 'message', name });
 
-interface FieldOpts { repeated?: boolean; map?: ScalarKind; oneof?: string; aliases?: string[] }
+interface FieldOpts { repeated?: boolean; map?: ScalarKind; oneof?: string }
 
 function field(name: string, number: number, type: FieldType, opts: FieldOpts = {}): FieldDescriptor {
   const label: FieldLabel = opts.map ? { kind: 'map', key: opts.map } : opts.repeated ? { kind: 'repeated' } : { kind: 'singular' };
   return {
     name, number, type, label,
     ...(opts.oneof ? { oneof: opts.oneof } : {}),
-    ...(opts.aliases ? { aliases: opts.aliases } : {}),
   };
 }
 
@@ -285,7 +279,8 @@ const MESSAGE_LIST: MessageDescriptor[] = [
   ]),
   message('ModelEnsembling', [
     field('step', 1, M('ModelEnsembling.Step'), R),
-    field('max_inflight_requests', 2, S('uint32'), { aliases: ['max_inflight_responses'] }),
+    // Only this spelling: `max_inflight_responses` never shipped in a release proto, so protobuf refuses it.
+    field('max_inflight_requests', 2, S('uint32')),
   ]),
 
   message('ModelParameter', [field('string_value', 1, S('string'))]),
@@ -369,18 +364,15 @@ export function enumDescriptor(name: string): EnumDescriptor {
   return d;
 }
 
-/** Field lookup by name (or old alias), built once per message. */
+/** Field lookup by name, built once per message. */
 const BY_NAME = new Map<string, Map<string, FieldDescriptor>>();
 for (const m of MESSAGE_LIST) {
   const byName = new Map<string, FieldDescriptor>();
-  for (const f of m.fields) {
-    byName.set(f.name, f);
-    for (const a of f.aliases ?? []) byName.set(a, f);
-  }
+  for (const f of m.fields) byName.set(f.name, f);
   BY_NAME.set(m.name, byName);
 }
 
-/** A field of a message by name or old alias; also works for synthetic map-entry descriptors. */
+/** A field of a message by name; also works for synthetic map-entry descriptors. */
 export function findField(message: MessageDescriptor, name: string): FieldDescriptor | undefined {
   const byName = BY_NAME.get(message.name);
   return byName ? byName.get(name) : message.fields.find((f) => f.name === name);

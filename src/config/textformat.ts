@@ -183,7 +183,11 @@ class TextParser {
     const t = this.tok.next();
     let v: number | undefined;
     if (t.kind === 'float') v = Number(t.text.replace(/[fF]$/, ''));
-    else if (t.kind === 'int') v = Number(parseIntLiteral(t.text));
+    else if (t.kind === 'int') {
+      // protobuf takes an integer token as a double only when it is written in decimal.
+      if (/^0[xX0-7]/.test(t.text)) this.fail(t, `Expect a decimal number, got: ${t.text}`);
+      v = Number(parseIntLiteral(t.text));
+    }
     else if (t.kind === 'ident') v = namedFloat(t.text);
     if (v === undefined) this.fail(t, `Expected ${kind === 'float' ? 'double' : kind}, got: ${describe(t)}`);
     return minus ? -v : v;

@@ -157,7 +157,8 @@ export class Tokenizer {
       bytes.push(v & 0xff);
       return;
     }
-    if (e === 'x' || e === 'X') {
+    // Lower-case only: protobuf's tokenizer has no `\X` escape.
+    if (e === 'x') {
       this.advance();
       let hex = '';
       while (hex.length < 2 && isHex(this.ch())) hex += this.advance();
@@ -172,10 +173,19 @@ export class Tokenizer {
       while (hex.length < n && isHex(this.ch())) hex += this.advance();
       const cp = parseInt(hex, 16);
       if (hex.length !== n || cp > 0x10ffff) throw this.error(line, col, 'Expected eight hex digits up to 10ffff for \\U escape sequence');
-      pushUtf8(bytes, cp);
+      pushUtf8(bytes, this.joinTrailSurrogate(cp));
       return;
     }
     throw this.error(line, col, 'Invalid escape sequence in string literal.');
+  }
+
+  /** A lead surrogate escape directly followed by a `\u` trail surrogate is one character, as in protobuf. */
+  private joinTrailSurrogate(lead: number): number {
+    if (lead < 0xd800 || lead > 0xdbff) return lead;
+    const m = /^\\u([dD][c-fC-F][0-9a-fA-F]{2})/.exec(this.src.slice(this.pos, this.pos + 6));
+    if (!m) return lead;
+    for (let i = 0; i < 6; i++) this.advance();
+    return 0x10000 + ((lead - 0xd800) << 10) + (parseInt(m[1]!, 16) - 0xdc00);
   }
 }
 

@@ -3,8 +3,8 @@
  * NereidError worded like Triton's message for the same mistake. Checks that need other models (an ensemble
  * step's tensor types) or the model files belong to the loader and backends, not here.
  *
- * Deliberate difference: KIND_GPU groups pass. Triton refuses them on a build without GPUs; Nereid runs them on
- * CPU and the loader logs a warning.
+ * Deliberate difference: KIND_GPU groups pass, with any device id that is not negative. Triton refuses them on a
+ * build without GPUs; Nereid runs them on CPU and the loader logs a warning.
  */
 import { NereidError } from '../errors.js';
 import type {
@@ -21,20 +21,25 @@ const fail = (message: string): never => {
   throw new NereidError('INVALID_ARG', message);
 };
 
+/**
+ * Checks run in core's order, so that a config with several faults reports the one Triton reports:
+ * `ValidateModelConfig`, then `ValidateModelIOConfig`, then the directory name, then `ValidateInstanceGroup`
+ * (which core runs only once the backend has filled the instance groups in).
+ */
 export function validateModelConfig(cfg: ModelConfig, opts: ValidateOptions): void {
-  if (cfg.name !== opts.modelName) {
-    fail(`unexpected directory name '${opts.modelName}' for model '${cfg.name}', directory name must equal model name`);
-  }
   validatePlatform(cfg);
   if (cfg.max_batch_size < 0) fail(`'max_batch_size' must be non-negative value for ${cfg.name}`);
-  validateIO(cfg);
   if (cfg.dynamic_batching) validateDynamicBatching(cfg, cfg.dynamic_batching);
   if (cfg.sequence_batching) validateSequenceBatching(cfg, cfg.sequence_batching);
   if (cfg.ensemble_scheduling) validateEnsemble(cfg);
   else if (cfg.platform === 'ensemble') fail(`ensemble scheduling must be set for ensemble ${cfg.name} whose platform is ensemble`);
-  else validateInstanceGroups(cfg);
-  validateCache(cfg);
+  validateDecoupledCache(cfg);
   validateMetrics(cfg);
+  validateIO(cfg);
+  if (cfg.name !== opts.modelName) {
+    fail(`unexpected directory name '${opts.modelName}' for model '${cfg.name}', directory name must equal model name`);
+  }
+  if (!cfg.ensemble_scheduling) validateInstanceGroups(cfg);
 }
 
 // ---- platform and backend ----
@@ -47,11 +52,11 @@ function validatePlatform(cfg: ModelConfig): void {
   if (cfg.platform === 'ensemble') {
     fail(`Ensemble model '${cfg.name}' must have platform type '${cfg.platform}' and empty backend type`);
   }
-  // Core compares backend *types*: a platform core knows must come with its backend and a backend core knows
-  // with one of its platforms; an unknown backend (python, a custom one) must not claim a known platform.
+  // Core compares backend *types*, and only for a backend it knows, which must come with one of its own
+  // platforms. A backend it does not know (python, a custom one) may name any platform, a known one included.
+  if (!KNOWN_BACKENDS.has(cfg.backend)) return;
   const platformType = PLATFORM_BACKEND[cfg.platform] ?? '';
-  const backendType = KNOWN_BACKENDS.has(cfg.backend) ? cfg.backend : '';
-  if (platformType !== backendType) fail(`unexpected 'platform' and 'backend' pair, got:${cfg.platform}, ${cfg.backend}`);
+  if (platformType !== cfg.backend) fail(`unexpected 'platform' and 'backend' pair, got:${cfg.platform}, ${cfg.backend}`);
 }
 
 const KNOWN_BACKENDS = new Set(Object.values(PLATFORM_BACKEND));
@@ -81,17 +86,23 @@ function validateInput(io: ModelInput, cfg: ModelConfig): void {
     fail(`model input NHWC/NCHW require 3 dims`);
   }
   validateTensorRtOnly(io, cfg.platform);
+  validateNonLinearDims(io, 'input');
 }
 
 function validateOutput(io: ModelOutput, cfg: ModelConfig): void {
   validateShape(io, cfg.max_batch_size, 'model output');
   validateTensorRtOnly(io, cfg.platform);
+  validateNonLinearDims(io, 'output');
 }
 
 function validateTensorRtOnly(io: ModelInput | ModelOutput, platform: string): void {
   if (platform === 'tensorrt_plan') return;
   if (io.is_shape_tensor) fail('shape tensors are only supported for TensorRT platform');
   if (io.is_non_linear_format_io) fail('Non-linear IO format is only supported for the TensorRT platform');
+}
+
+function validateNonLinearDims(io: ModelInput | ModelOutput, kind: 'input' | 'output'): void {
+  if (io.is_non_linear_format_io && io.dims.length !== 3) fail(`Non-linear IO format ${kind} requires 3 dims`);
 }
 
 /** Core's `ValidateIOShape`: named, typed, non-empty dims, and a reshape with the same element count. */
@@ -184,8 +195,11 @@ function validateDynamicBatching(cfg: ModelConfig, db: ModelDynamicBatching): vo
 }
 
 function validateSequenceBatching(cfg: ModelConfig, sb: ModelSequenceBatching): void {
-  for (const kind of ['CONTROL_SEQUENCE_START', 'CONTROL_SEQUENCE_READY', 'CONTROL_SEQUENCE_END'] as const) {
-    validateBooleanControl(cfg, sb, kind);
+  if (cfg.response_cache?.enable) {
+    fail(`Response Cache does not currently support model ${cfg.name} with sequence batching scheduler. Please disable the response cache.`);
+  }
+  for (const kind of ['CONTROL_SEQUENCE_START', 'CONTROL_SEQUENCE_END', 'CONTROL_SEQUENCE_READY'] as const) {
+    findControl(cfg, sb, kind, (c) => validateBooleanControl(cfg, c, kind));
   }
   validateCorridControl(cfg, sb);
   if (sb.oldest) validatePreferred(sb.oldest.preferred_batch_size, cfg, 'sequence batching preferred batch size');
@@ -193,38 +207,52 @@ function validateSequenceBatching(cfg: ModelConfig, sb: ModelSequenceBatching): 
   if (util < 0 || util > 1) fail(`sequence batching minimum slot utilization must be in range (0.0, 1.0] for ${cfg.name}`);
 }
 
-/** The controls of one kind, each with the name of the input that carries it; at most one is allowed. */
-function findControl(cfg: ModelConfig, sb: ModelSequenceBatching, kind: ControlKind) {
-  const found = sb.control_input.flatMap((ci) => ci.control.filter((c) => c.kind === kind).map((c) => ({ name: ci.name, c })));
-  if (found.length > 1) fail(`sequence batching specifies multiple ${kind} tensors for ${cfg.name}`);
-  const hit = found[0];
-  if (hit && !hit.name) fail(`sequence batching control tensor must have a name for ${kind} for ${cfg.name}`);
-  return hit;
+type Control = ModelSequenceBatching['control_input'][number]['control'][number];
+
+/**
+ * Core's walk over `control_input` for one control kind: every entry needs a name, no name may appear twice,
+ * and the kind may be given once; `check` runs on the control as it is met. Core walks once per kind and
+ * stops at the first fault in entry order.
+ */
+function findControl(cfg: ModelConfig, sb: ModelSequenceBatching, kind: ControlKind, check: (c: Control) => void): Control | undefined {
+  const seen = new Set<string>();
+  let found: Control | undefined;
+  for (const ci of sb.control_input) {
+    if (!ci.name) fail(`sequence batching control tensor must have a name for ${cfg.name}`);
+    if (seen.has(ci.name)) fail(`sequence batching control tensor '${ci.name}' is specified for multiple control kinds for ${cfg.name}`);
+    seen.add(ci.name);
+    for (const c of ci.control) {
+      if (c.kind !== kind) continue;
+      if (found) fail(`sequence batching specifies multiple ${kind} tensors for ${cfg.name}`);
+      found = c;
+      check(c);
+    }
+  }
+  return found;
 }
 
-function validateBooleanControl(cfg: ModelConfig, sb: ModelSequenceBatching, kind: ControlKind): void {
-  const hit = findControl(cfg, sb, kind);
-  if (!hit) return;
-  const { c } = hit;
-  const given = [c.int32_false_true, c.fp32_false_true, c.bool_false_true].filter((l) => l.length > 0);
-  if (given.length !== 1) {
-    fail(`sequence batching must specify either 'int32_false_true', 'fp32_false_true' or 'bool_false_true' for ${kind} for ${cfg.name}`);
-  }
-  if (given[0]!.length !== 2) fail(`sequence batching control must specify exactly 2 values (false, true) for ${kind} for ${cfg.name}`);
-  if (c.data_type !== 'TYPE_INVALID') fail(`sequence batching must not specify 'data_type' for ${kind} for ${cfg.name}`);
+/** Exactly one of the false/true lists, with two entries; core sets no rule on `data_type` here. */
+function validateBooleanControl(cfg: ModelConfig, c: Control, kind: ControlKind): void {
+  const lists = { int32_false_true: c.int32_false_true, fp32_false_true: c.fp32_false_true, bool_false_true: c.bool_false_true };
+  const given = Object.entries(lists).filter(([, l]) => l.length > 0);
+  const where = `for ${kind} for ${cfg.name}`;
+  if (given.length === 0) fail(`sequence batching must specify either 'int32_false_true', 'fp32_false_true' or 'bool_false_true' ${where}`);
+  if (given.length > 1) fail(`sequence batching specifies more than one from 'int32_false_true', 'fp32_false_true' and 'bool_false_true' ${where}`);
+  const [field, list] = given[0]!;
+  if (list.length !== 2) fail(`sequence batching control '${field}' must have exactly 2 entries ${where}`);
 }
 
 const CORRID_TYPES = new Set(['TYPE_UINT64', 'TYPE_INT64', 'TYPE_UINT32', 'TYPE_INT32', 'TYPE_STRING']);
 
 function validateCorridControl(cfg: ModelConfig, sb: ModelSequenceBatching): void {
-  const hit = findControl(cfg, sb, 'CONTROL_SEQUENCE_CORRID');
-  if (!hit) return;
-  const { c } = hit;
-  if (c.int32_false_true.length || c.fp32_false_true.length || c.bool_false_true.length) {
-    fail(`sequence batching must not specify either 'int32_false_true', 'fp32_false_true' or 'bool_false_true' for CONTROL_SEQUENCE_CORRID for ${cfg.name}`);
-  }
-  if (!CORRID_TYPES.has(c.data_type)) {
-    fail(`unexpected data type for control CONTROL_SEQUENCE_CORRID for ${cfg.name}. Allowed data types are TYPE_UINT64, TYPE_INT64, TYPE_UINT32, TYPE_INT32 and TYPE_STRING`);
+  const kind = 'CONTROL_SEQUENCE_CORRID';
+  const found = findControl(cfg, sb, kind, (c) => {
+    if (c.int32_false_true.length || c.fp32_false_true.length || c.bool_false_true.length) {
+      fail(`sequence batching must not specify either 'int32_false_true', 'fp32_false_true' or 'bool_false_true' for ${kind} for ${cfg.name}`);
+    }
+  });
+  if (found && !CORRID_TYPES.has(found.data_type)) {
+    fail(`unexpected data type for control ${kind} for ${cfg.name}. Allowed data types are TYPE_UINT64, TYPE_INT64, TYPE_UINT32, TYPE_INT32 and TYPE_STRING`);
   }
 }
 
@@ -311,19 +339,24 @@ function validateInstanceGroups(cfg: ModelConfig): void {
     if ((g.kind === 'KIND_CPU' || g.kind === 'KIND_MODEL') && g.gpus.length > 0) {
       fail(`${which} has kind ${g.kind} but specifies one or more GPUs`);
     }
+    // KIND_GPU runs on CPU here, so any device id would do; an id no GPU can have is still refused in core's
+    // words, with the empty list of GPUs this machine offers.
+    const badGpu = g.kind === 'KIND_GPU' ? g.gpus.find((id) => !Number.isInteger(id) || id < 0) : undefined;
+    if (badGpu !== undefined) {
+      fail(`${which} specifies invalid or unsupported gpu id ${badGpu}. GPUs with at least the minimum required CUDA compute compatibility of ${MIN_COMPUTE_CAPABILITY} are: `);
+    }
     if (g.profile.length > 0 && cfg.platform !== 'tensorrt_plan' && cfg.backend !== 'tensorrt') {
       fail(`${which} and platform ${cfg.platform}specifies profile field which is only supported for TensorRT models`);
     }
   }
 }
 
-function validateCache(cfg: ModelConfig): void {
-  if (!cfg.response_cache?.enable) return;
-  if (cfg.model_transaction_policy?.decoupled) {
+/** Core's default `--min-supported-compute-capability` (6.0), as C++'s std::to_string prints it. */
+const MIN_COMPUTE_CAPABILITY = '6.000000';
+
+function validateDecoupledCache(cfg: ModelConfig): void {
+  if (cfg.response_cache?.enable && cfg.model_transaction_policy?.decoupled) {
     fail(`Response Cache does not currently support model ${cfg.name} with 'decoupled' transaction policy. Please disable the response cache.`);
-  }
-  if (cfg.sequence_batching) {
-    fail(`Response Cache does not currently support model ${cfg.name} with sequence batching scheduler. Please disable the response cache.`);
   }
 }
 

@@ -124,7 +124,9 @@ test('validation passes a plain config, and KIND_GPU on purpose', () => {
 test('validation: name, platform and backend', () => {
   assert.match(check(`name: "other" ${PY}`), /^unexpected directory name 'm' for model 'other', directory name must equal model name$/);
   assert.match(check(`platform: "ensemble" backend: "python" ${IO}`), /^Ensemble model 'm' must have platform type 'ensemble' and empty backend type$/);
-  assert.match(check(`backend: "python" platform: "onnxruntime_onnx" ${IO}`), /^unexpected 'platform' and 'backend' pair, got:onnxruntime_onnx, python$/);
+  // Core checks the pair only for a backend it knows; python is not one, so any platform goes with it.
+  assert.equal(check(`backend: "python" platform: "onnxruntime_onnx" ${IO}`), '');
+  assert.match(check(`backend: "onnxruntime" platform: "pytorch_libtorch" ${IO}`), /^unexpected 'platform' and 'backend' pair, got:pytorch_libtorch, onnxruntime$/);
   assert.match(check(`backend: "onnxruntime" platform: "tensorrt_plan" ${IO}`), /unexpected 'platform' and 'backend' pair/);
   assert.equal(check(`backend: "custom" platform: "whatever" ${IO}`), '');
   assert.match(check(`backend: "python" max_batch_size: -1 ${IO}`), /^'max_batch_size' must be non-negative value for m$/);
@@ -176,14 +178,55 @@ test('validation: sequence batching controls and strategies', () => {
   const ctl = (name: string, body: string) => `control_input { name: "${name}" control { ${body} } }`;
   assert.equal(sb(ctl('S', 'kind: CONTROL_SEQUENCE_START int32_false_true: [0, 1]') + ctl('C', 'kind: CONTROL_SEQUENCE_CORRID data_type: TYPE_STRING')), '');
   assert.match(sb(ctl('S', 'kind: CONTROL_SEQUENCE_START')), /must specify either 'int32_false_true', 'fp32_false_true' or 'bool_false_true' for CONTROL_SEQUENCE_START/);
-  assert.match(sb(ctl('S', 'kind: CONTROL_SEQUENCE_END int32_false_true: [0, 1] bool_false_true: [false, true]')), /must specify either/);
-  assert.match(sb(ctl('S', 'kind: CONTROL_SEQUENCE_READY fp32_false_true: [1]')), /exactly 2 values/);
+  assert.match(sb(ctl('S', 'kind: CONTROL_SEQUENCE_END int32_false_true: [0, 1] bool_false_true: [false, true]')), /^sequence batching specifies more than one from 'int32_false_true', 'fp32_false_true' and 'bool_false_true' for CONTROL_SEQUENCE_END for m$/);
+  assert.match(sb(ctl('S', 'kind: CONTROL_SEQUENCE_READY fp32_false_true: [1]')), /^sequence batching control 'fp32_false_true' must have exactly 2 entries for CONTROL_SEQUENCE_READY for m$/);
   assert.match(sb(ctl('A', 'kind: CONTROL_SEQUENCE_START int32_false_true: [0, 1]') + ctl('B', 'kind: CONTROL_SEQUENCE_START int32_false_true: [0, 1]')), /multiple CONTROL_SEQUENCE_START tensors/);
   assert.match(sb(ctl('C', 'kind: CONTROL_SEQUENCE_CORRID data_type: TYPE_FP32')), /unexpected data type for control CONTROL_SEQUENCE_CORRID/);
   assert.match(sb(ctl('C', 'kind: CONTROL_SEQUENCE_CORRID data_type: TYPE_INT64 int32_false_true: [0, 1]')), /must not specify/);
   assert.match(sb('oldest { preferred_batch_size: [5] }'), /sequence batching preferred batch size must be <= max batch size/);
   assert.match(sb('direct { minimum_slot_utilization: 1.5 }'), /minimum slot utilization must be in range/);
   assert.match(check(`${PY} sequence_batching { } response_cache { enable: true }`), /Response Cache does not currently support model m with sequence batching/);
+});
+
+// Cases of Triton's qa/L0_model_config (control_input without a name, one name twice, a typed START control).
+test('validation: control inputs are named once each; a START, END or READY control may name a data_type', () => {
+  const sb = (body: string) => check(`${PY} max_batch_size: 4 sequence_batching { ${body} }`);
+  const ctl = (name: string, body: string) => `control_input { name: "${name}" control { ${body} } }`;
+  const start = 'kind: CONTROL_SEQUENCE_START int32_false_true: [0, 1]';
+  assert.equal(sb(ctl('S', `${start} data_type: TYPE_INT32`) + ctl('E', 'kind: CONTROL_SEQUENCE_END fp32_false_true: [0, 1] data_type: TYPE_FP32')), '');
+  assert.match(sb(ctl('', start)), /^sequence batching control tensor must have a name for m$/);
+  // A nameless entry is refused even when it carries no control of a kind being looked for.
+  assert.match(sb(ctl('S', start) + 'control_input { }'), /^sequence batching control tensor must have a name for m$/);
+  assert.match(sb(ctl('S', start) + ctl('S', 'kind: CONTROL_SEQUENCE_END int32_false_true: [0, 1]')),
+    /^sequence batching control tensor 'S' is specified for multiple control kinds for m$/);
+  // Core walks the entries in order, so a second START in the first entry is reported before a later nameless one.
+  assert.match(sb(`control_input { name: "S" control { ${start} } control { ${start} } } control_input { }`),
+    /^sequence batching specifies multiple CONTROL_SEQUENCE_START tensors for m$/);
+});
+
+test('validation: a non-linear format tensor needs 3 dims', () => {
+  const trt = (io: string) => check(`platform: "tensorrt_plan" ${io}`);
+  assert.equal(trt('input { name: "I" data_type: TYPE_FP32 dims: [3, 4, 5] is_non_linear_format_io: true }'), '');
+  assert.match(trt('input { name: "I" data_type: TYPE_FP32 dims: [4, 5] is_non_linear_format_io: true }'), /^Non-linear IO format input requires 3 dims for m$/);
+  assert.match(trt('output { name: "O" data_type: TYPE_FP32 dims: [1, 3, 4, 5] is_non_linear_format_io: true }'), /^Non-linear IO format output requires 3 dims for m$/);
+});
+
+test('validation: a KIND_GPU group may name any device, but no negative one', () => {
+  assert.equal(check(`${PY} instance_group { kind: KIND_GPU gpus: [0, 7] }`), '');
+  assert.match(check(`${PY} instance_group { kind: KIND_GPU gpus: [0, -1] }`),
+    /^instance group m_0 of model m specifies invalid or unsupported gpu id -1\. GPUs with at least the minimum required CUDA compute compatibility of 6\.000000 are: $/);
+});
+
+test('validation runs in core order: config, then inputs and outputs, then the directory name, then instance groups', () => {
+  const badIO = 'input { name: "I" data_type: TYPE_FP32 dims: [0] }';
+  // dynamic batching (ValidateModelConfig) before an input (ValidateModelIOConfig)
+  assert.match(check(`backend: "python" max_batch_size: 2 dynamic_batching { preferred_batch_size: 4 } ${badIO}`), /preferred size must be <= max batch size/);
+  // an input before the directory name
+  assert.match(check(`name: "other" backend: "python" ${badIO}`), /dimension must be integer >= 1/);
+  // the directory name before instance groups
+  assert.match(check(`name: "other" ${PY} instance_group { kind: KIND_CPU gpus: [0] }`), /unexpected directory name/);
+  // a sequence batcher with the response cache on is refused before its controls are read
+  assert.match(check(`${PY} sequence_batching { control_input { } } response_cache { enable: true }`), /Response Cache does not currently support model m with sequence batching/);
 });
 
 const ENSEMBLE = `platform: "ensemble" max_batch_size: 0

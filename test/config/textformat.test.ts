@@ -100,6 +100,12 @@ test('strings: both quotes, C escapes, unicode, adjacent concatenation', () => {
   assert.equal(c.runtime, '😀');
 });
 
+test('strings: a \\u surrogate pair is one character; \\X is no escape in protobuf', () => {
+  assert.equal(parse(String.raw`name: "a\uD83D\uDE00b"`).name, 'a😀b');
+  assert.equal(parse(String.raw`name: "\ud83d\ude00"`).name, '😀');
+  throwsAt(String.raw`name: "\X41"`, 1, 8, /^Invalid escape sequence in string literal.$/);
+});
+
 test('integers: decimal, hex, octal, negative, 64-bit extremes', () => {
   const c = parse([
     'max_batch_size: 0x10',
@@ -131,16 +137,23 @@ test('integer range checks per type', () => {
 test('floats: exponents, f suffix, leading dot, integers, inf/infinity/nan in any case', () => {
   const c = parse([
     'model_metrics { metric_control { histogram_options {',
-    '  buckets: [1e-3, 2.5f, .5, 3, -Infinity, INF, 0x10, 1E2F]',
+    '  buckets: [1e-3, 2.5f, .5, 3, -Infinity, INF, 16, 1E2F, 0]',
     '  buckets: nan',
     '} } }',
     'sequence_batching { direct { minimum_slot_utilization: -inf } }',
   ].join('\n'));
   const b = c.model_metrics!.metric_control[0]!.histogram_options!.buckets;
-  assert.deepEqual(b.slice(0, 8), [0.001, 2.5, 0.5, 3, -Infinity, Infinity, 16, 100]);
-  assert.ok(Number.isNaN(b[8]));
+  assert.deepEqual(b.slice(0, 9), [0.001, 2.5, 0.5, 3, -Infinity, Infinity, 16, 100, 0]);
+  assert.ok(Number.isNaN(b[9]));
   assert.equal(c.sequence_batching?.direct?.minimum_slot_utilization, -Infinity);
   throwsAt('sequence_batching { direct { minimum_slot_utilization: x } }', 1, 56, /^Expected double, got: "x"$/);
+});
+
+test('floats: an integer written in hex or octal is refused, as protobuf takes only decimal ones', () => {
+  const hist = (v: string): string => `model_metrics { metric_control { histogram_options { buckets: ${v} } } }`;
+  throwsAt(hist('0x10'), 1, 63, /^Expect a decimal number, got: 0x10$/);
+  throwsAt(hist('-017'), 1, 64, /^Expect a decimal number, got: 017$/);
+  throwsAt(hist('0X1'), 1, 63, /^Expect a decimal number, got: 0X1$/);
 });
 
 test('bools: true/false/True/False/t/f/1/0', () => {
@@ -203,10 +216,12 @@ test('syntax errors with positions', () => {
   throwsAt('name: \x01', 1, 7, /^Invalid control characters encountered in text.$/);
 });
 
-test('the old spelling max_inflight_responses is read as max_inflight_requests', () => {
-  const c = parse('ensemble_scheduling { max_inflight_responses: 4 }');
+test('max_inflight_responses is an unknown field, as no released proto had it; max_inflight_requests reads', () => {
+  const c = parse('ensemble_scheduling { max_inflight_requests: 4 }');
   assert.equal(c.ensemble_scheduling?.max_inflight_requests, 4);
   assert.match(printModelConfig(c), /max_inflight_requests: 4/);
+  throwsAt('ensemble_scheduling { max_inflight_responses: 4 }', 1, 23,
+    /^Message type "inference.ModelEnsembling" has no field named "max_inflight_responses".$/);
 });
 
 test('parseMessage parses any message type by schema name', () => {

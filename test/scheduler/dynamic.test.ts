@@ -477,7 +477,7 @@ test('instance groups: a request goes to a free instance; passive instances get 
 test('max_batch_size 0: the dynamic batcher still applies its queue policies, one request per execution', async () => {
   const repo = await tempRepository([{ from: join(FIXTURES, 'slow', 'slow_fp32') }]);
   const p = join(repo.dir, 'slow_fp32', 'config.pbtxt');
-  const text = (await readFile(p, 'utf8')).replace('max_batch_size: 8', 'max_batch_size: 0').replaceAll('dims: [ 16 ]', 'dims: [ 1, 16 ]');
+  const text = (await readFile(p, 'utf8')).replace('max_batch_size: 8', 'max_batch_size: 0').replaceAll('dims: [ 16 ]', 'dims: [ -1, 16 ]');
   await writeFile(p, `${text}\ndynamic_batching { default_queue_policy { max_queue_size: 1 } }\nparameters { key: "nereid_execution_placement" value { string_value: "worker" } }\n`);
   const s = await startTestServer({ modelRepositories: [repo.dir] });
   try {

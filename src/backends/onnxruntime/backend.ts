@@ -10,6 +10,7 @@ import { OrtInstance } from './instance.js';
 import { choosePlacement } from './placement.js';
 import { InlineRunner, WorkerRunner } from './runner.js';
 import { openSession, type OrtSession } from './session.js';
+import { checkConfigAgainstModel } from './model-io-check.js';
 
 /**
  * The ONNX Runtime backend (CPU). Names and behaviour follow Triton's onnxruntime backend: `model.onnx` is a
@@ -68,24 +69,8 @@ async function createInstance(spec: InstanceSpec): Promise<OrtInstance> {
   return new OrtInstance(runner, spec.config);
 }
 
-/** The config's tensors must exist in the model with the same types, as Triton's backend checks at load. */
 function checkAgainstModel(config: ModelConfig, session: OrtSession, model: string): void {
-  const check = (kind: string, ios: readonly (ModelInput | ModelOutput)[], meta: readonly ort.InferenceSession.ValueMetadata[]) => {
-    const byName = new Map(meta.map((m) => [m.name, m]));
-    for (const io of ios) {
-      const m = byName.get(io.name);
-      if (!m) {
-        throw invalidArg(`unable to load model '${model}', configuration expects ${kind} '${io.name}' which the model does not have; model ${kind}s: ${[...byName.keys()].join(', ')}`);
-      }
-      if (m.isTensor && configTypeOfOrt(m.type) !== io.data_type) {
-        throw invalidArg(`unable to load model '${model}', configuration expects datatype ${io.data_type} for ${kind} '${io.name}', model provides ${configTypeOfOrt(m.type)}`);
-      }
-    }
-  };
-  check('input', config.input, session.inputMetadata);
-  check('output', config.output, session.outputMetadata);
-  // Batch inputs are model inputs the backend feeds (batch-io.ts).
-  check('input', config.batch_input.flatMap((b) => b.target_name.map((name) => ({ name, data_type: b.data_type }))) as ModelInput[], session.inputMetadata);
+  checkConfigAgainstModel(config, session.inputMetadata, session.outputMetadata, model);
 }
 
 /** Triton's onnxruntime auto-complete (facts §3): fills max_batch_size, inputs and outputs from the model. */

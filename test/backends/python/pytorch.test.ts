@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { InferenceServer } from '../../../src/index.js';
 import type { Logger } from '../../../src/observability/logger.js';
@@ -75,5 +75,66 @@ test('both example repositories at once: the BLS example runs the Python and the
     assert.equal(simple.status, 200, simple.body.toString());
   } finally {
     await s.close();
+  }
+});
+
+// Triton's PyTorch backend checks a TorchScript config against forward() at load (its ValidateInputs /
+// ValidateOutputs, as in Triton's qa/L0_libtorch_* naming-convention cases): as many config inputs as forward
+// takes, and inputs named neither as forward's arguments nor <name>__<index> go by their config position.
+const FORWARD_A_B = `
+import sys, torch
+class M(torch.nn.Module):
+    def forward(self, a: torch.Tensor, b: torch.Tensor):
+        return a - b, b
+torch.jit.save(torch.jit.script(M()), sys.argv[1])
+`;
+
+async function torchRepo(config: string): Promise<{ dir: string; remove(): Promise<void> }> {
+  const repo = await tempRepository([]);
+  await mkdir(join(repo.dir, 'm', '1'), { recursive: true });
+  // torch.jit.script reads the module's source, so the script runs from a file.
+  const script = join(repo.dir, 'make_model.py');
+  await writeFile(script, FORWARD_A_B);
+  const made = spawnSync('/usr/bin/python3', [script, join(repo.dir, 'm', '1', 'model.pt')]);
+  await rm(script);
+  assert.equal(made.status, 0, made.stderr.toString());
+  await writeFile(join(repo.dir, 'm', 'config.pbtxt'), `platform: "pytorch_libtorch" max_batch_size: 0 ${config}`);
+  return repo;
+}
+
+const tio = (kind: 'input' | 'output', name: string) => `${kind} { name: "${name}" data_type: TYPE_FP32 dims: [1] }`;
+
+test('TorchScript inputs named neither as forward\'s arguments nor <name>__<index> go by config position', { skip }, async () => {
+  // Y is listed first, so Y is forward's `a`; outputs without indices go in config order.
+  const repo = await torchRepo(`${tio('input', 'Y')} ${tio('input', 'X')} ${tio('output', 'DIFF')} ${tio('output', 'SECOND')}`);
+  const s = await startTestServer({ modelRepositories: [repo.dir] });
+  try {
+    const r = await s.server.infer({ model: 'm', inputs: [fp32('X', [2]), fp32('Y', [5])] });
+    assert.deepEqual(fp32s(output(r.outputs, 'DIFF')), [3]);
+    assert.deepEqual(fp32s(output(r.outputs, 'SECOND')), [2]);
+  } finally {
+    await s.close();
+    await repo.remove();
+  }
+});
+
+test('a TorchScript config with too few inputs, or none, or no outputs is refused at load in Triton\'s words', { skip }, async () => {
+  const cases: [string, RegExp][] = [
+    [`${tio('input', 'a')} ${tio('output', 'O__0')}`, /unable to load model 'm', configuration expects 1 inputs, model provides 2/],
+    [`${tio('input', 'a')} ${tio('input', 'b')}`, /model configuration must contain at least one output, none were specified\./],
+    [`${tio('input', 'a')} ${tio('input', 'b')} ${tio('output', 'O__0')} sequence_batching { control_input { name: "START" control { kind: CONTROL_SEQUENCE_START int32_false_true: [0, 1] } } }`,
+      /input 'START' does not follow <name>__<index> naming convention\./],
+  ];
+  for (const [config, reason] of cases) {
+    const repo = await torchRepo(config);
+    const s = await startTestServer({ modelRepositories: [repo.dir], exitOnError: false, strictReadiness: false });
+    try {
+      const index = (await postJson(`${s.url}/v2/repository/index`, {})).json() as { name: string; state: string; reason: string }[];
+      assert.equal(index[0]!.state, 'UNAVAILABLE', config);
+      assert.match(index[0]!.reason, reason);
+    } finally {
+      await s.close();
+      await repo.remove();
+    }
   }
 });
