@@ -565,6 +565,13 @@ must get different answers: a cache key must cover every input.
   ensemble of two `barrier` steps) finishes a request only once a second one
   has started on the other instance, so steps run one after another never
   finish (they fail after 10 s).
+  The response-semantics models: `python/sender_plain` and
+  `python/sender_decoupled` answer in the way their MODE input picks
+  (zero-element outputs, a sender used after `execute()` returns, FINAL before
+  any response); `python/bls_stream_count` counts what a BLS
+  `exec(decoupled=True)` iterator yields; `python/until_cancelled` streams until
+  its request is cancelled and `python/bls_cancel` cancels it through BLS;
+  `python/response_parameters` answers with the parameters given as JSON.
 - `shm/simple_client.py`: a shared-memory client for the `simple` model.
 """
 
