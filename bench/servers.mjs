@@ -145,3 +145,15 @@ export function commitName() {
     return 'unknown';
   }
 }
+
+/** The median of the finite values (NaN when there are none). */
+export function median(xs) {
+  const s = xs.filter((x) => Number.isFinite(x)).sort((x, y) => x - y);
+  if (s.length === 0) return NaN;
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+}
+
+export const fmt = (x, digits = 0) => (Number.isFinite(x) ? x.toFixed(digits) : '-');
+export const pad = (s, n) => String(s).padStart(n);
+export const padEnd = (s, n) => String(s).padEnd(n);

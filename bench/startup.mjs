@@ -19,7 +19,7 @@ import { tmpdir, cpus, loadavg } from 'node:os';
 import { join, relative } from 'node:path';
 import { parseArgs } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ROOT, startServer, referenceArgs, nereidArgs, nereidBuilt, freePort, rssKiB, killAll, commitName } from './servers.mjs';
+import { ROOT, startServer, referenceArgs, nereidArgs, nereidBuilt, freePort, rssKiB, killAll, commitName, median, fmt, pad, padEnd } from './servers.mjs';
 
 const { values: a } = parseArgs({
   options: {
@@ -44,15 +44,6 @@ const BUNDLED = join(ROOT, 'examples', 'model_repository');
 const SIMPLE_ONNX = join(BUNDLED, 'simple', '1', 'model.onnx');
 
 const log = (s) => process.stderr.write(s + '\n');
-const median = (xs) => {
-  const s = xs.filter((x) => Number.isFinite(x)).sort((x, y) => x - y);
-  if (s.length === 0) return NaN;
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
-};
-const fmt = (x, digits = 0) => (Number.isFinite(x) ? x.toFixed(digits) : '-');
-const pad = (s, n) => String(s).padStart(n);
-const padEnd = (s, n) => String(s).padEnd(n);
 
 /** Microseconds since the epoch of a default-format log line's stamp (I0523 14:03:07.123456), or NaN. */
 function stampUs(line) {
