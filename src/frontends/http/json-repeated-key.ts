@@ -12,7 +12,10 @@ const OPEN_OBJECT = 123, CLOSE_OBJECT = 125, OPEN_ARRAY = 91, CLOSE_ARRAY = 93;
 
 export function firstRepeatedKey(body: Buffer, counts: (key: string, inParameters: boolean) => boolean): string | undefined {
   const seen = new Set<string>();
-  const stack: number[] = [];
+  // Only the two outer levels matter: their container kinds are kept, deeper ones are only counted, so a body
+  // nested millions deep costs no memory here.
+  const kind = [0, 0, 0];
+  let depth = 0;
   let expectKey = false;
   let topKey = '';
   for (let i = 0; i < body.length; i++) {
@@ -22,23 +25,21 @@ export function firstRepeatedKey(body: Buffer, counts: (key: string, inParameter
       i = stringEnd(body, i);
       if (!expectKey) continue;
       expectKey = false;
-      const depth = stack.length;
-      const inParameters = depth === 2 && topKey === 'parameters' && stack[1] === OPEN_OBJECT;
+      const inParameters = depth === 2 && topKey === 'parameters' && kind[2] === OPEN_OBJECT;
       if (depth !== 1 && !inParameters) continue;
       const key = JSON.parse(body.toString('utf8', start, i + 1)) as string;
       if (depth === 1) topKey = key;
       if (!counts(key, inParameters)) continue;
       if (seen.has(key)) return key;
       seen.add(key);
-    } else if (c === OPEN_OBJECT) {
-      stack.push(c);
-      expectKey = true;
-    } else if (c === OPEN_ARRAY) {
-      stack.push(c);
+    } else if (c === OPEN_OBJECT || c === OPEN_ARRAY) {
+      depth++;
+      if (depth <= 2) kind[depth] = c;
+      expectKey = c === OPEN_OBJECT && depth <= 2;
     } else if (c === CLOSE_OBJECT || c === CLOSE_ARRAY) {
-      stack.pop();
+      depth--;
     } else if (c === COMMA) {
-      expectKey = stack[stack.length - 1] === OPEN_OBJECT;
+      expectKey = depth >= 1 && depth <= 2 && kind[depth] === OPEN_OBJECT;
     }
   }
   return undefined;
