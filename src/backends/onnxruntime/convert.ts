@@ -5,6 +5,7 @@ import type { Tensor } from '../../tensor/tensor.js';
 import { typedView, bytesOf } from '../../tensor/view.js';
 import { invalidArg, type NereidError } from '../../errors.js';
 import { bytesToOrtString, firstNul, ortStringToBytes } from './strings.js';
+import type { OrtFeed } from './session.js';
 
 /** Triton data types ⇄ ONNX Runtime tensor types. BF16 has no ORT CPU tensor type in Node. */
 const TO_ORT: Partial<Record<DataType, OrtTensor.Type>> = {
@@ -27,24 +28,21 @@ export function configTypeOfOrt(t: string): ConfigDataType {
   return dt ? (`TYPE_${dt}` as ConfigDataType) : 'TYPE_INVALID';
 }
 
-
-type OrtTensorCtor = typeof import('onnxruntime-node').Tensor;
-
 /**
- * A Nereid tensor as an ORT tensor over the same memory (strings are converted: ORT takes JS strings, see
+ * A Nereid tensor as an ORT input over the same memory (strings are converted: ORT takes JS strings, see
  * strings.ts). An element with a NUL byte, which ORT would cut short, is refused: requests are checked before
  * they are queued (nulFreeCheck), so this only guards other paths.
  */
-export function toOrt(Ctor: OrtTensorCtor, t: Tensor, type: OrtTensor.Type, dims: readonly number[]): OrtTensor {
+export function toOrt(t: Tensor, type: OrtTensor.Type, dims: readonly number[]): OrtFeed {
   if (t.datatype === 'BYTES') {
     const nul = firstNul(t.data);
     if (nul !== -1) throw nulError(t.name, nul);
     const strings = new Array<string>(t.data.length);
     for (let i = 0; i < t.data.length; i++) strings[i] = bytesToOrtString(t.data[i]!);
-    return new Ctor('string', strings, dims);
+    return { location: 'cpu', type: 'string', dims, data: strings };
   }
   // ORT wants its own typed array per type; BOOL rides in a Uint8Array, FP16 in a Uint16Array.
-  return new Ctor(type as 'float32', typedView(t.datatype, t.data) as Float32Array, dims);
+  return { location: 'cpu', type, dims, data: typedView(t.datatype, t.data) as Float32Array };
 }
 
 /** An ORT output (a tensor, or its dims and data from a worker) as a Nereid tensor over the same memory. */

@@ -1,4 +1,4 @@
-import * as ort from 'onnxruntime-node';
+import type * as ort from 'onnxruntime-node';
 import { isNereidError, NereidError } from '../../errors.js';
 import type { ModelConfig, SequenceControl } from '../../config/types.js';
 import { byteSize, fromConfigType, type DataType } from '../../tensor/datatype.js';
@@ -7,7 +7,7 @@ import type { Tensor } from '../../tensor/tensor.js';
 import type { BackendInstance, BackendRequest, ExecutionTimes } from '../backend.js';
 import { fromOrt, ortType, toOrt } from './convert.js';
 import type { Runner } from './runner.js';
-import type { OrtResults } from './session.js';
+import type { OrtFeeds, OrtResults } from './session.js';
 import { batchInputTensor, batchIo, scatterShape, type BatchIo } from './batch-io.js';
 
 interface IoInfo {
@@ -24,6 +24,7 @@ interface IoInfo {
  */
 export class OrtInstance implements BackendInstance {
   private readonly inputs: readonly IoInfo[];
+  private readonly inputByName: ReadonlyMap<string, IoInfo>;
   private readonly outputs: ReadonlyMap<string, IoInfo>;
   private readonly allOutputNames: readonly string[];
   /** Ragged inputs, batch inputs and batch outputs; undefined for the (usual) config that has none. */
@@ -40,28 +41,32 @@ export class OrtInstance implements BackendInstance {
     const stateIn = (seq?.state ?? []).map((st) => ({ name: st.input_name, data_type: st.data_type }));
     const stateOut = (seq?.state ?? []).map((st) => ({ name: st.output_name, data_type: st.data_type }));
     this.inputs = [...config.input, ...controls, ...stateIn].map(ioInfo);
+    this.inputByName = new Map(this.inputs.map((io) => [io.name, io]));
     const outputs = [...config.output, ...stateOut];
     this.outputs = new Map(outputs.map((o) => [o.name, ioInfo(o)]));
     this.allOutputNames = outputs.map((o) => o.name);
     this.batchIo = batchIo(config);
+    this.executeNow = runner.synchronous ? (requests) => this.runNow(requests) : undefined;
   }
 
-  async execute(requests: readonly BackendRequest[]): Promise<ExecutionTimes> {
+  readonly executeNow: ((requests: readonly BackendRequest[]) => ExecutionTimes) | undefined;
+
+  execute(requests: readonly BackendRequest[]): Promise<ExecutionTimes> {
+    if (this.executeNow) return Promise.resolve(this.executeNow(requests));
+    return this.executeAsync(requests);
+  }
+
+  /** A run on the calling thread: the inline runner's session answers synchronously. */
+  private runNow(requests: readonly BackendRequest[]): ExecutionTimes {
     const t0 = process.hrtime.bigint();
     let results: OrtResults;
     let t1 = t0;
     try {
       const feeds = this.feeds(requests);
-      const fetches = requests.length === 1 ? requests[0]!.outputs : this.allOutputNames;
       t1 = process.hrtime.bigint();
-      const r = this.runner.run(feeds, fetches);
-      // Inline runs answer at once: no await, so queued requests run back to back in this turn of the loop.
-      results = r instanceof Promise ? await r : r;
+      results = this.runner.run(feeds, this.fetches(requests)) as OrtResults;
     } catch (e) {
-      const err = isNereidError(e) ? e : new NereidError('INTERNAL', `onnx runtime error: ${(e as Error).message}`);
-      for (const r of requests) r.sender.fail(err);
-      const t = process.hrtime.bigint();
-      return { inputNs: Number(t1 - t0), inferNs: Number(t - t1), outputNs: 0 };
+      return this.failed(requests, e, t0, t1);
     }
     const t2 = process.hrtime.bigint();
     this.respond(requests, results);
@@ -69,25 +74,61 @@ export class OrtInstance implements BackendInstance {
     return { inputNs: Number(t1 - t0), inferNs: Number(t2 - t1), outputNs: Number(t3 - t2) };
   }
 
-  private feeds(requests: readonly BackendRequest[]): Record<string, ort.Tensor> {
-    const feeds: Record<string, ort.Tensor> = {};
+  private async executeAsync(requests: readonly BackendRequest[]): Promise<ExecutionTimes> {
+    const t0 = process.hrtime.bigint();
+    let results: OrtResults;
+    let t1 = t0;
+    try {
+      const feeds = this.feeds(requests);
+      t1 = process.hrtime.bigint();
+      results = await this.runner.run(feeds, this.fetches(requests));
+    } catch (e) {
+      return this.failed(requests, e, t0, t1);
+    }
+    const t2 = process.hrtime.bigint();
+    this.respond(requests, results);
+    const t3 = process.hrtime.bigint();
+    return { inputNs: Number(t1 - t0), inferNs: Number(t2 - t1), outputNs: Number(t3 - t2) };
+  }
+
+  private fetches(requests: readonly BackendRequest[]): readonly string[] {
+    return requests.length === 1 ? requests[0]!.outputs : this.allOutputNames;
+  }
+
+  private failed(requests: readonly BackendRequest[], e: unknown, t0: bigint, t1: bigint): ExecutionTimes {
+    const err = isNereidError(e) ? e : new NereidError('INTERNAL', `onnx runtime error: ${(e as Error).message}`);
+    for (const r of requests) r.sender.fail(err);
+    const t = process.hrtime.bigint();
+    return { inputNs: Number(t1 - t0), inferNs: Number(t - t1), outputNs: 0 };
+  }
+
+  private feeds(requests: readonly BackendRequest[]): OrtFeeds {
+    const feeds: OrtFeeds = {};
+    if (requests.length === 1 && !this.batchIo) {
+      // One request, the usual case: its tensors go as they are, with no batch to assemble.
+      for (const t of requests[0]!.inputs) {
+        const io = this.inputByName.get(t.name);
+        if (io) feeds[t.name] = toOrt(t, io.ortType, t.shape);
+      }
+      return feeds;
+    }
     for (const io of this.inputs) {
       const parts: Tensor[] = [];
       for (const r of requests) {
-        const t = r.inputs.find((x) => x.name === io.name);
+        const t = inputNamed(r.inputs, io.name);
         if (t) parts.push(t);
       }
       if (parts.length === 0) continue; // an optional input nobody sent
       // The inline runner is done with its inputs when run() returns and the worker runner copies them when it
       // posts them, so the instance's next execution may write over this one's batch.
       const t = this.batchIo?.ragged.has(io.name) ? concatFlat(parts) : concatBatch(parts, io.scratch);
-      feeds[io.name] = toOrt(ort.Tensor, t, io.ortType, t.shape);
+      feeds[io.name] = toOrt(t, io.ortType, t.shape);
     }
     if (this.batchIo) {
       for (const bi of this.batchIo.inputs) {
         const { shape, data } = batchInputTensor(bi.kind, bi.datatype, requests.map((r) => sourceShape(r, bi.source)));
         for (const target of bi.targets) {
-          feeds[target] = toOrt(ort.Tensor, { name: target, datatype: bi.datatype, shape, data }, bi.datatype === 'FP32' ? 'float32' : 'int32', shape);
+          feeds[target] = toOrt({ name: target, datatype: bi.datatype, shape, data }, bi.datatype === 'FP32' ? 'float32' : 'int32', shape);
         }
       }
     }
@@ -155,6 +196,11 @@ function ioInfo(io: { name: string; data_type: string }): IoInfo {
   const t = datatype && ortType(datatype);
   if (!datatype || !t) throw new NereidError('INVALID_ARG', `tensor '${io.name}' has data type ${io.data_type}, which the onnxruntime backend does not support`);
   return { name: io.name, datatype, ortType: t, scratch: new GrowingScratch() };
+}
+
+function inputNamed(inputs: readonly Tensor[], name: string): Tensor | undefined {
+  for (const t of inputs) if (t.name === name) return t;
+  return undefined;
 }
 
 /** The data type a sequence control input carries, from which of its value lists is set. */

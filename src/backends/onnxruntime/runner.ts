@@ -1,7 +1,7 @@
 import { Worker } from 'node:worker_threads';
 import type * as ort from 'onnxruntime-node';
 import { NereidError } from '../../errors.js';
-import type { OrtResults, OrtSession } from './session.js';
+import type { OrtFeeds, OrtResults, OrtSession } from './session.js';
 
 /**
  * Where a session runs. onnxruntime-node's run() is synchronous on the calling thread, so:
@@ -15,7 +15,7 @@ export interface Runner {
   /** run() answers at once (an inline run on a synchronous session). */
   readonly synchronous: boolean;
   /** Inline runs answer synchronously (see session.ts); worker runs answer with a promise. */
-  run(feeds: Record<string, ort.Tensor>, fetches: readonly string[]): OrtResults | Promise<OrtResults>;
+  run(feeds: OrtFeeds, fetches: readonly string[]): OrtResults | Promise<OrtResults>;
   close(): Promise<void>;
 }
 
@@ -28,7 +28,7 @@ export class InlineRunner implements Runner {
     this.synchronous = session.synchronous;
   }
 
-  run(feeds: Record<string, ort.Tensor>, fetches: readonly string[]): OrtResults | Promise<OrtResults> {
+  run(feeds: OrtFeeds, fetches: readonly string[]): OrtResults | Promise<OrtResults> {
     return this.session.run(feeds, fetches);
   }
 
@@ -70,13 +70,11 @@ export class WorkerRunner implements Runner {
     return new WorkerRunner(worker);
   }
 
-  run(feeds: Record<string, ort.Tensor>, fetches: readonly string[]): Promise<OrtResults> {
-    const plain: Record<string, { type: string; dims: readonly number[]; data: unknown }> = {};
-    for (const [name, t] of Object.entries(feeds)) plain[name] = { type: t.type, dims: t.dims, data: t.data };
+  run(feeds: OrtFeeds, fetches: readonly string[]): Promise<OrtResults> {
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
       this.pending.set(id, { resolve, reject });
-      this.worker.postMessage({ id, feeds: plain, fetches });
+      this.worker.postMessage({ id, feeds, fetches });
     });
   }
 

@@ -1,6 +1,6 @@
 import { parentPort, workerData } from 'node:worker_threads';
-import * as ort from 'onnxruntime-node';
-import { openSession, type OrtSession } from './session.js';
+import type * as ort from 'onnxruntime-node';
+import { openSession, type OrtFeeds, type OrtSession } from './session.js';
 
 /** One ONNX Runtime session in its own thread (see runner.ts). Answers each run with its outputs' data. */
 const { path, options } = workerData as { path: string; options: ort.InferenceSession.SessionOptions };
@@ -15,11 +15,9 @@ try {
   process.exit(0);
 }
 
-port.on('message', async (m: { id: number; feeds: Record<string, { type: ort.Tensor.Type; dims: number[]; data: never }>; fetches: string[] }) => {
+port.on('message', async (m: { id: number; feeds: OrtFeeds; fetches: string[] }) => {
   try {
-    const feeds: Record<string, ort.Tensor> = {};
-    for (const [name, f] of Object.entries(m.feeds)) feeds[name] = new ort.Tensor(f.type, f.data, f.dims);
-    const results = await session.run(feeds, m.fetches);
+    const results = await session.run(m.feeds, m.fetches);
     const outputs: Record<string, { dims: readonly number[]; data: unknown }> = {};
     for (const name of m.fetches) {
       const t = results[name]!;

@@ -18,9 +18,23 @@ export interface OrtSession {
   readonly inputMetadata: readonly ort.InferenceSession.ValueMetadata[];
   readonly outputMetadata: readonly ort.InferenceSession.ValueMetadata[];
   /** Runs on the calling thread; returns the fetched outputs or a promise of them (public-API fallback). */
-  run(feeds: Record<string, ort.Tensor>, fetches: readonly string[]): OrtResults | Promise<OrtResults>;
+  run(feeds: OrtFeeds, fetches: readonly string[]): OrtResults | Promise<OrtResults>;
   release(): Promise<void>;
 }
+
+/**
+ * One input as the native binding reads it: its four fields, no more. onnxruntime-node's Tensor class checks
+ * and copies its arguments into a dozen fields per construction, a cost paid per input per request for
+ * nothing the binding looks at; the public-API fallback builds Tensors from these.
+ */
+export interface OrtFeed {
+  readonly location: 'cpu';
+  readonly type: ort.Tensor.Type;
+  readonly dims: readonly number[];
+  readonly data: ort.Tensor.DataType;
+}
+
+export type OrtFeeds = Record<string, OrtFeed>;
 
 export interface OrtOutput {
   readonly dims: readonly number[];
@@ -39,7 +53,7 @@ interface RawMetadata {
 
 interface NativeSession {
   loadModel(path: string, options: ort.InferenceSession.SessionOptions): void;
-  run(feeds: Record<string, ort.Tensor>, fetches: Record<string, null>, options: object): OrtResults;
+  run(feeds: OrtFeeds, fetches: Record<string, null>, options: object): OrtResults;
   dispose(): void;
   readonly inputMetadata: RawMetadata[];
   readonly outputMetadata: RawMetadata[];
@@ -93,7 +107,7 @@ class SyncSession implements OrtSession {
     this.outputMetadata = s.outputMetadata.map(metadata);
   }
 
-  run(feeds: Record<string, ort.Tensor>, fetches: readonly string[]): OrtResults {
+  run(feeds: OrtFeeds, fetches: readonly string[]): OrtResults {
     if (fetches !== this.lastFetches) {
       const f: Record<string, null> = {};
       for (const name of fetches) f[name] = null;
@@ -122,7 +136,16 @@ function publicSession(s: ort.InferenceSession): OrtSession {
     synchronous: false,
     inputMetadata: s.inputMetadata,
     outputMetadata: s.outputMetadata,
-    run: (feeds, fetches) => s.run(feeds, fetches as string[]) as unknown as Promise<OrtResults>,
+    run: (feeds, fetches) => s.run(tensors(feeds), fetches as string[]) as unknown as Promise<OrtResults>,
     release: () => s.release(),
   };
+}
+
+function tensors(feeds: OrtFeeds): Record<string, ort.Tensor> {
+  const out: Record<string, ort.Tensor> = {};
+  for (const name in feeds) {
+    const f = feeds[name]!;
+    out[name] = new ort.Tensor(f.type as 'float32', f.data as Float32Array, f.dims);
+  }
+  return out;
 }

@@ -174,7 +174,8 @@ async function handleInfer(ctx: Context, model: string, version: number | undefi
     // A body that is all JSON may be handed to the JSON worker without a copy: only its (empty) binary part is
     // read afterwards.
     const binary = jsonLength === body.byteLength ? NO_BINARY : body;
-    const parsed = await ctx.json.parse(body, jsonLength, bounds, limit);
+    const header = ctx.json.parse(body, jsonLength, bounds, limit);
+    const parsed = header instanceof Promise ? await header : header;
     decoded = decodeInfer(parsed, binary, binary === NO_BINARY ? 0 : jsonLength, target);
   }
   const response = await ctx.server.infer(decoded.request, resolved);
@@ -182,7 +183,10 @@ async function handleInfer(ctx: Context, model: string, version: number | undefi
   if (signal.aborted) return;
   const encoded = ctx.json.encode(response, decoded.binaryOutputs, decoded.binaryDefault);
   const { json: header, blobs } = encoded instanceof Promise ? await encoded : encoded;
-  await sendInfer(res, header, blobs, negotiate(req.headers['accept-encoding'] as string | undefined));
+  const accept = req.headers['accept-encoding'];
+  const answer = accept === undefined ? 'identity' : negotiate(accept);
+  if (answer === 'identity') sendInfer(res, header, blobs);
+  else await sendCompressed(res, header, blobs, answer);
 }
 
 const NO_BINARY = Buffer.alloc(0);
@@ -231,40 +235,42 @@ function parseHeaderLength(h: string | string[] | undefined, bodyLength: number)
   return n;
 }
 
-async function sendInfer(res: ServerResponse, header: string | Uint8Array, blobs: Uint8Array[], encoding: 'identity' | 'gzip' | 'deflate'): Promise<void> {
-  const headers: Record<string, string | number> = {};
-  let parts: Uint8Array[];
+/** The response as it is: one write of the JSON, or one writev of the JSON and the binary outputs. */
+function sendInfer(res: ServerResponse, header: string | Uint8Array, blobs: readonly Uint8Array[]): void {
+  const head = asBuffer(header);
   if (blobs.length === 0) {
-    headers['Content-Type'] = 'application/json';
-    parts = [asBuffer(header)];
-  } else {
-    const head = asBuffer(header);
-    headers['Content-Type'] = 'application/octet-stream';
-    headers['Inference-Header-Content-Length'] = head.byteLength;
-    parts = [head, ...blobs];
-  }
-  if (encoding !== 'identity') {
-    try {
-      const packed = await compress(Buffer.concat(parts), encoding);
-      headers['Content-Encoding'] = encoding;
-      parts = [packed];
-    } catch {
-      // Compression failure: send it uncompressed, as Triton does.
-    }
-  }
-  let length = 0;
-  for (const p of parts) length += p.byteLength;
-  headers['Content-Length'] = length;
-  res.writeHead(200, headers);
-  if (parts.length === 1) {
-    res.end(parts[0]);
+    res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': head.byteLength });
+    res.end(head);
     return;
   }
+  let length = head.byteLength;
+  for (const b of blobs) length += b.byteLength;
+  res.writeHead(200, { 'Content-Type': 'application/octet-stream', 'Inference-Header-Content-Length': head.byteLength, 'Content-Length': length });
   // All parts in one writev; end() after uncork, as ending a corked response costs an extra flush.
   res.cork();
-  for (const p of parts) res.write(p);
+  res.write(head);
+  for (const b of blobs) res.write(b);
   res.uncork();
   res.end();
+}
+
+/** The response compressed as the client asked; sent uncompressed when compression fails, as Triton does. */
+async function sendCompressed(res: ServerResponse, header: string | Uint8Array, blobs: readonly Uint8Array[], encoding: 'gzip' | 'deflate'): Promise<void> {
+  const head = asBuffer(header);
+  let packed: Buffer;
+  try {
+    packed = await compress(blobs.length === 0 ? head : Buffer.concat([head, ...blobs]), encoding);
+  } catch {
+    return sendInfer(res, header, blobs);
+  }
+  const headers: Record<string, string | number> = { 'Content-Encoding': encoding, 'Content-Length': packed.byteLength };
+  if (blobs.length === 0) headers['Content-Type'] = 'application/json';
+  else {
+    headers['Content-Type'] = 'application/octet-stream';
+    headers['Inference-Header-Content-Length'] = head.byteLength;
+  }
+  res.writeHead(200, headers);
+  res.end(packed);
 }
 
 /** Text as UTF-8, bytes as they are (no copy). */
