@@ -82,7 +82,7 @@ export async function readConfig(modelDir: string, name: string, opts: LoaderOpt
   const text = await readText(join(modelDir, 'config.pbtxt'));
   if (text !== undefined) return parseModelConfig(text, join(name, 'config.pbtxt'));
   if (opts.strictModelConfig) {
-    throw invalidArg(`failed to load '${name}': model configuration file ${join(name, 'config.pbtxt')} not found and auto-complete is disabled (--strict-model-config / --disable-auto-complete-config)`);
+    throw invalidArg(`model configuration file ${join(name, 'config.pbtxt')} not found and auto-complete is disabled (--strict-model-config / --disable-auto-complete-config)`);
   }
   return undefined;
 }

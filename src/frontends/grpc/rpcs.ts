@@ -2,6 +2,7 @@ import { invalidArg, unavailable, unsupported } from '../../errors.js';
 import { modelConfigFromJson } from '../../config/index.js';
 import type { ModelConfig } from '../../config/types.js';
 import type { Logger } from '../../observability/logger.js';
+import { configOverrideError } from '../../server/config-override.js';
 import type { InferenceServer } from '../../server/inference-server.js';
 import { int64ToNumber } from './int64.js';
 import type {
@@ -91,8 +92,7 @@ function loadRequest(r: RepositoryModelRequestMsg): { config?: ModelConfig; file
       try {
         config = modelConfigFromJson(p.string_param);
       } catch (e) {
-        // A config override that does not convert fails the load, in Triton's words for a failed load.
-        throw invalidArg(`failed to load '${r.model_name}': ${(e as Error).message}`);
+        throw configOverrideError(r.model_name, (e as Error).message);
       }
     } else if (key.startsWith('file:')) {
       if (p.parameter_choice !== 'bytes_param') throw invalidArg(`invalid value type for load parameter '${key}', expected bytes_param.`);

@@ -1,6 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import { invalidArg } from '../../errors.js';
 import { modelConfigFromJson } from '../../config/index.js';
+import { configOverrideError } from '../../server/config-override.js';
 import type { InferenceServer } from '../../server/inference-server.js';
 import { isObject } from './infer-request.js';
 import { sendEmpty, sendJson } from './reply.js';
@@ -36,7 +37,7 @@ export async function handleLoad(server: InferenceServer, model: string, body: u
       try {
         cj = await parse(Buffer.from(v));
       } catch (e) {
-        throw invalidArg(`failed to load '${model}': failed to parse the 'config' load parameter as JSON: ${(e as Error).message.replace(/^failed to parse the request JSON buffer: /, '')}`);
+        throw configOverrideError(model, `failed to parse the 'config' load parameter as JSON: ${(e as Error).message.replace(/^failed to parse the request JSON buffer: /, '')}`);
       }
       config = configOverride(model, () => modelConfigFromJson(cj));
     } else if (k.startsWith('file:')) {
@@ -50,12 +51,11 @@ export async function handleLoad(server: InferenceServer, model: string, body: u
   sendEmpty(res, 200);
 }
 
-/** A config override that does not convert fails the load, in Triton's words for a failed load. */
 function configOverride<T>(model: string, convert: () => T): T {
   try {
     return convert();
   } catch (e) {
-    throw invalidArg(`failed to load '${model}': ${(e as Error).message}`);
+    throw configOverrideError(model, (e as Error).message);
   }
 }
 
