@@ -11,7 +11,10 @@ export interface BothFrontends {
   readonly server: InferenceServer;
   readonly url: string;
   readonly client: Client;
-  /** The error message of an HTTP call expected to fail (a POST with `body` when given, else a GET). */
+  /**
+   * The error message of an HTTP call expected to fail: a POST with `body` when given (a string is sent as it is,
+   * for JSON that JSON.stringify cannot write, such as integers past 2^53), else a GET.
+   */
   httpError(path: string, body?: unknown): Promise<string>;
   /** The status details of a gRPC call expected to fail. */
   grpcError(rpc: string, message: unknown): Promise<string>;
@@ -30,7 +33,8 @@ export async function startBothFrontends(options: ServerOptions): Promise<BothFr
     url,
     client,
     httpError: async (path, body) => {
-      const r = body === undefined ? await request(url + path) : await postJson(url + path, body);
+      const r = body === undefined ? await request(url + path)
+        : typeof body === 'string' ? await request(url + path, { body }) : await postJson(url + path, body);
       if (r.status === 200) throw new Error(`${path} succeeded but was expected to fail`);
       return String(r.json().error);
     },

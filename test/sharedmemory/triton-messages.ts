@@ -233,6 +233,18 @@ export const SHM_MESSAGES: readonly ShmMessage[] = [
     },
   },
   {
+    source: `${SMM} GetMemoryInfo, the overflow check before the bounds`,
+    refusal: 'an inference request whose offset plus byte size overflows',
+    // 2^64 - 1 as a JSON number, which JavaScript reads as 2^64, so the numbers in the message differ from
+    // Triton's: the words stop before them.
+    words: 'Integer overflow detected: byte_size (',
+    http: (c) => {
+      fresh(c, 'short_region', 64);
+      const body = JSON.stringify(httpInferInputIn('short_region', 0, 1)).replace('"shared_memory_byte_size":0', '"shared_memory_byte_size":18446744073709551615');
+      return c.on.httpError('/v2/models/simple/infer', body);
+    },
+  },
+  {
     source: 'server http_server.cc InferResponseAlloc / grpc infer_handler.cc ResponseAllocatorHelper (L0_cuda_shared_memory checks it)',
     refusal: 'an output region too small for the output',
     words: "shared memory size specified with the request for output 'OUTPUT0' (4 bytes) should be at least 64 bytes to hold the results",
