@@ -24,6 +24,7 @@ export interface ShmMessage extends TritonMessage {
 
 const SMM = 'server shared_memory_manager.cc';
 const HTTP = 'server http_server.cc HandleSystemSharedMemory';
+const INFER = 'server grpc/infer_handler.h';
 
 const registerHttp = (b: BothFrontends, name: string, body: unknown) =>
   b.httpError(`/v2/systemsharedmemory/region/${name}/register`, body);
@@ -86,6 +87,18 @@ function grpcInferOutputIn(region: string, byteSize: number) {
       { name: 'INPUT1', datatype: 'INT32', shape: [1, 16] },
     ],
     outputs: [{ name: 'OUTPUT0', parameters: grpcShm(region, byteSize) }],
+    raw_input_contents: [int32Raw, int32Raw],
+  };
+}
+
+/** `simple` with INPUT0's parameters as given and both inputs' data raw. */
+function withInput0Params(parameters: Record<string, unknown>) {
+  return {
+    model_name: 'simple',
+    inputs: [
+      { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], parameters },
+      { name: 'INPUT1', datatype: 'INT32', shape: [1, 16] },
+    ],
     raw_input_contents: [int32Raw, int32Raw],
   };
 }
@@ -198,6 +211,36 @@ export const SHM_MESSAGES: readonly ShmMessage[] = [
     words: "failed to register CUDA shared memory region: 'gpu', GPUs not supported",
     http: (c) => c.on.httpError('/v2/cudasharedmemory/region/gpu/register', { raw_handle: { b64: '' }, device_id: 0, byte_size: 64 }),
     grpc: (c) => c.on.grpcError('CudaSharedMemoryRegister', { name: 'gpu', raw_handle: Buffer.alloc(64), device_id: 0, byte_size: 64 }),
+  },
+  {
+    source: `${INFER} ParseSharedMemoryParams`,
+    refusal: 'gRPC tensor with a shared-memory offset but no region',
+    words: "'shared_memory_offset' can not be specified without 'shared_memory_region' parameter for tensor 'INPUT0'",
+    grpc: (c) => c.on.grpcError('ModelInfer', withInput0Params({ shared_memory_offset: { int64_param: '0' } })),
+  },
+  {
+    source: `${INFER} ParseSharedMemoryParams`,
+    refusal: 'gRPC tensor with a shared-memory byte size but no region',
+    words: "'shared_memory_byte_size' can not be specified without 'shared_memory_region' parameter for tensor 'INPUT0'",
+    grpc: (c) => c.on.grpcError('ModelInfer', withInput0Params({ shared_memory_byte_size: { int64_param: '64' } })),
+  },
+  {
+    source: `${INFER} ParseSharedMemoryParams`,
+    refusal: 'gRPC tensor whose shared-memory region is not a string_param',
+    words: "invalid value type for 'shared_memory_region' parameter for tensor 'INPUT0', expected string_param.",
+    grpc: (c) => c.on.grpcError('ModelInfer', withInput0Params({ shared_memory_region: { int64_param: '1' }, shared_memory_byte_size: { int64_param: '64' } })),
+  },
+  {
+    source: `${INFER} ParseSharedMemoryParams`,
+    refusal: 'gRPC tensor whose shared-memory byte size is not an int64_param',
+    words: "invalid value type for 'shared_memory_byte_size' parameter for tensor 'INPUT0', expected int64_param.",
+    grpc: (c) => c.on.grpcError('ModelInfer', withInput0Params({ shared_memory_region: { string_param: 'r' }, shared_memory_byte_size: { string_param: '64' } })),
+  },
+  {
+    source: `${INFER} ParseSharedMemoryParams`,
+    refusal: 'gRPC tensor naming a region without a byte size',
+    words: "'shared_memory_byte_size' must be specified along with 'shared_memory_region' parameter for tensor 'INPUT0'",
+    grpc: (c) => c.on.grpcError('ModelInfer', withInput0Params({ shared_memory_region: { string_param: 'r' } })),
   },
   {
     source: `${SMM} GetMemoryInfo`,
