@@ -165,6 +165,13 @@ export const SHM_MESSAGES: readonly ShmMessage[] = [
     grpc: (c) => registerGrpc(c.on, 'nokeyobj', '/nereid_no_such_object', 64),
   },
   {
+    source: `${SMM} OpenSharedMemoryRegion (shm_open of a name that is only slashes)`,
+    refusal: 'register a key that is only slashes',
+    words: "Unable to open shared memory region: '/'",
+    http: (c) => registerHttp(c.on, 'slash', { key: '/', byte_size: 64 }),
+    grpc: (c) => registerGrpc(c.on, 'slash', '/', 64),
+  },
+  {
     source: `${SMM} CheckSharedMemoryRegionSize (L0_shared_memory test_register_out_of_bound)`,
     refusal: 'register a range past the end of the object',
     words: "failed to register shared memory region 'toolong': invalid args",
