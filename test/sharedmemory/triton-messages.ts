@@ -165,6 +165,13 @@ export const SHM_MESSAGES: readonly ShmMessage[] = [
     grpc: (c) => registerGrpc(c.on, 'nokeyobj', '/nereid_no_such_object', 64),
   },
   {
+    source: `${SMM} MapSharedMemory, then RegisterSystemSharedMemory (mmap of zero bytes fails)`,
+    refusal: 'register zero bytes',
+    words: "failed to register shared memory region 'empty': unable to process address space",
+    http: (c) => registerHttp(c.on, 'empty', { key: c.object(64), byte_size: 0 }),
+    grpc: (c) => registerGrpc(c.on, 'empty', c.object(64), 0),
+  },
+  {
     source: `${SMM} OpenSharedMemoryRegion (shm_open of a name that is only slashes)`,
     refusal: 'register a key that is only slashes',
     words: "Unable to open shared memory region: '/'",
