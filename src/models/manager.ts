@@ -437,7 +437,8 @@ export class ModelManager {
    */
   async unload(name: string, dependents = false): Promise<void> {
     const entries = this.namespacing ? this.byName.get(name) ?? [] : [this.entries.get(name)].filter((e) => e !== undefined);
-    if (entries.length === 0) throw invalidArg(`failed to unload '${name}', model is not loaded`);
+    // Triton's unload of a name it never loaded changes nothing and succeeds.
+    if (entries.length === 0) return;
     const ranOn = entries.flatMap((e) => (e.prepared && !e.unloaded ? modelsRunOn(e.prepared.config) : []));
     // With namespacing, unloading a name unloads it in every repository, as Triton's global map has it.
     await Promise.all(entries.map((e) => this.unloadKey(e.key)));
