@@ -659,6 +659,8 @@ export class ModelManager {
     this.logger.error(`failed to load '${e.name}': ${reason}`);
     if (e.versions.size === 0) e.failure = reason;
     if (isNereidError(err) && err.code === 'INTERNAL' && err.message === POLL_FAILED) return new NereidError('INTERNAL', `failed to load '${e.name}', ${POLL_FAILED}`);
+    // A limit of Nereid's own is no failed poll: it says which limit refused.
+    if (isNereidError(err) && err.limit !== undefined) return failure(`failed to load '${e.name}', ${reason}`, err);
     // Triton reads and checks a model's config while it polls the repository, so a config it cannot use fails
     // the poll, in those words; Triton only logs why, Nereid tells the client too.
     return failure(`failed to load '${e.name}', ${POLL_FAILED}: ${reason}`, err);
