@@ -82,7 +82,7 @@ export async function readConfig(modelDir: string, name: string, opts: LoaderOpt
   const text = await readText(join(modelDir, 'config.pbtxt'));
   if (text !== undefined) return parseModelConfig(text, join(name, 'config.pbtxt'));
   if (opts.strictModelConfig) {
-    throw invalidArg(`failed to load '${name}': model configuration file ${join(name, 'config.pbtxt')} not found and auto-complete is disabled (--strict-model-config / --disable-auto-complete-config)`);
+    throw invalidArg(`model configuration file ${join(name, 'config.pbtxt')} not found and auto-complete is disabled (--strict-model-config / --disable-auto-complete-config)`);
   }
   return undefined;
 }
@@ -243,8 +243,7 @@ function loadEnsemble(model: PreparedModel, context: ModelContext, opts: LoaderO
     try {
       return (resolve(step.model_name, version) as ModelVersion).context.config;
     } catch (e) {
-      const why = isNereidError(e) ? e.message : String(e);
-      throw unavailable(`ensemble '${model.name}' depends on '${step.model_name}'${version !== undefined ? ` version ${version}` : ''} which is not available: ${why}`);
+      throw unavailable(`${missingStep(model.name, step.model_name, version, e)} (${isNereidError(e) ? e.message : String(e)})`);
     }
   };
   // As Triton: the ensemble is decoupled exactly when a decoupled step feeds some of its tensors.
@@ -257,6 +256,16 @@ function loadEnsemble(model: PreparedModel, context: ModelContext, opts: LoaderO
   const stats = new ModelStatistics(model.name, ctx.version);
   const onSuccess = (rows: number, times: ExecutionTimes): void => stats.recordExecution(rows, times.inputNs, times.inferNs, times.outputNs);
   return new ModelVersion(ctx, stats, new EnsembleScheduler(model.name, config, resolve, onSuccess), [], cacheFor(config, opts));
+}
+
+/**
+ * Triton's dependency-graph words for a step whose model cannot serve: a name it cannot tell (unknown, or in
+ * several repositories), a required version not loaded, or no loaded version at all.
+ */
+function missingStep(ensemble: string, step: string, version: number | undefined, cause: unknown): string {
+  if (isNereidError(cause) && cause.code === 'INVALID_ARG') return `ensemble ${ensemble} contains models that are not available or ambiguous: ${step}`;
+  if (version !== undefined) return `ensemble '${ensemble}' depends on '${step}' whose required version ${version} is not loaded.`;
+  return `ensemble '${ensemble}' depends on '${step}' which has no loaded version.`;
 }
 
 /** The loaded configs of a router's targets, which must all be available when it loads. */

@@ -397,7 +397,7 @@ export class ModelManager {
     let scan: RepositoryScan | undefined;
     if (!req.files || req.files.size === 0) {
       scan = await this.scanForLoad(name);
-      if (scan.duplicates.has(name)) throw invalidArg(`failed to load '${name}': model is not unique across all model repositories`);
+      if (scan.duplicates.has(name)) throw invalidArg(`failed to load '${name}', ${POLL_FAILED}: model is not unique across all model repositories`);
       locations = locationsOf(scan, name);
       if (locations.length === 0) throw invalidArg(`failed to load '${name}', ${POLL_FAILED}`);
     }
@@ -417,7 +417,7 @@ export class ModelManager {
     }
     // A refusal by a limit keeps its code and names the limit, so that the frontend counts it.
     // A failed poll keeps Triton's INTERNAL; any other failure is the client's to fix (see failure()).
-    if (first) throw new NereidError(first.limit || first.code === 'INTERNAL' ? first.code : 'INVALID_ARG', `failed to load '${name}', ${first.message}`, { limit: first.limit });
+    if (first) throw new NereidError(first.limit || first.code === 'INTERNAL' ? first.code : 'INVALID_ARG', first.message, { limit: first.limit });
   }
 
   /** The repositories as a load sees them; one that cannot be read is Triton's failed poll, its path logged only. */
@@ -437,7 +437,8 @@ export class ModelManager {
    */
   async unload(name: string, dependents = false): Promise<void> {
     const entries = this.namespacing ? this.byName.get(name) ?? [] : [this.entries.get(name)].filter((e) => e !== undefined);
-    if (entries.length === 0) throw invalidArg(`failed to unload '${name}', model is not loaded`);
+    // Triton's unload of a name it never loaded changes nothing and succeeds.
+    if (entries.length === 0) return;
     const ranOn = entries.flatMap((e) => (e.prepared && !e.unloaded ? modelsRunOn(e.prepared.config) : []));
     // With namespacing, unloading a name unloads it in every repository, as Triton's global map has it.
     await Promise.all(entries.map((e) => this.unloadKey(e.key)));
@@ -617,7 +618,7 @@ export class ModelManager {
     e.location = location;
     e.timestamps = stamps;
     e.unloaded = false;
-    e.failure = wanted.length === 0 ? `no version is available for model '${e.name}'` : '';
+    e.failure = wanted.length === 0 ? `at least one version must be available under the version policy of model '${e.name}'` : '';
     await Promise.all([this.retire(e, dropped), ...retired.map((m) => this.release(m))]);
     // The folder of a file-override load goes as soon as nothing runs from it: at once when no version of it
     // loaded (the versions still serving, if any, came from the previous folder), else when it is replaced.
@@ -628,9 +629,10 @@ export class ModelManager {
     }
     e.overrides = overrides;
     if (previous && previous !== overrides) await previous.remove();
-    if (wanted.length === 0) return failure(e.failure, undefined);
+    if (wanted.length === 0) return failure(`load failed for model '${e.name}': ${e.failure}`, undefined);
     if (failed.length === 0) return undefined;
-    return failure(failed.map(([v, , r]) => `version ${v}: ${r}`).join('; '), failed.find(([, , , err]) => isNereidError(err) && err.limit)?.[3]);
+    const reasons = failed.map(([v, , r]) => `version ${v} is at UNAVAILABLE state: ${r};`).join(' ');
+    return failure(`load failed for model '${e.name}': ${reasons}`, failed.find(([, , , err]) => isNereidError(err) && err.limit)?.[3]);
   }
 
   /**
@@ -656,8 +658,12 @@ export class ModelManager {
     const reason = redactPaths(reasonOf(err), shown);
     this.logger.error(`failed to load '${e.name}': ${reason}`);
     if (e.versions.size === 0) e.failure = reason;
-    if (isNereidError(err) && err.code === 'INTERNAL' && err.message === POLL_FAILED) return err;
-    return failure(reason, err);
+    if (isNereidError(err) && err.code === 'INTERNAL' && err.message === POLL_FAILED) return new NereidError('INTERNAL', `failed to load '${e.name}', ${POLL_FAILED}`);
+    // A limit of Nereid's own is no failed poll: it says which limit refused.
+    if (isNereidError(err) && err.limit !== undefined) return failure(`failed to load '${e.name}', ${reason}`, err);
+    // Triton reads and checks a model's config while it polls the repository, so a config it cannot use fails
+    // the poll, in those words; Triton only logs why, Nereid tells the client too.
+    return failure(`failed to load '${e.name}', ${POLL_FAILED}: ${reason}`, err);
   }
 
   /** Takes versions out of service: new requests stop at once, running ones finish, then they are released. */

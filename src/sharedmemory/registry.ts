@@ -80,7 +80,8 @@ export class SharedMemoryRegistry {
     this.checkAllowed();
     this.reserved.check(name, key);
     if (this.regions.has(name)) throw new NereidError('ALREADY_EXISTS', `shared memory region '${name}' already in manager`);
-    if (byteSize === 0) throw invalidArg(`failed to register shared memory region '${name}': byte_size must be greater than 0`);
+    // Triton's mmap of zero bytes fails (EINVAL), in these words; Nereid says why.
+    if (byteSize === 0) throw invalidArg(`failed to register shared memory region '${name}': unable to process address space (byte_size must be greater than 0)`);
     const mappedBytes = Math.ceil(((offset % PAGE_SIZE) + byteSize) / PAGE_SIZE) * PAGE_SIZE;
     if (this.heldRegions >= this.maxRegions) {
       throw limitExceeded('RESOURCE_EXHAUSTED', 'shm-max-regions',
@@ -178,6 +179,6 @@ function openFailure(e: unknown, name: string, key: string): NereidError {
   switch (e.reason) {
     case 'bounds': return invalidArg(`failed to register shared memory region '${name}': invalid args`);
     case 'open': return internal(`Unable to open shared memory region: '${key}'`);
-    case 'map': return invalidArg(`failed to register shared memory region '${name}': ${e.message}`);
+    case 'map': return invalidArg(`failed to register shared memory region '${name}': unable to process address space: ${e.message}`);
   }
 }

@@ -26,7 +26,9 @@ export class ReservedKeys {
    */
   check(name: string, key: string): void {
     const bare = key.replace(/^\/+/, '');
-    if (bare === '' || key.includes('\0')) throw invalidArg(`failed to register shared memory region '${name}': invalid args`);
+    // shm_open fails on a name with nothing after its slashes, in Triton's words; the client's mistake, so 400.
+    if (bare === '') throw invalidArg(`Unable to open shared memory region: '${key}'`);
+    if (key.includes('\0')) throw invalidArg(`failed to register shared memory region '${name}': invalid args`);
     for (const prefix of [TRITON_PREFIX, NEREID_PYTHON_PREFIX]) {
       if (bare.startsWith(prefix)) {
         throw invalidArg(`cannot register shared memory region '${name}' with key '${key}' as the key contains the reserved prefix '${prefix}'`);

@@ -2,6 +2,7 @@ import { invalidArg, unavailable, unsupported } from '../../errors.js';
 import { modelConfigFromJson } from '../../config/index.js';
 import type { ModelConfig } from '../../config/types.js';
 import type { Logger } from '../../observability/logger.js';
+import { configOverrideError } from '../../server/config-override.js';
 import type { InferenceServer } from '../../server/inference-server.js';
 import { int64ToNumber } from './int64.js';
 import type {
@@ -91,8 +92,7 @@ function loadRequest(r: RepositoryModelRequestMsg): { config?: ModelConfig; file
       try {
         config = modelConfigFromJson(p.string_param);
       } catch (e) {
-        // A config override that does not convert fails the load, in Triton's words for a failed load.
-        throw invalidArg(`failed to load '${r.model_name}': ${(e as Error).message}`);
+        throw configOverrideError(r.model_name, (e as Error).message);
       }
     } else if (key.startsWith('file:')) {
       if (p.parameter_choice !== 'bytes_param') throw invalidArg(`invalid value type for load parameter '${key}', expected bytes_param.`);
@@ -112,7 +112,7 @@ function unloadDependents(r: RepositoryModelRequestMsg): boolean {
 }
 
 /** The oneof member each log setting must use. */
-const LOG_SETTING_TYPES: Readonly<Record<string, 'bool_param' | 'uint32_param' | 'string_param'>> = {
+const LOG_SETTING_TYPES: Readonly<Record<string, keyof typeof TYPE_WORDS>> = {
   log_file: 'string_param',
   log_info: 'bool_param',
   log_warning: 'bool_param',
@@ -120,6 +120,9 @@ const LOG_SETTING_TYPES: Readonly<Record<string, 'bool_param' | 'uint32_param' |
   log_verbose_level: 'uint32_param',
   log_format: 'string_param',
 };
+
+/** How Triton's gRPC frontend names each member when a setting uses another. */
+const TYPE_WORDS = { bool_param: 'boolean', uint32_param: 'int32', string_param: 'string' } as const;
 
 /** Applies the update, if any, and answers the full settings, as GET/POST /v2/logging does. */
 function logSettings(logger: Logger, r: LogSettingsRequestMsg): object {
@@ -129,9 +132,12 @@ function logSettings(logger: Logger, r: LogSettingsRequestMsg): object {
     if (expected === undefined) continue; // unknown keys are ignored, as over HTTP
     const v = r.settings[key]!;
     if (v.parameter_choice === undefined) continue; // an empty value leaves the setting as it is
-    if (v.parameter_choice !== expected) throw invalidArg(`invalid value type for log setting '${key}', expected ${expected}.`);
+    if (v.parameter_choice !== expected) throw invalidArg(`expect ${TYPE_WORDS[expected]} for '${key}' (the value must be its ${expected})`);
     update[key] = v[expected];
   }
+  // Triton's gRPC frontend words a bad format without the flag's dashes its HTTP frontend has.
+  const format = update['log_format'];
+  if (format !== undefined && format !== 'default' && format !== 'ISO8601') throw invalidArg(`invalid argument for log_format, got: ${String(format)}`);
   logger.update(update);
   const s = logger.settings();
   return {

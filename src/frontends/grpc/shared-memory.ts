@@ -17,13 +17,13 @@ export function sharedMemoryRef(params: ParameterMap, tensor: string): SharedMem
   const offset = params['shared_memory_offset'];
   const size = params['shared_memory_byte_size'];
   if (region === undefined) {
-    if (offset !== undefined || size !== undefined) {
-      throw invalidArg(`'shared_memory_offset' and 'shared_memory_byte_size' of tensor '${tensor}' need 'shared_memory_region' as well`);
+    for (const [key, p] of [['shared_memory_offset', offset], ['shared_memory_byte_size', size]] as const) {
+      if (p !== undefined) throw invalidArg(`'${key}' can not be specified without 'shared_memory_region' parameter for tensor '${tensor}'`);
     }
     return undefined;
   }
-  if (region.parameter_choice !== 'string_param') throw invalidArg(`invalid value type for 'shared_memory_region' of tensor '${tensor}', expected string_param`);
-  if (size === undefined) throw invalidArg(`tensor '${tensor}' names shared memory region '${region.string_param}' without 'shared_memory_byte_size'`);
+  if (region.parameter_choice !== 'string_param') throw invalidArg(`invalid value type for 'shared_memory_region' parameter for tensor '${tensor}', expected string_param.`);
+  if (size === undefined) throw invalidArg(`'shared_memory_byte_size' must be specified along with 'shared_memory_region' parameter for tensor '${tensor}'`);
   return {
     region: region.string_param,
     offset: offset === undefined ? 0 : nonNegative(offset, 'shared_memory_offset', tensor),
@@ -32,7 +32,7 @@ export function sharedMemoryRef(params: ParameterMap, tensor: string): SharedMem
 }
 
 function nonNegative(p: InferParameterMsg, key: string, tensor: string): number {
-  if (p.parameter_choice !== 'int64_param') throw invalidArg(`invalid value type for '${key}' of tensor '${tensor}', expected int64_param`);
+  if (p.parameter_choice !== 'int64_param') throw invalidArg(`invalid value type for '${key}' parameter for tensor '${tensor}', expected int64_param.`);
   const n = int64ToNumber(p.int64_param);
   if (n === undefined || n < 0) throw invalidArg(`'${key}' of tensor '${tensor}' must be a non-negative integer`);
   return n;

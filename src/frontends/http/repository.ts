@@ -1,6 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import { invalidArg } from '../../errors.js';
 import { modelConfigFromJson } from '../../config/index.js';
+import { configOverrideError } from '../../server/config-override.js';
 import type { InferenceServer } from '../../server/inference-server.js';
 import { isObject } from './infer-request.js';
 import { sendEmpty, sendJson } from './reply.js';
@@ -20,42 +21,42 @@ export type ParseBody = (body: Buffer) => Promise<unknown>;
 export async function handleRepoIndex(server: InferenceServer, body: unknown, res: ServerResponse): Promise<void> {
   const j = optionalObject(body);
   const ready = j?.['ready'];
-  if (ready !== undefined && typeof ready !== 'boolean') throw invalidArg("'ready' must be a boolean");
+  if (ready !== undefined && typeof ready !== 'boolean') throw invalidArg("attempt to access JSON non-boolean as boolean ('ready')");
   sendJson(res, 200, JSON.stringify(await server.repositoryIndex(ready ?? false)));
 }
 
 export async function handleLoad(server: InferenceServer, model: string, body: unknown, res: ServerResponse, parse: ParseBody): Promise<void> {
   const params = optionalObject(body)?.['parameters'];
-  if (params !== undefined && !isObject(params)) throw invalidArg("'parameters' must be a JSON object");
+  if (params !== undefined && !isObject(params)) throw invalidArg("attempt to get members for non-object ('parameters')");
   let config;
   const files = new Map<string, Uint8Array>();
   for (const [k, v] of Object.entries(params ?? {})) {
-    if (typeof v !== 'string') throw invalidArg(`load parameter '${k}' must be a string`);
+    if (typeof v !== 'string') throw invalidArg(`attempt to access JSON non-string as string (load parameter '${k}')`);
     if (k === 'config') {
       let cj: unknown;
       try {
         cj = await parse(Buffer.from(v));
       } catch (e) {
-        throw invalidArg(`failed to load '${model}': failed to parse the 'config' load parameter as JSON: ${(e as Error).message.replace(/^failed to parse the request JSON buffer: /, '')}`);
+        throw configOverrideError(model, `failed to parse the 'config' load parameter as JSON: ${(e as Error).message.replace(/^failed to parse the request JSON buffer: /, '')}`);
       }
       config = configOverride(model, () => modelConfigFromJson(cj));
     } else if (k.startsWith('file:')) {
       if (!/^[A-Za-z0-9+/]*={0,2}$/.test(v)) throw invalidArg(`load parameter '${k}' must be base64`);
       files.set(k.slice(5), Buffer.from(v, 'base64'));
     } else {
-      throw invalidArg(`unrecognized load parameter '${k}'`);
+      // Triton's HTTP frontend makes parameters of `config` and `file:` members only.
+      throw invalidArg(`unexpected error on creating Triton parameter: unrecognized load parameter '${k}'`);
     }
   }
   await server.loadModel(model, { ...(config ? { config } : {}), ...(files.size > 0 ? { files } : {}) });
   sendEmpty(res, 200);
 }
 
-/** A config override that does not convert fails the load, in Triton's words for a failed load. */
 function configOverride<T>(model: string, convert: () => T): T {
   try {
     return convert();
   } catch (e) {
-    throw invalidArg(`failed to load '${model}': ${(e as Error).message}`);
+    throw configOverrideError(model, (e as Error).message);
   }
 }
 
@@ -63,7 +64,9 @@ export async function handleUnload(server: InferenceServer, model: string, body:
   const params = optionalObject(body)?.['parameters'];
   if (params !== undefined && !isObject(params)) throw invalidArg("'parameters' must be a JSON object");
   const dependents = params?.['unload_dependents'];
-  if (dependents !== undefined && typeof dependents !== 'boolean') throw invalidArg("'unload_dependents' must be a boolean");
+  if (dependents !== undefined && typeof dependents !== 'boolean') {
+    throw invalidArg("Unable to parse 'unload_dependents': attempt to access JSON non-boolean as boolean");
+  }
   await server.unloadModel(model, { unloadDependents: dependents ?? false });
   sendEmpty(res, 200);
 }

@@ -288,9 +288,10 @@ async function handleSharedMemory(ctx: Context, r: Extract<Route, { kind: 'shm' 
       else shm.unregisterSystem(r.region);
       return sendEmpty(res, 200);
     case 'register': {
-      // The route requires a region for register; the regex makes it optional for the other actions.
-      const name = r.region ?? '';
       shm.checkAllowed();
+      // The path without a region matches too (as Triton's router has it), and is refused in Triton's words.
+      if (r.region === undefined || r.region === '') throw invalidArg(`'region name' is necessary to register ${r.cuda ? 'cuda' : 'system'} shared memory region`);
+      const name = r.region;
       const body = parseRegisterBody(await readJson(ctx, req));
       if (r.cuda) shm.registerCuda(name);
       else shm.registerSystem(name, requiredString(body, 'key'), optionalUint(body, 'offset'), requiredUint(body, 'byte_size'));
@@ -312,7 +313,7 @@ async function readJson(ctx: Context, req: IncomingMessage): Promise<unknown> {
 function requiredString(j: Record<string, unknown>, key: string): string {
   const v = j[key];
   if (v === undefined) throw invalidArg(`Shared memory register request has no '${key}' field`);
-  if (typeof v !== 'string') throw invalidArg(`'${key}' of the shared memory register request must be a string`);
+  if (typeof v !== 'string') throw invalidArg(`attempt to access JSON non-string as string ('${key}' of the shared memory register request)`);
   return v;
 }
 
@@ -324,7 +325,10 @@ function requiredUint(j: Record<string, unknown>, key: string): number {
 function optionalUint(j: Record<string, unknown>, key: string): number {
   const v = j[key];
   if (v === undefined) return 0;
-  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) throw invalidArg(`'${key}' of the shared memory register request must be an unsigned integer`);
+  if (typeof v !== 'number' || !Number.isInteger(v) || v < 0) {
+    throw invalidArg(`attempt to access JSON non-unsigned-integer as unsigned-integer ('${key}' of the shared memory register request)`);
+  }
+  if (!Number.isSafeInteger(v)) throw invalidArg(`'${key}' of the shared memory register request must be below 2^53`);
   return v;
 }
 

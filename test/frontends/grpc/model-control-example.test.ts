@@ -34,7 +34,7 @@ test('simple_grpc_model_control.py: every step answers as the example expects, s
 
   const bad = await failure(load('simple', { config: { string_param: '"parameters": {"config": {{"max_batch_size": "16"}}}' } }));
   assert.equal(bad.code, grpc.status.INVALID_ARGUMENT);
-  assert.match(bad.details, /^failed to load 'simple': /);
+  assert.match(bad.details, /^failed to load 'simple', failed to poll from model repository: Invalid config override: /);
 
   await load('simple', { config: { string_param: '{"max_batch_size":"16"}' } });
   const config = await unary(s.client, 'ModelConfig', { name: 'simple' });

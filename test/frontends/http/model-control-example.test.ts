@@ -35,7 +35,7 @@ test('simple_http_model_control.py: every step answers as the example expects, s
   // The example's malformed override: not JSON at all. A client mistake, so 400, in Triton's words.
   const bad = await load('simple', { config: '"parameters": {"config": {{"max_batch_size": "16"}}}' });
   assert.equal(bad.status, 400);
-  assert.match(bad.json().error, /^failed to load 'simple': /);
+  assert.match(bad.json().error, /^failed to load 'simple', failed to poll from model repository: Invalid config override: /);
 
   // A 64-bit field given as a JSON string, as protobuf's JSON mapping allows.
   const good = await load('simple', { config: '{"max_batch_size":"16"}' });

@@ -115,6 +115,13 @@ describe('explicit model control', () => {
     assert.equal(r2.status, 400);
   });
 
+  test('unloading a name never loaded succeeds and changes nothing, as in Triton', async () => {
+    for (const name of ['not_in_any_repository', 'vmodel_never']) {
+      const r = await postJson(`${s.url}/v2/repository/models/${name}/unload`, {});
+      assert.equal(r.status, 200, r.body.toString());
+    }
+  });
+
   test('a model that fails to load reports why, and the others keep serving', async () => {
     const r = await postJson(`${s.url}/v2/repository/models/missing/load`, {});
     assert.equal(r.status, 400);

@@ -1,0 +1,10 @@
+import { type NereidError, invalidArg } from '../errors.js';
+
+/**
+ * The refusal of a load whose `config` parameter is not a model config. Triton converts the override while it
+ * polls the repository, so the client gets its failed-poll words (and 500); Triton only logs why, under
+ * "Invalid config override", which Nereid gives the client too. A client's mistake, so INVALID_ARG here.
+ */
+export function configOverrideError(model: string, why: string): NereidError {
+  return invalidArg(`failed to load '${model}', failed to poll from model repository: Invalid config override: ${why}`);
+}
