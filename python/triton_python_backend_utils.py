@@ -481,21 +481,26 @@ class Metric:
             "buckets": [float(b) for b in buckets] if buckets is not None else None,
         })
 
+    # Refusals start as Triton's Metric methods start theirs; the reasons that follow are the server core's words
+    # where Triton's core has them.
     def increment(self, value):
         if self._family._kind == MetricFamily.HISTOGRAM:
-            raise TritonModelException("increment() is not available on a HISTOGRAM metric")
+            raise TritonModelException("Failed to increment metric value: increment() is not available on a HISTOGRAM metric")
         if self._family._kind == MetricFamily.COUNTER and value < 0:
-            raise TritonModelException("a COUNTER cannot be incremented by a negative value")
+            raise TritonModelException("Failed to increment metric value: TRITONSERVER_METRIC_KIND_COUNTER can only be "
+                                       "incremented monotonically by non-negative values.")
         _runtime().notify("metric", {"op": "increment", "metric": self._id, "value": float(value)})
 
     def set(self, value):
+        if self._family._kind == MetricFamily.COUNTER:
+            raise TritonModelException("Failed to set metric value: TRITONSERVER_METRIC_KIND_COUNTER does not support Set")
         if self._family._kind != MetricFamily.GAUGE:
-            raise TritonModelException("set() is only available on a GAUGE metric")
+            raise TritonModelException("Failed to set metric value: set() is only available on a GAUGE metric")
         _runtime().notify("metric", {"op": "set", "metric": self._id, "value": float(value)})
 
     def observe(self, value):
         if self._family._kind != MetricFamily.HISTOGRAM:
-            raise TritonModelException("observe() is only available on a HISTOGRAM metric")
+            raise TritonModelException("Failed to observe metric value: observe() is only available on a HISTOGRAM metric")
         _runtime().notify("metric", {"op": "observe", "metric": self._id, "value": float(value)})
 
     def value(self):
@@ -560,38 +565,42 @@ class ModelConfig:
         self._model_config.setdefault("dynamic_batching", {})
 
     def add_input(self, input):
-        self._add_tensor("input", input, ("name", "data_type", "dims", "optional"))
+        self._add_tensor("input", input, ("name", "data_type", "dims", "optional"),
+                         "'name', 'data_type', 'dims' and 'optional'")
 
     def add_output(self, output):
-        self._add_tensor("output", output, ("name", "data_type", "dims"))
+        self._add_tensor("output", output, ("name", "data_type", "dims"), "'name', 'data_type' and 'dims'")
 
-    def _add_tensor(self, which, tensor, allowed):
+    def _add_tensor(self, which, tensor, allowed, allowed_words):
+        """Adds or completes one tensor of the config, refusing as Triton's ModelConfig does, in its words."""
         if not isinstance(tensor, dict):
             raise ValueError(f"model {which} must be a dictionary")
+        model = self._model_config.get("name", "")
         for key in tensor:
             if key not in allowed:
-                raise ValueError(f"model {which} has an unexpected key '{key}'; allowed keys: {', '.join(allowed)}")
-        for key in ("name", "data_type", "dims"):
+                raise ValueError(f"{which} '{tensor.get('name', '')}' in auto-complete-config function for model "
+                                 f"'{model}' contains property other than {allowed_words}.")
+        if "name" not in tensor:
+            raise ValueError(f"{which} in auto-complete-config function for model '{model}' is missing 'name' property.")
+        for key in ("data_type", "dims"):
             if key not in tensor:
-                raise ValueError(f"model {which} '{tensor.get('name', '')}' has no '{key}'")
-        model = self._model_config.get("name", "")
+                raise ValueError(f"{which} '{tensor['name']}' in auto-complete-config function for model '{model}' "
+                                 f"is missing '{key}' property.")
         for existing in self._model_config[which]:
             if existing["name"] != tensor["name"]:
                 continue
             have = existing.get("data_type", "TYPE_INVALID")
             if have not in ("", "TYPE_INVALID") and have != tensor["data_type"]:
-                raise ValueError(
-                    f"unable to override data_type '{have}' of model {which} '{tensor['name']}' in auto-complete-config "
-                    f"function for model '{model}'")
+                raise ValueError(f"unable to load model '{model}', configuration expects datatype {have} for {which} "
+                                 f"'{tensor['name']}', model provides {tensor['data_type']}")
             dims = existing.get("dims", [])
             if len(dims) > 0 and list(dims) != list(tensor["dims"]):
-                raise ValueError(
-                    f"unable to override dims '{list(dims)}' of model {which} '{tensor['name']}' in "
-                    f"auto-complete-config function for model '{model}'")
-            if "optional" in tensor and existing.get("optional", False) != tensor["optional"]:
-                raise ValueError(
-                    f"unable to override optional of model {which} '{tensor['name']}' in auto-complete-config "
-                    f"function for model '{model}'")
+                raise ValueError(f"model '{model}', tensor '{tensor['name']}': the model expects dims "
+                                 f"{list(tensor['dims'])} but the model configuration specifies dims {list(dims)}")
+            if "optional" in tensor and "optional" in existing and existing["optional"] != tensor["optional"]:
+                raise ValueError(f"model '{model}', tensor '{tensor['name']}': the model expects optional "
+                                 f"{tensor['optional']} but the model configuration specifies optional "
+                                 f"{existing['optional']}")
             existing["data_type"] = tensor["data_type"]
             existing["dims"] = list(tensor["dims"])
             if "optional" in tensor:
@@ -600,16 +609,17 @@ class ModelConfig:
         self._model_config[which].append(dict(tensor))
 
     def set_model_transaction_policy(self, transaction_policy_dict):
+        model = self._model_config.get("name", "")
         for key in transaction_policy_dict:
             if key != "decoupled":
-                raise ValueError(f"model transaction policy has an unexpected key '{key}'")
+                raise ValueError(f"model transaction property in auto-complete-config function for model '{model}' "
+                                 "contains property other than 'decoupled'.")
         policy = self._model_config.setdefault("model_transaction_policy", {})
         if "decoupled" in transaction_policy_dict:
             wanted = transaction_policy_dict["decoupled"]
             if "decoupled" in policy and policy["decoupled"] != wanted:
-                raise ValueError(
-                    "trying to change decoupled property in auto-complete-config for model "
-                    f"'{self._model_config.get('name', '')}', which is initially set to '{policy['decoupled']}'")
+                raise ValueError(f"trying to change decoupled property in auto-complete-config for model '{model}', "
+                                 f"which is already set to '{policy['decoupled']}'.")
             policy["decoupled"] = wanted
 
 
