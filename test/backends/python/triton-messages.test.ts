@@ -24,6 +24,7 @@ before(async () => {
     for (const [file, text] of Object.entries(files)) await writeFile(join(repo, name, '1', file), text);
   }
   const serving = [...new Set(PYTHON_REFUSALS.filter((r) => r.on !== 'load').map((r) => r.model))];
+  // The server's own settings are refused when a model needs them: at its load, before any Python starts.
   s = await startGrpcTestServer({ modelRepositories: [repo], modelControlMode: 'explicit', loadModels: serving, metrics: { cpu: false } });
 });
 
@@ -36,10 +37,21 @@ const request = (model: string, mode: number) => ({
   model_name: model, inputs: [{ name: 'MODE', datatype: 'INT32', shape: [1] }], raw_input_contents: [int32Bytes([mode])],
 });
 
+/** A row about the server's settings meets them in a server of its own. */
+async function loadWith(row: PythonRefusal): Promise<string> {
+  const own = await startGrpcTestServer({ modelRepositories: [repo], modelControlMode: 'explicit', backendConfig: { python: { ...row.backendConfig } } });
+  try {
+    return (await failure(unary(own.client, 'RepositoryModelLoad', { model_name: row.model }))).details;
+  } finally {
+    await own.close();
+  }
+}
+
 /** The refusal's message as the client reads it. */
 async function meet(row: PythonRefusal): Promise<string> {
   switch (row.on) {
     case 'load':
+      if (row.backendConfig) return loadWith(row);
       return (await failure(unary(s.client, 'RepositoryModelLoad', { model_name: row.model }))).details;
     case 'infer':
       return (await failure(unary(s.client, 'ModelInfer', request(row.model, row.mode!)))).details;

@@ -15,6 +15,8 @@ export interface PythonRefusal extends TritonMessage {
    */
   readonly on: 'load' | 'infer' | 'stream' | 'note';
   readonly mode?: number;
+  /** The server's --backend-config=python settings, for rows about them (a server of their own). */
+  readonly backendConfig?: Readonly<Record<string, string>>;
 }
 
 const AC = 'python_backend triton_python_backend_utils.py ModelConfig';
@@ -36,6 +38,10 @@ export const PYTHON_REFUSALS: readonly PythonRefusal[] = [
   { source: `${AC}.set_dynamic_batching`, refusal: 'set_dynamic_batching on a sequence-batched config', words: "Configuration specified scheduling_choice as 'sequence_batching', but auto-complete-config function for model 'ac_scheduler' tries to set scheduling_choice as 'dynamic_batching'", model: 'ac_scheduler', on: 'load' },
   { source: `${AC}.set_model_transaction_policy; server qa/L0_model_config/autofill_noplatform/python/model_transaction_policy_invalid_args`, refusal: 'set_model_transaction_policy with an unknown property', words: "model transaction property in auto-complete-config function for model 'ac_policy_key' contains property other than 'decoupled'", model: 'ac_policy_key', on: 'load' },
   { source: `${AC}.set_model_transaction_policy; server qa/L0_model_config/autofill_noplatform/python/model_transaction_policy_mismatch`, refusal: 'set_model_transaction_policy changing the config\'s decoupled', words: "trying to change decoupled property in auto-complete-config for model 'ac_policy_change', which is already set to 'False'", model: 'ac_policy_change', on: 'load' },
+  { source: 'python_backend pb_env.cc EnvironmentManager::ExtractIfNotExtracted', refusal: 'EXECUTION_ENV_PATH names nothing', words: 'Failed to get the canonical path for /nonexistent-nereid-env/env.tar.gz.', model: 'env_missing', on: 'load' },
+  { source: 'python_backend python_be.cc TRITONBACKEND_Initialize', refusal: 'shm-default-byte-size below 1 MiB', words: "shm-default-byte-size can't be smaller than 4 MiBs", model: 'identity', on: 'load', backendConfig: { 'shm-default-byte-size': '1000' } },
+  { source: 'python_backend python_be.cc TRITONBACKEND_Initialize', refusal: 'shm-growth-byte-size of zero', words: "shm-growth-byte-size can't be smaller than or equal to zero.", model: 'identity', on: 'load', backendConfig: { 'shm-growth-byte-size': '0' } },
+  { source: 'python_backend python_be.cc TRITONBACKEND_Initialize', refusal: 'an empty shm-region-prefix-name', words: 'shm-region-prefix-name must at least contain one character.', model: 'identity', on: 'load', backendConfig: { 'shm-region-prefix-name': '' } },
   // execute() and what it returns.
   { source: 'python_backend pb_stub.cc ProcessRequests', refusal: 'TritonPythonModel has no execute', words: 'does not implement `execute` method.', model: 'no_execute', on: 'infer', mode: 0 },
   { source: 'python_backend pb_stub.cc ProcessReturnedResponses', refusal: 'execute returns something other than a list', words: "Failed to process the request(s) for model 'refusals', message: Expected a list in the execute return, found type '<class 'dict'>'.", model: 'refusals', on: 'infer', mode: 1 },
@@ -55,6 +61,8 @@ export const PYTHON_REFUSALS: readonly PythonRefusal[] = [
   // Custom metrics.
   { source: 'python_backend metric.cc SendIncrementRequest; core metrics.cc Metric::Increment', refusal: 'a counter incremented by a negative value', words: 'Failed to increment metric value: TRITONSERVER_METRIC_KIND_COUNTER can only be incremented monotonically by non-negative values.', model: 'refusals', on: 'infer', mode: 12 },
   { source: 'python_backend metric.cc SendSetValueRequest; core metrics.cc Metric::Set', refusal: 'a counter set', words: 'Failed to set metric value: TRITONSERVER_METRIC_KIND_COUNTER does not support Set', model: 'refusals', on: 'infer', mode: 13 },
+  // Last: the stub is started again after it.
+  { source: 'python_backend stub_launcher.cc ReceiveMessageFromStub (the instance named as Nereid names it)', refusal: 'the stub process dies during execute', words: "Stub process 'refusals_0' is not healthy.", model: 'refusals', on: 'infer', mode: 15 },
 ];
 
 const EXECUTE_OK = `
@@ -98,6 +106,8 @@ export const PYTHON_REFUSAL_MODELS: Readonly<Record<string, { config: string; [f
   ac_scheduler: autoComplete('sequence_batching { }', 'c.set_dynamic_batching()'),
   ac_policy_key: autoComplete('', 'c.set_model_transaction_policy({"streaming": True})'),
   ac_policy_change: autoComplete('model_transaction_policy { decoupled: false }', 'c.set_model_transaction_policy({"decoupled": True})'),
+  env_missing: { config: 'parameters { key: "EXECUTION_ENV_PATH" value { string_value: "/nonexistent-nereid-env/env.tar.gz" } }', 'model.py': `${HEAD}\n\nclass TritonPythonModel:\n${EXECUTE_OK}` },
+  identity: { config: '', 'model.py': `${HEAD}\n\nclass TritonPythonModel:\n${EXECUTE_OK}` },
   no_execute: { config: IO_ONE, 'model.py': `${HEAD}\n\nclass TritonPythonModel:\n    def initialize(self, args):\n        pass\n` },
   decoupled_returns: {
     config: `${IO_ONE}\nmodel_transaction_policy { decoupled: true }`,
@@ -105,7 +115,9 @@ export const PYTHON_REFUSAL_MODELS: Readonly<Record<string, { config: string; [f
   },
   refusals: {
     config: IO_ONE,
-    'model.py': `${HEAD}
+    'model.py': `import os
+
+${HEAD}
 
 def out():
     return pb_utils.InferenceResponse(output_tensors=[pb_utils.Tensor("OUT", np.array([1], np.int32))])
@@ -160,6 +172,8 @@ class TritonPythonModel:
         if mode == 14:
             bls = pb_utils.InferenceRequest(model_name="no_such_model", inputs=[], requested_output_names=[]).exec()
             return [pb_utils.InferenceResponse(error=bls.error())]
+        if mode == 15:
+            os._exit(3)
         return [out()]
 `,
   },
