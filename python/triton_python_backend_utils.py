@@ -178,6 +178,8 @@ class Tensor:
     """A named tensor. Inputs handed to execute() view the request's bytes in shared memory; no copy."""
 
     def __init__(self, name, array, _datatype=None):
+        if name == "":
+            raise TritonModelException("Tensor name cannot be an empty string.")
         if not isinstance(array, np.ndarray):
             array = np.asarray(array)
         self._name = name
@@ -189,7 +191,8 @@ class Tensor:
 
     def as_numpy(self):
         if self._datatype == "BF16":
-            raise TritonModelException("BF16 tensors cannot be read as numpy arrays; use to_dlpack()")
+            raise TritonModelException(
+                "Tensor dtype is BF16 and cannot be converted to NumPy. Use to_dlpack() and from_dlpack() instead.")
         return self._array
 
     def shape(self):
@@ -203,7 +206,7 @@ class Tensor:
 
     def to_dlpack(self):
         if self._array.dtype == np.object_:
-            raise TritonModelException("BYTES tensors cannot be exported through DLPack")
+            raise TritonModelException("DLPack does not have support for string tensors.")
         return self._array.__dlpack__()
 
     def __dlpack__(self, stream=None):
@@ -214,17 +217,28 @@ class Tensor:
 
     @staticmethod
     def from_dlpack(name, dlpack_tensor):
+        if name == "":
+            raise TritonModelException("Tensor name cannot be an empty string.")
         if hasattr(dlpack_tensor, "__dlpack__"):
+            if not hasattr(dlpack_tensor, "__dlpack_device__"):
+                raise TritonModelException(_NOT_DLPACK)
             array = np.from_dlpack(dlpack_tensor)
+        elif type(dlpack_tensor).__name__ != "PyCapsule":
+            raise TritonModelException(_NOT_DLPACK)
         else:
             # A bare PyCapsule: numpy reads capsules only through an object that returns it from __dlpack__.
             array = np.from_dlpack(_Capsule(dlpack_tensor))
         if not array.flags.c_contiguous:
-            raise TritonModelException("DLPack tensor is not C-contiguous")
+            raise TritonModelException("DLPack tensor is not contiguous. Only contiguous DLPack tensors that are stored "
+                                       "in C-Order are supported.")
         return Tensor(name, array)
 
     def __repr__(self):
         return f"Tensor({self._name!r}, {self._datatype}, {self.shape()})"
+
+
+_NOT_DLPACK = ("Provided tensor is not supported. Tensor must be a DLPack capsule or have `__dlpack__` and "
+               "`__dlpack_device__` attributes")
 
 
 class _Capsule:

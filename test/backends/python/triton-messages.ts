@@ -58,6 +58,11 @@ export const PYTHON_REFUSALS: readonly PythonRefusal[] = [
   { source: 'python_backend pb_utils / infer_response (InferenceResponse parameters); server qa/L0_backend_python/response_parameters', refusal: 'response parameters of a refused type', words: "Expect parameters values to have type bool/int/str, found type <class 'float'>", model: 'refusals', on: 'infer', mode: 10 },
   { source: 'python_backend python_be.cc ProcessRequests (a response holding a TritonError: its message and code reach the client)', refusal: 'a response holding a TritonError', words: 'the model refuses this request', model: 'refusals', on: 'infer', mode: 11 },
   { source: 'core model_repository_manager (BLS through python_backend request_executor.cc: the error response of exec())', refusal: 'BLS request to an unknown model', words: "Request for unknown model: 'no_such_model' is not found", model: 'refusals', on: 'infer', mode: 14 },
+  // Tensors.
+  { source: 'python_backend pb_tensor.cc PbTensor::PbTensor', refusal: 'a tensor with an empty name', words: 'Tensor name cannot be an empty string.', model: 'refusals', on: 'infer', mode: 16 },
+  { source: 'python_backend pb_tensor.cc PbTensor::ToDLPack', refusal: 'to_dlpack of a BYTES tensor', words: 'DLPack does not have support for string tensors.', model: 'refusals', on: 'infer', mode: 17 },
+  { source: 'python_backend pb_tensor.cc PbTensor::FromDLPackCapsule', refusal: 'from_dlpack of a tensor that is not C-contiguous', words: 'DLPack tensor is not contiguous. Only contiguous DLPack tensors that are stored in C-Order are supported.', model: 'refusals', on: 'infer', mode: 18 },
+  { source: 'python_backend pb_tensor.cc PbTensor::FromDLPack', refusal: 'from_dlpack of something that is no DLPack tensor', words: 'Provided tensor is not supported. Tensor must be a DLPack capsule', model: 'refusals', on: 'infer', mode: 19 },
   // Custom metrics.
   { source: 'python_backend metric.cc SendIncrementRequest; core metrics.cc Metric::Increment', refusal: 'a counter incremented by a negative value', words: 'Failed to increment metric value: TRITONSERVER_METRIC_KIND_COUNTER can only be incremented monotonically by non-negative values.', model: 'refusals', on: 'infer', mode: 12 },
   { source: 'python_backend metric.cc SendSetValueRequest; core metrics.cc Metric::Set', refusal: 'a counter set', words: 'Failed to set metric value: TRITONSERVER_METRIC_KIND_COUNTER does not support Set', model: 'refusals', on: 'infer', mode: 13 },
@@ -174,6 +179,14 @@ class TritonPythonModel:
             return [pb_utils.InferenceResponse(error=bls.error())]
         if mode == 15:
             os._exit(3)
+        if mode == 16:
+            pb_utils.Tensor("", np.array([1], np.int32))
+        if mode == 17:
+            pb_utils.Tensor("S", np.array([b"a"], np.object_)).to_dlpack()
+        if mode == 18:
+            pb_utils.Tensor.from_dlpack("X", np.arange(6, dtype=np.int32).reshape(2, 3)[:, ::2])
+        if mode == 19:
+            pb_utils.Tensor.from_dlpack("X", [1, 2, 3])
         return [out()]
 `,
   },
