@@ -485,6 +485,8 @@ class Metric:
     def __init__(self, family, labels=None, buckets=None):
         if family._kind == MetricFamily.HISTOGRAM and buckets is None:
             raise TritonModelException("a HISTOGRAM metric needs buckets")
+        if labels is not None and not isinstance(labels, dict):
+            raise TritonModelException("Failed to create metric. Labels must be a dictionary.")
         labels = dict(labels or {})
         for k, v in labels.items():
             if not isinstance(k, str) or not isinstance(v, str):

@@ -66,6 +66,7 @@ export const PYTHON_REFUSALS: readonly PythonRefusal[] = [
   // Custom metrics.
   { source: 'python_backend metric.cc SendIncrementRequest; core metrics.cc Metric::Increment', refusal: 'a counter incremented by a negative value', words: 'Failed to increment metric value: TRITONSERVER_METRIC_KIND_COUNTER can only be incremented monotonically by non-negative values.', model: 'refusals', on: 'infer', mode: 12 },
   { source: 'python_backend metric.cc SendSetValueRequest; core metrics.cc Metric::Set', refusal: 'a counter set', words: 'Failed to set metric value: TRITONSERVER_METRIC_KIND_COUNTER does not support Set', model: 'refusals', on: 'infer', mode: 13 },
+  { source: 'python_backend metric_family.cc MetricFamily::CreateMetric', refusal: 'a metric\'s labels that are no dictionary', words: 'Failed to create metric. Labels must be a dictionary.', model: 'refusals', on: 'infer', mode: 20 },
   // Last: the stub is started again after it.
   { source: 'python_backend stub_launcher.cc ReceiveMessageFromStub (the instance named as Nereid names it)', refusal: 'the stub process dies during execute', words: "Stub process 'refusals_0' is not healthy.", model: 'refusals', on: 'infer', mode: 15 },
 ];
@@ -133,7 +134,8 @@ class TritonPythonModel:
 
     def initialize(self, args):
         self.note = ""
-        self.counter = pb_utils.MetricFamily("python_refusals_total", "refusals", pb_utils.MetricFamily.COUNTER).Metric()
+        self.family = pb_utils.MetricFamily("python_refusals_total", "refusals", pb_utils.MetricFamily.COUNTER)
+        self.counter = self.family.Metric()
 
     def execute(self, requests):
         request = requests[0]
@@ -187,6 +189,8 @@ class TritonPythonModel:
             pb_utils.Tensor.from_dlpack("X", np.arange(6, dtype=np.int32).reshape(2, 3)[:, ::2])
         if mode == 19:
             pb_utils.Tensor.from_dlpack("X", [1, 2, 3])
+        if mode == 20:
+            self.family.Metric(labels=["not", "a", "dict"])
         return [out()]
 `,
   },
