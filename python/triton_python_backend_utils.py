@@ -229,8 +229,8 @@ class Tensor:
             # A bare PyCapsule: numpy reads capsules only through an object that returns it from __dlpack__.
             array = np.from_dlpack(_Capsule(dlpack_tensor))
         if not array.flags.c_contiguous:
-            raise TritonModelException("DLPack tensor is not contiguous. Only contiguous DLPack tensors that are stored "
-                                       "in C-Order are supported.")
+            raise TritonModelException("DLPack tensor is not contiguous. Only contiguous DLPack tensors that are "
+                                       "stored in C-Order are supported.")
         return Tensor(name, array)
 
     def __repr__(self):
@@ -501,7 +501,8 @@ class Metric:
     # where Triton's core has them.
     def increment(self, value):
         if self._family._kind == MetricFamily.HISTOGRAM:
-            raise TritonModelException("Failed to increment metric value: increment() is not available on a HISTOGRAM metric")
+            raise TritonModelException(
+                "Failed to increment metric value: increment() is not available on a HISTOGRAM metric")
         if self._family._kind == MetricFamily.COUNTER and value < 0:
             raise TritonModelException("Failed to increment metric value: TRITONSERVER_METRIC_KIND_COUNTER can only be "
                                        "incremented monotonically by non-negative values.")
@@ -509,14 +510,16 @@ class Metric:
 
     def set(self, value):
         if self._family._kind == MetricFamily.COUNTER:
-            raise TritonModelException("Failed to set metric value: TRITONSERVER_METRIC_KIND_COUNTER does not support Set")
+            raise TritonModelException(
+                "Failed to set metric value: TRITONSERVER_METRIC_KIND_COUNTER does not support Set")
         if self._family._kind != MetricFamily.GAUGE:
             raise TritonModelException("Failed to set metric value: set() is only available on a GAUGE metric")
         _runtime().notify("metric", {"op": "set", "metric": self._id, "value": float(value)})
 
     def observe(self, value):
         if self._family._kind != MetricFamily.HISTOGRAM:
-            raise TritonModelException("Failed to observe metric value: observe() is only available on a HISTOGRAM metric")
+            raise TritonModelException(
+                "Failed to observe metric value: observe() is only available on a HISTOGRAM metric")
         _runtime().notify("metric", {"op": "observe", "metric": self._id, "value": float(value)})
 
     def value(self):
@@ -597,7 +600,8 @@ class ModelConfig:
                 raise ValueError(f"{which} '{tensor.get('name', '')}' in auto-complete-config function for model "
                                  f"'{model}' contains property other than {allowed_words}.")
         if "name" not in tensor:
-            raise ValueError(f"{which} in auto-complete-config function for model '{model}' is missing 'name' property.")
+            raise ValueError(
+                f"{which} in auto-complete-config function for model '{model}' is missing 'name' property.")
         for key in ("data_type", "dims"):
             if key not in tensor:
                 raise ValueError(f"{which} '{tensor['name']}' in auto-complete-config function for model '{model}' "
