@@ -496,8 +496,8 @@ class Stub:
         error = response.error() if isinstance(response, pb_utils.InferenceResponse) else None
         if not isinstance(response, pb_utils.InferenceResponse):
             ch.close()
-            self.send_error(ch.rid, pb_utils.TritonError.INTERNAL,
-                            failed(self.name, "execute() must return an InferenceResponse for each request"))
+            self.send_error(ch.rid, pb_utils.TritonError.INTERNAL, failed(
+                self.name, f"Expected an 'InferenceResponse' object, found type '{type(response)}'."))
             return
         if error is not None:
             # An error ends the request: the server answers it with this error and forgets it.
@@ -554,6 +554,9 @@ class Stub:
         requests = [r for r, _ in made]
         error = None
         try:
+            if not hasattr(model, "execute"):
+                # Triton names the model file's path; the model's name says as much without showing a server path.
+                raise pb_utils.TritonModelException(f"Python model '{self.name}' does not implement `execute` method.")
             result = model.execute(requests)
             if inspect.iscoroutine(result):
                 future = asyncio.run_coroutine_threadsafe(result, self.async_loop())
@@ -577,16 +580,23 @@ class Stub:
                               "execute function must return None.")
             return None
         if not isinstance(result, list):
-            return failed(self.name, "Expected a list in the execute return")
+            return failed(self.name, f"Expected a list in the execute return, found type '{type(result)}'.")
         if len(result) != len(made):
-            return failed(self.name, "Number of InferenceResponse objects do not match the number of requests. "
-                          f"InferenceRequest(s) size is {len(made)}, and InferenceResponse(s) size is {len(result)}")
+            return failed(self.name, "Number of InferenceResponse objects do not match the number of InferenceRequest "
+                          f"objects. InferenceRequest(s) size is:{len(made)}, and InferenceResponse(s) size "
+                          f"is:{len(result)}")
+        for r in result:
+            if r is not None and not isinstance(r, pb_utils.InferenceResponse):
+                return failed(self.name, "Expected an 'InferenceResponse' object in the execute function return list, "
+                              f"found type '{type(r)}'.")
         for r, (_, ch) in zip(result, made):
             if r is None:
                 continue  # answered through the sender, or reported as unanswered
             if ch.closed:
-                self.runtime.log(pb_utils.Logger.ERROR, f"model '{self.name}': execute() returned a response for a "
-                                 "request already answered through its sender; it is dropped")
+                # Refused as Triton's sender refuses a second response. Only this request's answer is at stake, and
+                # it has been given: the batch's other requests still get theirs.
+                self.runtime.log(pb_utils.Logger.ERROR, failed(self.name, "Unable to send response. Non-decoupled "
+                                 "model cannot send more than one response."))
                 continue
             try:
                 ch.send(r, FINAL)
@@ -646,11 +656,12 @@ class Stub:
         stem = os.path.splitext(os.path.basename(model_file))[0]
         module_name = f"{os.path.basename(version_dir)}.{stem}"
         runner = self.init.get("runner")
+        if not runner and not model_file.endswith(".py"):
+            raise pb_utils.TritonModelException(
+                f"Model name must end with '.py'. Model name is \"{os.path.basename(model_file)}\".")
         module = importlib.import_module(runner) if runner else importlib.import_module(module_name)
-        cls = getattr(module, "TritonPythonModel", None)
-        if cls is None:
-            raise pb_utils.TritonModelException(f"{os.path.basename(model_file)} defines no class TritonPythonModel")
-        return cls
+        # Python's own AttributeError names the module and the class, as Triton's stub reports it.
+        return getattr(module, "TritonPythonModel")
 
     def run_instance(self):
         pipe.need_reader()
@@ -700,7 +711,8 @@ class Stub:
                 return
             result = fn(pb_utils.ModelConfig(self.init["config"]))
             if not isinstance(result, pb_utils.ModelConfig):
-                raise pb_utils.TritonModelException("auto_complete_config must return a pb_utils.ModelConfig")
+                raise pb_utils.TritonModelException(
+                    f"auto_complete_config function in model '{self.name}' must return a valid pb.ModelConfig object.")
             send({"t": "autocomplete", "config": json.dumps(result.as_dict())})
         except Exception as e:
             send({"t": "autocomplete", "error": describe(e)})

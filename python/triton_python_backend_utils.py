@@ -178,6 +178,8 @@ class Tensor:
     """A named tensor. Inputs handed to execute() view the request's bytes in shared memory; no copy."""
 
     def __init__(self, name, array, _datatype=None):
+        if name == "":
+            raise TritonModelException("Tensor name cannot be an empty string.")
         if not isinstance(array, np.ndarray):
             array = np.asarray(array)
         self._name = name
@@ -189,7 +191,8 @@ class Tensor:
 
     def as_numpy(self):
         if self._datatype == "BF16":
-            raise TritonModelException("BF16 tensors cannot be read as numpy arrays; use to_dlpack()")
+            raise TritonModelException(
+                "Tensor dtype is BF16 and cannot be converted to NumPy. Use to_dlpack() and from_dlpack() instead.")
         return self._array
 
     def shape(self):
@@ -203,7 +206,7 @@ class Tensor:
 
     def to_dlpack(self):
         if self._array.dtype == np.object_:
-            raise TritonModelException("BYTES tensors cannot be exported through DLPack")
+            raise TritonModelException("DLPack does not have support for string tensors.")
         return self._array.__dlpack__()
 
     def __dlpack__(self, stream=None):
@@ -214,17 +217,28 @@ class Tensor:
 
     @staticmethod
     def from_dlpack(name, dlpack_tensor):
+        if name == "":
+            raise TritonModelException("Tensor name cannot be an empty string.")
         if hasattr(dlpack_tensor, "__dlpack__"):
+            if not hasattr(dlpack_tensor, "__dlpack_device__"):
+                raise TritonModelException(_NOT_DLPACK)
             array = np.from_dlpack(dlpack_tensor)
+        elif type(dlpack_tensor).__name__ != "PyCapsule":
+            raise TritonModelException(_NOT_DLPACK)
         else:
             # A bare PyCapsule: numpy reads capsules only through an object that returns it from __dlpack__.
             array = np.from_dlpack(_Capsule(dlpack_tensor))
         if not array.flags.c_contiguous:
-            raise TritonModelException("DLPack tensor is not C-contiguous")
+            raise TritonModelException("DLPack tensor is not contiguous. Only contiguous DLPack tensors that are "
+                                       "stored in C-Order are supported.")
         return Tensor(name, array)
 
     def __repr__(self):
         return f"Tensor({self._name!r}, {self._datatype}, {self.shape()})"
+
+
+_NOT_DLPACK = ("Provided tensor is not supported. Tensor must be a DLPack capsule or have `__dlpack__` and "
+               "`__dlpack_device__` attributes")
 
 
 class _Capsule:
@@ -471,6 +485,8 @@ class Metric:
     def __init__(self, family, labels=None, buckets=None):
         if family._kind == MetricFamily.HISTOGRAM and buckets is None:
             raise TritonModelException("a HISTOGRAM metric needs buckets")
+        if labels is not None and not isinstance(labels, dict):
+            raise TritonModelException("Failed to create metric. Labels must be a dictionary.")
         labels = dict(labels or {})
         for k, v in labels.items():
             if not isinstance(k, str) or not isinstance(v, str):
@@ -481,21 +497,29 @@ class Metric:
             "buckets": [float(b) for b in buckets] if buckets is not None else None,
         })
 
+    # Refusals start as Triton's Metric methods start theirs; the reasons that follow are the server core's words
+    # where Triton's core has them.
     def increment(self, value):
         if self._family._kind == MetricFamily.HISTOGRAM:
-            raise TritonModelException("increment() is not available on a HISTOGRAM metric")
+            raise TritonModelException(
+                "Failed to increment metric value: increment() is not available on a HISTOGRAM metric")
         if self._family._kind == MetricFamily.COUNTER and value < 0:
-            raise TritonModelException("a COUNTER cannot be incremented by a negative value")
+            raise TritonModelException("Failed to increment metric value: TRITONSERVER_METRIC_KIND_COUNTER can only be "
+                                       "incremented monotonically by non-negative values.")
         _runtime().notify("metric", {"op": "increment", "metric": self._id, "value": float(value)})
 
     def set(self, value):
+        if self._family._kind == MetricFamily.COUNTER:
+            raise TritonModelException(
+                "Failed to set metric value: TRITONSERVER_METRIC_KIND_COUNTER does not support Set")
         if self._family._kind != MetricFamily.GAUGE:
-            raise TritonModelException("set() is only available on a GAUGE metric")
+            raise TritonModelException("Failed to set metric value: set() is only available on a GAUGE metric")
         _runtime().notify("metric", {"op": "set", "metric": self._id, "value": float(value)})
 
     def observe(self, value):
         if self._family._kind != MetricFamily.HISTOGRAM:
-            raise TritonModelException("observe() is only available on a HISTOGRAM metric")
+            raise TritonModelException(
+                "Failed to observe metric value: observe() is only available on a HISTOGRAM metric")
         _runtime().notify("metric", {"op": "observe", "metric": self._id, "value": float(value)})
 
     def value(self):
@@ -560,38 +584,43 @@ class ModelConfig:
         self._model_config.setdefault("dynamic_batching", {})
 
     def add_input(self, input):
-        self._add_tensor("input", input, ("name", "data_type", "dims", "optional"))
+        self._add_tensor("input", input, ("name", "data_type", "dims", "optional"),
+                         "'name', 'data_type', 'dims' and 'optional'")
 
     def add_output(self, output):
-        self._add_tensor("output", output, ("name", "data_type", "dims"))
+        self._add_tensor("output", output, ("name", "data_type", "dims"), "'name', 'data_type' and 'dims'")
 
-    def _add_tensor(self, which, tensor, allowed):
+    def _add_tensor(self, which, tensor, allowed, allowed_words):
+        """Adds or completes one tensor of the config, refusing as Triton's ModelConfig does, in its words."""
         if not isinstance(tensor, dict):
             raise ValueError(f"model {which} must be a dictionary")
+        model = self._model_config.get("name", "")
         for key in tensor:
             if key not in allowed:
-                raise ValueError(f"model {which} has an unexpected key '{key}'; allowed keys: {', '.join(allowed)}")
-        for key in ("name", "data_type", "dims"):
+                raise ValueError(f"{which} '{tensor.get('name', '')}' in auto-complete-config function for model "
+                                 f"'{model}' contains property other than {allowed_words}.")
+        if "name" not in tensor:
+            raise ValueError(
+                f"{which} in auto-complete-config function for model '{model}' is missing 'name' property.")
+        for key in ("data_type", "dims"):
             if key not in tensor:
-                raise ValueError(f"model {which} '{tensor.get('name', '')}' has no '{key}'")
-        model = self._model_config.get("name", "")
+                raise ValueError(f"{which} '{tensor['name']}' in auto-complete-config function for model '{model}' "
+                                 f"is missing '{key}' property.")
         for existing in self._model_config[which]:
             if existing["name"] != tensor["name"]:
                 continue
             have = existing.get("data_type", "TYPE_INVALID")
             if have not in ("", "TYPE_INVALID") and have != tensor["data_type"]:
-                raise ValueError(
-                    f"unable to override data_type '{have}' of model {which} '{tensor['name']}' in auto-complete-config "
-                    f"function for model '{model}'")
+                raise ValueError(f"unable to load model '{model}', configuration expects datatype {have} for {which} "
+                                 f"'{tensor['name']}', model provides {tensor['data_type']}")
             dims = existing.get("dims", [])
             if len(dims) > 0 and list(dims) != list(tensor["dims"]):
-                raise ValueError(
-                    f"unable to override dims '{list(dims)}' of model {which} '{tensor['name']}' in "
-                    f"auto-complete-config function for model '{model}'")
-            if "optional" in tensor and existing.get("optional", False) != tensor["optional"]:
-                raise ValueError(
-                    f"unable to override optional of model {which} '{tensor['name']}' in auto-complete-config "
-                    f"function for model '{model}'")
+                raise ValueError(f"model '{model}', tensor '{tensor['name']}': the model expects dims "
+                                 f"{list(tensor['dims'])} but the model configuration specifies dims {list(dims)}")
+            if "optional" in tensor and "optional" in existing and existing["optional"] != tensor["optional"]:
+                raise ValueError(f"model '{model}', tensor '{tensor['name']}': the model expects optional "
+                                 f"{tensor['optional']} but the model configuration specifies optional "
+                                 f"{existing['optional']}")
             existing["data_type"] = tensor["data_type"]
             existing["dims"] = list(tensor["dims"])
             if "optional" in tensor:
@@ -600,16 +629,17 @@ class ModelConfig:
         self._model_config[which].append(dict(tensor))
 
     def set_model_transaction_policy(self, transaction_policy_dict):
+        model = self._model_config.get("name", "")
         for key in transaction_policy_dict:
             if key != "decoupled":
-                raise ValueError(f"model transaction policy has an unexpected key '{key}'")
+                raise ValueError(f"model transaction property in auto-complete-config function for model '{model}' "
+                                 "contains property other than 'decoupled'.")
         policy = self._model_config.setdefault("model_transaction_policy", {})
         if "decoupled" in transaction_policy_dict:
             wanted = transaction_policy_dict["decoupled"]
             if "decoupled" in policy and policy["decoupled"] != wanted:
-                raise ValueError(
-                    "trying to change decoupled property in auto-complete-config for model "
-                    f"'{self._model_config.get('name', '')}', which is initially set to '{policy['decoupled']}'")
+                raise ValueError(f"trying to change decoupled property in auto-complete-config for model '{model}', "
+                                 f"which is already set to '{policy['decoupled']}'.")
             policy["decoupled"] = wanted
 
 

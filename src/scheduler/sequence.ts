@@ -303,6 +303,8 @@ export class SequenceBatcher implements Scheduler {
         job.sender.send(visible, final, params);
       },
       fail: (e: NereidError): void => job.sender.fail(e),
+      // A Python model that is not decoupled may answer through its response sender after execute() returns.
+      ...(job.sender.answerLater ? { answerLater: (): void => job.sender.answerLater!() } : {}),
     };
     return {
       inputs, outputs, parameters: job.parameters, sender, id: job.id, sequenceId: seq.id,

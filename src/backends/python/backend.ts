@@ -79,9 +79,9 @@ export function pythonBackend(name: string, source: ModelSource): Backend {
         instanceName: spec.instanceName,
         logger: spec.logger,
         calls: spec.calls,
-        shmPrefix: regionPrefix(bc['shm-region-prefix-name'] || SHM_PREFIX, String(++instances), spec.calls),
-        shmDefaultBytes: byteSetting(bc, 'shm-default-byte-size', SHM_DEFAULT_BYTES, SHM_DEFAULT_BYTES),
-        shmGrowthBytes: byteSetting(bc, 'shm-growth-byte-size', SHM_GROWTH_BYTES, 1),
+        shmPrefix: regionPrefix(shmPrefixSetting(bc), String(++instances), spec.calls),
+        shmDefaultBytes: byteSetting(bc, 'shm-default-byte-size', SHM_DEFAULT_BYTES, SHM_DEFAULT_BYTES, "can't be smaller than 4 MiBs"),
+        shmGrowthBytes: byteSetting(bc, 'shm-growth-byte-size', SHM_GROWTH_BYTES, 1, "can't be smaller than or equal to zero."),
         executeTimeoutMs: spec.executeTimeoutMs,
         pipelineDepth: pipelineDepth(spec.config),
       });
@@ -111,12 +111,25 @@ function pipelineDepth(config: ModelConfig): number {
 
 export const pythonModelBackend = pythonBackend('python', { defaultFile: 'model.py' });
 
-function byteSetting(bc: Readonly<Record<string, string>>, key: string, dflt: number, min: number): number {
+/**
+ * A byte size of --backend-config=python: below `min`, refused in Triton's words (`tooSmall`; its words for the
+ * default size name 4 MiBs though its limit, and Nereid's, is 1 MiB).
+ */
+function byteSetting(bc: Readonly<Record<string, string>>, key: string, dflt: number, min: number, tooSmall: string): number {
   const v = bc[key];
   if (v === undefined) return dflt;
   const n = Number(v);
-  if (!Number.isSafeInteger(n) || n < min) throw invalidArg(`--backend-config=python,${key}=${v}: must be an integer of at least ${min}`);
+  if (!Number.isSafeInteger(n)) throw invalidArg(`--backend-config=python,${key}=${v}: must be an integer of at least ${min}`);
+  if (n < min) throw invalidArg(`${key} ${tooSmall} (--backend-config=python,${key}=${v}; the least is ${min})`);
   return n;
+}
+
+/** Given, the prefix may not be empty, as Triton's backend refuses it. */
+function shmPrefixSetting(bc: Readonly<Record<string, string>>): string {
+  const v = bc['shm-region-prefix-name'];
+  if (v === undefined) return SHM_PREFIX;
+  if (v === '') throw invalidArg('shm-region-prefix-name must at least contain one character.');
+  return v;
 }
 
 function stubSpinUs(config: ModelConfig): number {

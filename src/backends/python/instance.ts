@@ -498,7 +498,7 @@ export class PythonInstance implements BackendInstance {
     // is reported, so the first execution still held is the one that was running.
     // One given back to the scheduler already (withdrawn: its requests were cancelled) is not sent again.
     const waiting = this.closed ? [] : this.inStub.slice(1).filter((b) => b.resolve !== undefined).map((b) => this.detach(b));
-    this.failAll(new NereidError('INTERNAL', `Failed to process the request(s) for model instance '${name}', message: ${why}`));
+    this.failAll(new NereidError('INTERNAL', `Stub process '${name}' is not healthy. The requests it held failed: ${why}`));
     if (this.closed) return;
     this.start().then(
       (next) => {

@@ -58,7 +58,7 @@ const unpacking = new Map<string, Promise<string>>();
 /** The environment's folder: itself, or where its tarball was unpacked (once per tarball content). */
 async function unpacked(path: string, shown: string): Promise<string> {
   const s = await stat(path).catch(() => undefined);
-  if (!s) throw invalidArg(`EXECUTION_ENV_PATH '${shown}' does not exist`);
+  if (!s) throw invalidArg(`Failed to get the canonical path for ${shown}. (EXECUTION_ENV_PATH does not exist)`);
   if (s.isDirectory()) return path;
   const key = createHash('sha256').update(`${resolve(path)}\0${s.size}\0${s.mtimeMs}`).digest('hex').slice(0, 16);
   let p = unpacking.get(key);
