@@ -85,20 +85,21 @@ class Channel implements utils.RequestChannel {
     if (this.closed) throw new utils.TritonModelException('Unable to send response. Response sender has been closed.');
     const final = (flags & FINAL) !== 0;
     if (!this.h.init.decoupled) {
-      if (this.held && response) throw new utils.TritonModelException('a model that is not decoupled sends exactly one response per request');
+      // Triton's python_backend response sender, word for word: the JavaScript backend offers the same API.
+      if (this.held && response) throw new utils.TritonModelException('Unable to send response. Non-decoupled model cannot send more than one response.');
       if (!final) {
-        if (!response) throw new utils.TritonModelException('send() without a response needs the TRITONSERVER_RESPONSE_COMPLETE_FINAL flag');
+        if (!response) throw new utils.TritonModelException(NO_RESPONSE);
         this.held = response;
         return;
       }
-      response ??= this.held;
+      if (!response && !this.held) throw new utils.TritonModelException('Unable to send response. Non-decoupled model cannot send complete final before sending a response.');
+      response ??= this.held!;
       this.held = undefined;
       this.close();
-      if (!response) postError(this.h, this.rid, utils.TritonError.INTERNAL, `model '${this.h.init.modelName}' ended a request without a response`);
-      else postResponse(this, response, true);
+      postResponse(this, response, true);
       return;
     }
-    if (!response && !final) throw new utils.TritonModelException('send() without a response needs the TRITONSERVER_RESPONSE_COMPLETE_FINAL flag');
+    if (!response && !final) throw new utils.TritonModelException(NO_RESPONSE);
     if (final) this.close();
     if (!response) post({ t: 'resp', iid: this.h.iid, rid: this.rid, final: true });
     else postResponse(this, response, final);
@@ -125,6 +126,16 @@ class Channel implements utils.RequestChannel {
   get iid(): number {
     return this.h.iid;
   }
+}
+
+/** Triton's words for a flags-0 send without a response. */
+const NO_RESPONSE = 'Inference Response object must be provided when the response flags is set to zero.';
+
+/** A value's type as a message names it: its class, or its typeof. */
+function typeName(v: unknown): string {
+  if (v === null) return 'null';
+  if (typeof v === 'object') return (v as object).constructor?.name ?? 'object';
+  return typeof v;
 }
 
 function postError(h: Hosted, rid: number, code: number, message: string): void {
@@ -186,23 +197,24 @@ async function execute(h: Hosted, model: ModelObject, m: Extract<ToWorker, { t: 
     if (isThenable(result)) result = await result;
     if (init.decoupled) {
       if (result !== undefined && result !== null) {
-        error = failed('a decoupled model\'s execute() must return nothing and send responses through each request\'s response sender');
+        error = failed(`JavaScript model '${init.modelName}' is using the decoupled mode and the execute function must return None (undefined): responses go through each request's response sender.`);
       }
     } else if (!Array.isArray(result)) {
-      error = failed('Expected a list in the execute return');
+      error = failed(`Expected a list in the execute return, found type '${typeName(result)}'.`);
     } else if (result.length !== requests.length) {
-      error = failed(`Number of InferenceResponse objects do not match the number of requests. InferenceRequest(s) size is ${requests.length}, and InferenceResponse(s) size is ${result.length}`);
+      error = failed(`Number of InferenceResponse objects do not match the number of InferenceRequest objects. InferenceRequest(s) size is:${requests.length}, and InferenceResponse(s) size is:${result.length}`);
     } else {
       result.forEach((r: unknown, i) => {
         const ch = made[i]!.channel;
         if (r === undefined || r === null) return; // answered through the sender, or reported as unanswered below
         if (ch.closed) {
-          h.log(utils.Logger.ERROR, `model '${init.modelName}': execute() returned a response for a request already answered through its sender; it is dropped`);
+          // As the Python backend: only this request's answer is at stake, and it has been given.
+          h.log(utils.Logger.ERROR, failed('Unable to send response. Non-decoupled model cannot send more than one response.'));
           return;
         }
         if (!utils.isInferenceResponse(r)) {
           ch.close();
-          postError(h, ch.rid, utils.TritonError.INTERNAL, failed('execute() must return an InferenceResponse for each request'));
+          postError(h, ch.rid, utils.TritonError.INTERNAL, failed(`Expected an 'InferenceResponse' object in the execute function return list, found type '${typeName(r)}'.`));
           return;
         }
         try {

@@ -257,3 +257,21 @@ test('a static autoComplete fills in the config, as Python\'s auto_complete_conf
     assert.deepEqual(r.json().outputs[0].data, [2, 3]);
   });
 });
+
+// The JavaScript backend offers the Python backend's API, so its refusals use python_backend's words
+// (pb_stub.cc ProcessReturnedResponses, response_sender.cc; Triton's L0_backend_python response_sender tests).
+test('a model that answers wrongly is refused in the Python backend\'s words', async () => {
+  await withServer(['misbehaving'], async (s) => {
+    const infer = async (v: number): Promise<string> => {
+      const r = await postJson(`${s.url}/v2/models/misbehaving/infer`, { inputs: [{ name: 'IN', shape: [1], datatype: 'INT32', data: [v] }] });
+      return r.status === 200 ? 'ok' : String(r.json().error);
+    };
+    assert.match(await infer(1), /message: Expected a list in the execute return, found type 'Object'\./);
+    assert.match(await infer(2), /Number of InferenceResponse objects do not match the number of InferenceRequest objects\. InferenceRequest\(s\) size is:1, and InferenceResponse\(s\) size is:2/);
+    assert.match(await infer(3), /Expected an 'InferenceResponse' object in the execute function return list, found type 'number'\./);
+    assert.match(await infer(4), /Unable to send response\. Non-decoupled model cannot send more than one response\./);
+    assert.match(await infer(5), /Unable to send response\. Non-decoupled model cannot send complete final before sending a response\./);
+    assert.match(await infer(6), /Inference Response object must be provided when the response flags is set to zero\./);
+    assert.equal(await infer(7), 'ok');
+  });
+});
