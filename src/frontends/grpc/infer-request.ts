@@ -141,7 +141,7 @@ function decodeParameters(params: ParameterMap, forwarded: Parameters | undefine
       // Filled from request headers by --grpc-header-forward-pattern, never by the client.
       case 'headers': break;
       default:
-        if (key.startsWith('triton_')) throw invalidArg(`parameter keys starting with 'triton_' are reserved for Triton usage and should not be specified: '${key}'`);
+        if (key.startsWith('triton_')) throw invalidArg(`parameter keys starting with 'triton_' are reserved for Triton usage. Only the following keys starting with 'triton_' are allowed: triton_enable_empty_final_response (got '${key}')`);
         // Forwarded headers are shared by the stream's requests: copy before adding the request's own.
         if (out.custom === forwarded) out.custom = { ...forwarded };
         out.custom![key] = custom(p, key);
@@ -165,7 +165,7 @@ function priority(p: InferParameterMsg): number {
   let v: number | bigint | undefined;
   if (p.parameter_choice === 'int64_param') {
     v = int64Value(p.int64_param);
-    if (v < 0) throw invalidArg("invalid value for 'priority' parameter: it must not be negative.");
+    if (v < 0) throw invalidArg("invalid value for 'priority', expected value >= 0.");
   } else if (p.parameter_choice === 'uint64_param') {
     v = uint64Value(p.uint64_param);
   } else {
@@ -188,6 +188,6 @@ function custom(p: InferParameterMsg, key: string): string | number | boolean | 
     case 'string_param': return p.string_param;
     case 'double_param': return p.double_param;
     case 'int64_param': return int64Value(p.int64_param);
-    default: throw invalidArg(`invalid value type for parameter '${key}': custom parameters may be bool_param, int64_param, string_param or double_param.`);
+    default: throw invalidArg(`invalid value type for '${key}' parameter, expected int64_param, bool_param, or string_param. (double_param is taken too)`);
   }
 }

@@ -157,7 +157,7 @@ describe('oversized bodies', () => {
     const stream = new ReadableStream({ start(c) { c.enqueue(new TextEncoder().encode(big)); c.close(); } });
     const res = await fetch(`${s.url}/v2/models/simple/infer`, { method: 'POST', body: stream, duplex: 'half' } as RequestInit);
     assert.equal(res.status, 400);
-    assert.match(((await res.json()) as any).error, /maximum input size/);
+    assert.match(((await res.json()) as any).error, /exceeds the maximum allowed value/);
   });
 
   test('a compressed body that inflates past the limit is refused', async () => {
