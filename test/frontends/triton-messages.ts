@@ -23,6 +23,11 @@ export interface RequestRow extends TritonMessage {
   readonly http?: HttpTrigger;
   /** ModelInferRequest fields besides model_name, as @grpc/proto-loader takes them. */
   readonly grpc?: Record<string, unknown>;
+  /**
+   * Copies of the request sent at once, for refusals that depend on what else is queued: the first refusal
+   * among them is checked, and at least one must be refused.
+   */
+  readonly concurrent?: number;
 }
 
 const RANGE16 = Array.from({ length: 16 }, (_, i) => i);
@@ -256,6 +261,25 @@ export const REQUEST_MESSAGES: readonly RequestRow[] = [
     source: `${CORE} ValidateBytesInputs (qa/L0_input_validation)`, refusal: 'fewer BYTES elements than the shape holds', model: 'simple_string',
     words: "expected 16 string elements for inference input 'INPUT0' for model 'simple_string', got 15",
     grpc: { inputs: [{ name: 'INPUT0', datatype: 'BYTES', shape: [1, 16], contents: { bytes_contents: RANGE16.slice(1).map((i) => Buffer.from(String(i))) } }, { name: 'INPUT1', datatype: 'BYTES', shape: [1, 16], contents: { bytes_contents: RANGE16.map((i) => Buffer.from(String(i))) } }] },
+  },
+  // The dynamic batcher's queue policy: the models wait IN milliseconds per request on one instance.
+  {
+    source: 'core scheduler_utils.cc PriorityQueue::PolicyQueue::Enqueue (qa/L0_queue_policy)', refusal: 'a request past max_queue_size', model: 'wait_queue', concurrent: 4,
+    words: 'Exceeds maximum queue size', http: { json: { inputs: [jsonIn('IN', [1, 1], [300])] } }, grpc: { inputs: [grpcIn('IN', [1, 1])], raw_input_contents: [int32Bytes([300])] },
+  },
+  {
+    source: 'core scheduler_utils.cc PriorityQueue::PolicyQueue::ApplyPolicy (qa/L0_queue_policy)', refusal: 'a request whose queue timeout expires', model: 'wait_timeout', concurrent: 3,
+    words: 'Request timeout expired', http: { json: { inputs: [jsonIn('IN', [1, 1], [300])] } }, grpc: { inputs: [grpcIn('IN', [1, 1])], raw_input_contents: [int32Bytes([300])] },
+  },
+  // The classification extension.
+  {
+    source: 'server classification.cc TopkClassifications', refusal: 'classification of a BYTES output', model: 'simple_string',
+    words: "class result not available for output due to unsupported type 'BYTES'",
+    http: { json: { inputs: [jsonIn('INPUT0', [1, 16], RANGE16.map(String), 'BYTES'), jsonIn('INPUT1', [1, 16], RANGE16.map(String), 'BYTES')], outputs: [{ name: 'OUTPUT0', parameters: { classification: 2 } }] } },
+    grpc: {
+      inputs: [0, 1].map((i) => ({ name: `INPUT${i}`, datatype: 'BYTES', shape: [1, 16], contents: { bytes_contents: RANGE16.map((v) => Buffer.from(String(v))) } })),
+      outputs: [{ name: 'OUTPUT0', parameters: { classification: { int64_param: '2' } } }],
+    },
   },
   // The sequence batcher.
   {
