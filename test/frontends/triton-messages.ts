@@ -45,6 +45,10 @@ function binary(header: unknown, blobs: Buffer[], headerLength?: string): HttpTr
   return { body: Buffer.concat([json, ...blobs]), headers: { 'Inference-Header-Content-Length': headerLength ?? String(json.byteLength) } };
 }
 const binIn = (name: string, size: number) => ({ name, datatype: 'INT32', shape: [1, 16], parameters: { binary_data_size: size } });
+/** BYTES elements as the binary extension and raw_input_contents carry them: each a 4-byte length, then its bytes. */
+const serialized = (values: string[]) => Buffer.concat(values.flatMap((v) => [Buffer.from(Uint32Array.of(v.length).buffer), Buffer.from(v)]));
+const STRINGS16 = serialized(RANGE16.map(String));
+const STRINGS17 = serialized([...RANGE16.map(String), '']);
 
 const HTTP = 'server http_server.cc';
 const GRPC = 'server grpc/infer_handler.cc';
@@ -280,6 +284,12 @@ export const REQUEST_MESSAGES: readonly RequestRow[] = [
       inputs: [0, 1].map((i) => ({ name: `INPUT${i}`, datatype: 'BYTES', shape: [1, 16], contents: { bytes_contents: RANGE16.map((v) => Buffer.from(String(v))) } })),
       outputs: [{ name: 'OUTPUT0', parameters: { classification: { int64_param: '2' } } }],
     },
+  },
+  {
+    source: `${CORE} ValidateBytesInputs (qa/L0_input_validation)`, refusal: 'more BYTES elements than the shape holds', model: 'simple_string',
+    words: "unexpected number of string elements 17 for inference input 'INPUT0' for model 'simple_string', expecting 16",
+    http: binary({ inputs: [0, 1].map((i) => ({ name: `INPUT${i}`, datatype: 'BYTES', shape: [1, 16], parameters: { binary_data_size: i === 0 ? STRINGS17.byteLength : STRINGS16.byteLength } })) }, [STRINGS17, STRINGS16]),
+    grpc: { inputs: [0, 1].map((i) => ({ name: `INPUT${i}`, datatype: 'BYTES', shape: [1, 16] })), raw_input_contents: [STRINGS17, STRINGS16] },
   },
   // The sequence batcher.
   {
