@@ -199,6 +199,18 @@ export const REQUEST_MESSAGES: readonly RequestRow[] = [
     source: `${GRPC} SetInferenceRequestMetadata`, refusal: "a 'triton_' parameter that is not one of the allowed ones",
     words: "Only the following keys starting with 'triton_' are allowed: triton_enable_empty_final_response", grpc: grpcGood({ parameters: { triton_x: { bool_param: true } } }),
   },
+  {
+    source: `${GRPC} ParseClassificationParams`, refusal: 'a classification count of another type', words: "invalid value type for 'classification' parameter, expected int64_param",
+    grpc: grpcGood({ outputs: [{ name: 'OUTPUT0', parameters: { classification: { string_param: '2' } } }] }),
+  },
+  {
+    source: `${GRPC} ParseClassificationParams`, refusal: 'a classification count below 1', words: "invalid value for 'classification' parameter, expected >= 0",
+    grpc: grpcGood({ outputs: [{ name: 'OUTPUT0', parameters: { classification: { int64_param: '0' } } }] }),
+  },
+  {
+    source: `${GRPC} InferAllocatorPayload`, refusal: 'a classified output in shared memory, over gRPC', words: "output can't set both 'shared_memory_region' and 'classification'",
+    grpc: grpcGood({ outputs: [{ name: 'OUTPUT0', parameters: { shared_memory_region: { string_param: 'r' }, shared_memory_byte_size: { int64_param: '64' }, classification: { int64_param: '2' } } }] }),
+  },
   // Model and version lookup, and the request checked against the model's config (both protocols).
   {
     source: 'core server.cc InferenceServer::InferAsync (model_repository_manager GetModel)', refusal: 'an unknown model', model: 'nope',

@@ -96,7 +96,7 @@ function decodeOutputs(list: readonly RequestedOutputMsg[]): RequestedOutput[] |
     const classCount = classification(o.parameters['classification'], o.name);
     const shm = sharedMemoryRef(o.parameters, o.name);
     if (shm !== undefined) {
-      if (classCount > 0) throw invalidArg(`output '${o.name}' cannot be both classification and shared memory`);
+      if (classCount > 0) throw invalidArg(`output can't set both 'shared_memory_region' and 'classification' (output '${o.name}')`);
       outputs[i] = sharedMemoryOutput(o.name, shm);
     } else {
       outputs[i] = classCount > 0 ? { name: o.name, classCount } : { name: o.name };
@@ -107,8 +107,9 @@ function decodeOutputs(list: readonly RequestedOutputMsg[]): RequestedOutput[] |
 
 function classification(p: InferParameterMsg | undefined, output: string): number {
   if (p === undefined) return 0;
-  const n = p.parameter_choice === 'int64_param' ? int64ToNumber(p.int64_param) : undefined;
-  if (n === undefined || n <= 0) throw invalidArg(`invalid value for 'classification' of output '${output}': expected an int64_param greater than 0`);
+  if (p.parameter_choice !== 'int64_param') throw invalidArg(`invalid value type for 'classification' parameter, expected int64_param (output '${output}')`);
+  const n = int64ToNumber(p.int64_param);
+  if (n === undefined || n <= 0) throw invalidArg(`invalid value for 'classification' parameter, expected >= 0 (output '${output}')`);
   return n;
 }
 
