@@ -101,11 +101,12 @@ export class SequenceBatcher implements Scheduler {
   enqueue(job: Job): void {
     const id = job.sequenceId;
     if (this.stopped) return job.reject(stoppedScheduler(job, false));
-    if (id === undefined || id === 0 || id === 0n || id === '') {
-      return job.reject(invalidArg(`inference request to model '${this.name}' must specify a non-zero or non-empty correlation ID`));
-    }
+    // Triton's order: the batch size first, then the correlation id.
     if (this.config.max_batch_size > 0 && job.rows !== 1) {
       return job.reject(invalidArg(`inference request to model '${this.name}' must specify batch-size 1 due to requirements of sequence batcher`));
+    }
+    if (id === undefined || id === 0 || id === 0n || id === '') {
+      return job.reject(invalidArg(`inference request to model '${this.name}' must specify a non-zero or non-empty correlation ID`));
     }
     const key = typeof id === 'string' ? `s:${id}` : `n:${String(id)}`;
     let seq = this.sequences.get(key);

@@ -213,11 +213,11 @@ export const REQUEST_MESSAGES: readonly RequestRow[] = [
   },
   // Model and version lookup, and the request checked against the model's config (both protocols).
   {
-    source: 'core server.cc InferenceServer::InferAsync (model_repository_manager GetModel)', refusal: 'an unknown model', model: 'nope',
+    source: 'core model_repository_manager.cc ModelRepositoryManager::FindModelIdentifier', refusal: 'an unknown model', model: 'nope',
     words: "Request for unknown model: 'nope' is not found", http: { json: { inputs: good() } }, grpc: grpcGood(),
   },
   {
-    source: 'core model_lifecycle.cc GetModel', refusal: 'a version the model does not have',
+    source: "core model_lifecycle.cc ModelLifeCycle::GetModel, with model_repository_manager.cc's 'Request for unknown model: ' in front", refusal: 'a version the model does not have',
     words: "Request for unknown model: 'simple' version 7 is not found", http: { path: '/v2/models/simple/versions/7/infer', json: { inputs: good() } }, grpc: grpcGood({ model_version: '7' }),
   },
   {
@@ -305,7 +305,7 @@ export const REQUEST_MESSAGES: readonly RequestRow[] = [
   },
   // The sequence batcher.
   {
-    source: 'core sequence_batch_scheduler/sequence_utils.cc SetupSequenceRequest', refusal: 'a sequence model without a correlation id', model: 'simple_sequence',
+    source: 'core sequence_batch_scheduler/sequence_utils.h Sequencer::SetupSequenceRequest (qa/L0_sequence_batcher)', refusal: 'a sequence model without a correlation id', model: 'simple_sequence',
     words: "inference request to model 'simple_sequence' must specify a non-zero or non-empty correlation ID",
     http: { json: { inputs: [jsonIn('INPUT', [1, 1], [1])] } }, grpc: { inputs: [grpcIn('INPUT', [1, 1])], raw_input_contents: [int32Bytes([1])] },
   },
@@ -320,5 +320,11 @@ export const REQUEST_MESSAGES: readonly RequestRow[] = [
     words: "inference request to model 'simple_sequence' must specify batch-size 1 due to requirements of sequence batcher",
     http: { json: { inputs: [jsonIn('INPUT', [2, 1], [1, 2])], parameters: { sequence_id: 78, sequence_start: true } } },
     grpc: { inputs: [grpcIn('INPUT', [2, 1])], raw_input_contents: [int32Bytes([1, 2])], parameters: { sequence_id: { int64_param: '78' }, sequence_start: { bool_param: true } } },
+  },
+  {
+    source: 'core sequence_batch_scheduler.cc SequenceBatchScheduler::Enqueue (the batch size is checked before the correlation id)',
+    refusal: 'a batch of more than one without a correlation id', model: 'simple_sequence',
+    words: "inference request to model 'simple_sequence' must specify batch-size 1 due to requirements of sequence batcher",
+    http: { json: { inputs: [jsonIn('INPUT', [2, 1], [1, 2])] } }, grpc: { inputs: [grpcIn('INPUT', [2, 1])], raw_input_contents: [int32Bytes([1, 2])] },
   },
 ];
