@@ -177,6 +177,10 @@ export const REQUEST_MESSAGES: readonly RequestRow[] = [
     words: "unexpected explicit tensor data for input tensor 'INPUT0' for model 'simple' of type 'FP32', expected datatype 'INT32'",
     grpc: { inputs: [{ ...grpcIn('INPUT0'), contents: { fp32_contents: RANGE16 } }, { ...grpcIn('INPUT1'), contents: { int_contents: RANGE16 } }] },
   },
+  {
+    source: `${GRPC} SetInferenceRequestMetadata (TRITONSERVER_StringToDataType), then ${CORE} Normalize`, refusal: 'an unknown datatype over gRPC',
+    words: "inference input 'INPUT0' data-type is 'INVALID', but model 'simple' expects 'INT32'", grpc: grpcGood({ inputs: [grpcIn('INPUT0', [1, 16], 'INT33'), grpcIn('INPUT1')] }),
+  },
   { source: `${GRPC} SetInferenceRequestMetadata`, refusal: 'a negative priority', words: "invalid value for 'priority', expected value >= 0.", grpc: grpcGood({ parameters: { priority: { int64_param: '-1' } } }) },
   {
     source: `${GRPC} SetInferenceRequestMetadata`, refusal: 'a priority of another type', words: "invalid value type for 'priority' parameter, expected int64_param or uint64_param.",

@@ -31,7 +31,7 @@ export function decodeInferRequest(
   const inputs: Tensor[] = [];
   let shmInputs: SharedMemoryInput[] | undefined;
   for (const t of msg.inputs) {
-    const datatype = checkDataType(t.datatype, t.name);
+    const datatype = checkDataType(t.datatype, t.name, model, msg.resolved?.inputs.get(t.name)?.datatype);
     const shape = decodeShape(t.shape, t.name);
     const shm = sharedMemoryRef(t.parameters, t.name);
     if (shm !== undefined) {
