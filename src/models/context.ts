@@ -90,17 +90,17 @@ export class ModelContext {
       const info = this.inputs.get(t.name);
       if (!info) throw invalidArg(`unexpected inference input '${t.name}' for model '${this.name}'`);
       for (let j = 0; j < i; j++) {
-        if (inputs[j]!.name === t.name) throw invalidArg(`input '${t.name}' is specified more than once for model '${this.name}'`);
+        if (inputs[j]!.name === t.name) throw invalidArg(`input '${t.name}' already exists in request (model '${this.name}')`);
       }
       if (!info.optional) required++;
       if (t.datatype !== info.datatype) {
         throw invalidArg(`inference input '${t.name}' data-type is '${t.datatype}', but model '${this.name}' expects '${info.datatype}'`);
       }
       if (this.maxBatchSize > 0) {
-        if (t.shape.length === 0) throw invalidArg(`inference input '${t.name}' for model '${this.name}' has no batch dimension`);
+        if (t.shape.length === 0) throw invalidArg(`input '${t.name}' has no shape but model requires batch dimension for '${this.name}'`);
         const b = t.shape[0]!;
         if (batch === -1) batch = b;
-        else if (b !== batch) throw invalidArg(`input '${t.name}' batch size ${b} does not match other inputs' batch size ${batch} for model '${this.name}'`);
+        else if (b !== batch) throw invalidArg(`input '${t.name}' batch size does not match other inputs for '${this.name}' (${b}, not ${batch})`);
       }
       if (!shapeMatches(t.shape, info.shape)) {
         throw invalidArg(`unexpected shape for input '${t.name}' for model '${this.name}'. Expected ${formatShape(info.shape)}, got ${formatShape(t.shape)}`);
@@ -140,8 +140,10 @@ export class ModelContext {
   private missingInputs(inputs: readonly Tensor[]) {
     const got = new Set(inputs.map((t) => t.name));
     const missing = [...this.inputs.values()].filter((i) => !i.optional && !got.has(i.name)).map((i) => `'${i.name}'`);
+    const expected = this.requiredInputs === this.inputs.size
+      ? `expected ${this.requiredInputs} inputs` : `expected number of inputs between ${this.requiredInputs} and ${this.inputs.size}`;
     return invalidArg(
-      `expected ${this.requiredInputs} inputs but got ${inputs.length} inputs for model '${this.name}'. ` +
+      `${expected} but got ${inputs.length} inputs for model '${this.name}'. ` +
         `Got input(s) [${[...got].map((n) => `'${n}'`).join(',')}], but missing required input(s) [${missing.join(',')}]. ` +
         'Please provide all required input(s).',
     );

@@ -1,4 +1,4 @@
-import { NereidError, invalidArg } from '../errors.js';
+import { NereidError, invalidArg, isNereidError } from '../errors.js';
 import { instanceStatus, type BackendInstance, type ExecutionTimes } from '../backends/backend.js';
 import type { InferenceRequest, InferenceResponse, Parameters, RequestedOutput } from '../inference/index.js';
 import type { InstanceStatistics, ModelStatistics } from '../observability/statistics.js';
@@ -122,7 +122,7 @@ export class ModelVersion {
       outputs = request.outputs ? this.checkOutputs(request.outputs) : ctx.outputNames;
     } catch (e) {
       this.stats.recordFailure(Number(process.hrtime.bigint() - start));
-      return Promise.reject(e);
+      return Promise.reject(forRequest(e, request.id));
     }
     if (ctx.decoupled) {
       return Promise.reject(new NereidError('UNSUPPORTED', `model '${ctx.name}' uses the decoupled transaction policy: read its responses with inferStream()`));
@@ -182,7 +182,7 @@ export class ModelVersion {
     } catch (e) {
       this.stats.recordFailure(Number(process.hrtime.bigint() - start));
       // Refused before the model saw it, for any model: a frontend answers such an error as a request error.
-      return ResponseStream.failed(e);
+      return ResponseStream.failed(forRequest(e, request.id));
     }
     if (!ctx.decoupled) {
       return ResponseStream.from(this.cache ? this.inferCached(request, outputs, rows, start) : this.run(request, outputs, rows, start, request.borrowOutputs === true));
@@ -400,4 +400,13 @@ class InferJob implements Job {
     }
     return result;
   }
+}
+
+/**
+ * A refusal of a request's inputs or outputs with Triton's "[request id: <id>] " in front, as its core's request
+ * checks put it there when the client gave the request an id. Built only on the refusal path.
+ */
+function forRequest(e: unknown, id: string | undefined): unknown {
+  if (!id || !isNereidError(e)) return e;
+  return new NereidError(e.code, `[request id: ${id}] ${e.message}`, { cause: e, limit: e.limit });
 }

@@ -104,7 +104,7 @@ export class RouterScheduler extends ForwardingScheduler {
   }
 
   enqueue(job: Job): void {
-    if (this.refuseWhenStopped(job, `model '${this.name}' is unloading; request refused`)) return;
+    if (this.refuseWhenStopped(job, `Server is stopping, scheduler for model has stopped accepting new inference requests (model '${this.name}' is unloading)`)) return;
     const key = routingKey(job.parameters, job.sequenceId);
     const target = this.routes.pick(key, this.usable);
     if (target === undefined) return job.reject(unavailable(`router '${this.name}': none of its targets (${this.routes.routes.map((r) => r.target).join(', ')}) is ready`));

@@ -1,8 +1,8 @@
-import { NereidError, isNereidError, unavailable } from '../errors.js';
+import { NereidError, isNereidError } from '../errors.js';
 import type { BackendInstance } from '../backends/backend.js';
 import { DeadlineHeap, type HasDeadline } from './deadline-heap.js';
 import { RingQueue } from './queue.js';
-import type { ExecutionListener, Job, Scheduler } from './scheduler.js';
+import { stoppedScheduler, type ExecutionListener, type Job, type Scheduler } from './scheduler.js';
 
 /** Most requests one turn of the event loop runs on synchronous instances before letting I/O in again. */
 const MAX_RUNS_PER_TURN = 64;
@@ -63,7 +63,7 @@ export class DirectScheduler implements Scheduler {
 
   enqueue(job: Job): void {
     if (this.stopped) {
-      job.reject(unavailable('model is unloading; request refused'), 'REJECTED');
+      job.reject(stoppedScheduler(job), 'REJECTED');
       return;
     }
     // Requests already waiting go first.

@@ -1,9 +1,9 @@
-import { NereidError, isNereidError, unavailable } from '../errors.js';
+import { NereidError, isNereidError } from '../errors.js';
 import type { ModelConfig, ModelQueuePolicy } from '../config/types.js';
 import type { BackendInstance, ExecutionTimes } from '../backends/backend.js';
 import { DeadlineHeap } from './deadline-heap.js';
 import { RingQueue } from './queue.js';
-import type { ExecutionListener, FailureReason, Job, Scheduler } from './scheduler.js';
+import { logPrefix, stoppedScheduler, type ExecutionListener, type FailureReason, type Job, type Scheduler } from './scheduler.js';
 
 /** Where an entry is: waiting in its level's queue, moved to its level's delayed queue, or gone. */
 const QUEUED = 0;
@@ -173,7 +173,7 @@ export class DynamicBatcher implements Scheduler {
   }
 
   enqueue(job: Job): void {
-    if (this.stopped) return job.reject(unavailable('model is unloading; request refused'), 'REJECTED');
+    if (this.stopped) return job.reject(stoppedScheduler(job), 'REJECTED');
     const p = job.priority ?? 0;
     const li = p === 0 || p > this.levels.length ? this.defaultLevel : p - 1;
     const level = this.levels[li]!;
@@ -529,7 +529,3 @@ export class DynamicBatcher implements Scheduler {
   }
 }
 
-/** Triton prefixes a request's errors with its id when it has one. */
-function logPrefix(job: Job): string {
-  return job.id ? `[request id: ${job.id}] ` : '';
-}

@@ -1,4 +1,4 @@
-import type { NereidError } from '../errors.js';
+import { unavailable, type NereidError } from '../errors.js';
 import type { BackendInstance, BackendRequest, ExecutionTimes } from '../backends/backend.js';
 
 /**
@@ -52,4 +52,14 @@ export interface Scheduler {
   drain(): Promise<void>;
   /** Answers every job still waiting with `error`; executions already running finish (shutdown timeout). */
   rejectQueued(error: NereidError): void;
+}
+
+/** Triton prefixes a request's errors with its id when it has one. */
+export function logPrefix(job: Job): string {
+  return job.id ? `[request id: ${job.id}] ` : '';
+}
+
+/** The refusal of a request that arrives while its model unloads or the server stops, in Triton's words. */
+export function stoppedScheduler(job: Job, prefixed = true): NereidError {
+  return unavailable(`${prefixed ? logPrefix(job) : ''}Server is stopping, scheduler for model has stopped accepting new inference requests`);
 }

@@ -1,10 +1,10 @@
-import { NereidError, invalidArg, isNereidError, unavailable } from '../errors.js';
+import { NereidError, invalidArg, isNereidError } from '../errors.js';
 import type { ModelConfig, SequenceControl, SequenceState } from '../config/types.js';
 import type { BackendInstance, BackendRequest } from '../backends/backend.js';
 import { NO_RESPONSE, type Parameters } from '../inference/index.js';
 import { byteSize, fromConfigType, type DataType } from '../tensor/datatype.js';
 import { elementCount, type Tensor } from '../tensor/tensor.js';
-import type { ExecutionListener, Job, Scheduler } from './scheduler.js';
+import { stoppedScheduler, type ExecutionListener, type Job, type Scheduler } from './scheduler.js';
 
 /** One live sequence: its correlation id, the instance it is pinned to, its queued requests and its state. */
 interface Sequence {
@@ -100,12 +100,13 @@ export class SequenceBatcher implements Scheduler {
 
   enqueue(job: Job): void {
     const id = job.sequenceId;
-    if (this.stopped) return job.reject(unavailable(`model '${this.name}' is unloading; request refused`));
-    if (id === undefined || id === 0 || id === 0n || id === '') {
-      return job.reject(invalidArg(`inference request to model '${this.name}' must specify a non-zero or non-empty correlation ID`));
-    }
+    if (this.stopped) return job.reject(stoppedScheduler(job, false));
+    // Triton's order: the batch size first, then the correlation id.
     if (this.config.max_batch_size > 0 && job.rows !== 1) {
       return job.reject(invalidArg(`inference request to model '${this.name}' must specify batch-size 1 due to requirements of sequence batcher`));
+    }
+    if (id === undefined || id === 0 || id === 0n || id === '') {
+      return job.reject(invalidArg(`inference request to model '${this.name}' must specify a non-zero or non-empty correlation ID`));
     }
     const key = typeof id === 'string' ? `s:${id}` : `n:${String(id)}`;
     let seq = this.sequences.get(key);

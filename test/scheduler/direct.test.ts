@@ -137,3 +137,11 @@ test('a request whose timeout does not pass before an instance is free runs as a
   assert.deepEqual(ended, ['first:ran', 'timed:ran']);
   await s.drain();
 });
+
+test("a request after drain() is refused in Triton's words, its id in front (core dynamic_batch_scheduler.cc Enqueue)", async () => {
+  const s = new DirectScheduler([new HeldInstance('a', 1, [])], () => undefined);
+  await s.drain();
+  let refused: Error | undefined;
+  s.enqueue({ ...job('late', new Map()), reject: (e: Error) => void (refused = e) });
+  assert.equal(refused?.message, '[request id: late] Server is stopping, scheduler for model has stopped accepting new inference requests');
+});

@@ -31,7 +31,7 @@ export function decodeInferRequest(
   const inputs: Tensor[] = [];
   let shmInputs: SharedMemoryInput[] | undefined;
   for (const t of msg.inputs) {
-    const datatype = checkDataType(t.datatype, t.name);
+    const datatype = checkDataType(t.datatype, t.name, model, msg.resolved?.inputs.get(t.name)?.datatype);
     const shape = decodeShape(t.shape, t.name);
     const shm = sharedMemoryRef(t.parameters, t.name);
     if (shm !== undefined) {
@@ -96,7 +96,7 @@ function decodeOutputs(list: readonly RequestedOutputMsg[]): RequestedOutput[] |
     const classCount = classification(o.parameters['classification'], o.name);
     const shm = sharedMemoryRef(o.parameters, o.name);
     if (shm !== undefined) {
-      if (classCount > 0) throw invalidArg(`output '${o.name}' cannot be both classification and shared memory`);
+      if (classCount > 0) throw invalidArg(`output can't set both 'shared_memory_region' and 'classification' (output '${o.name}')`);
       outputs[i] = sharedMemoryOutput(o.name, shm);
     } else {
       outputs[i] = classCount > 0 ? { name: o.name, classCount } : { name: o.name };
@@ -107,8 +107,9 @@ function decodeOutputs(list: readonly RequestedOutputMsg[]): RequestedOutput[] |
 
 function classification(p: InferParameterMsg | undefined, output: string): number {
   if (p === undefined) return 0;
-  const n = p.parameter_choice === 'int64_param' ? int64ToNumber(p.int64_param) : undefined;
-  if (n === undefined || n <= 0) throw invalidArg(`invalid value for 'classification' of output '${output}': expected an int64_param greater than 0`);
+  if (p.parameter_choice !== 'int64_param') throw invalidArg(`invalid value type for 'classification' parameter, expected int64_param (output '${output}')`);
+  const n = int64ToNumber(p.int64_param);
+  if (n === undefined || n <= 0) throw invalidArg(`invalid value for 'classification' parameter, expected >= 0 (output '${output}')`);
   return n;
 }
 
@@ -141,7 +142,7 @@ function decodeParameters(params: ParameterMap, forwarded: Parameters | undefine
       // Filled from request headers by --grpc-header-forward-pattern, never by the client.
       case 'headers': break;
       default:
-        if (key.startsWith('triton_')) throw invalidArg(`parameter keys starting with 'triton_' are reserved for Triton usage and should not be specified: '${key}'`);
+        if (key.startsWith('triton_')) throw invalidArg(`parameter keys starting with 'triton_' are reserved for Triton usage. Only the following keys starting with 'triton_' are allowed: triton_enable_empty_final_response (got '${key}')`);
         // Forwarded headers are shared by the stream's requests: copy before adding the request's own.
         if (out.custom === forwarded) out.custom = { ...forwarded };
         out.custom![key] = custom(p, key);
@@ -165,7 +166,7 @@ function priority(p: InferParameterMsg): number {
   let v: number | bigint | undefined;
   if (p.parameter_choice === 'int64_param') {
     v = int64Value(p.int64_param);
-    if (v < 0) throw invalidArg("invalid value for 'priority' parameter: it must not be negative.");
+    if (v < 0) throw invalidArg("invalid value for 'priority', expected value >= 0.");
   } else if (p.parameter_choice === 'uint64_param') {
     v = uint64Value(p.uint64_param);
   } else {
@@ -188,6 +189,6 @@ function custom(p: InferParameterMsg, key: string): string | number | boolean | 
     case 'string_param': return p.string_param;
     case 'double_param': return p.double_param;
     case 'int64_param': return int64Value(p.int64_param);
-    default: throw invalidArg(`invalid value type for parameter '${key}': custom parameters may be bool_param, int64_param, string_param or double_param.`);
+    default: throw invalidArg(`invalid value type for '${key}' parameter, expected int64_param, bool_param, or string_param. (double_param is taken too)`);
   }
 }

@@ -33,9 +33,14 @@ export class RawCursor {
   }
 }
 
-export function checkDataType(datatype: string, input: string): DataType {
-  if (!isDataType(datatype)) throw invalidArg(`invalid datatype '${datatype}' for input '${input}'`);
-  return datatype;
+/**
+ * A datatype Triton does not know reaches its core as INVALID, where the check against the config refuses it;
+ * `expected` is the config's type of the input, when the model has one by that name.
+ */
+export function checkDataType(datatype: string, input: string, model: string, expected: DataType | undefined): DataType {
+  if (isDataType(datatype)) return datatype;
+  if (expected === undefined) throw invalidArg(`invalid datatype '${datatype}' for input '${input}'`);
+  throw invalidArg(`inference input '${input}' data-type is 'INVALID', but model '${model}' expects '${expected}' ('${datatype}' is not a datatype)`);
 }
 
 export function decodeShape(shape: readonly Int64[], input: string): number[] {

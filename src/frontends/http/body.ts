@@ -96,5 +96,5 @@ export function clientGone(): NereidError {
 }
 
 function bodyTooLarge(size: number, limit: number): Error {
-  return limitExceeded('INVALID_ARG', 'http-max-input-size', `request body of ${size} bytes exceeds the maximum input size of ${limit} bytes (--http-max-input-size)`);
+  return limitExceeded('INVALID_ARG', 'http-max-input-size', `Request JSON size of ${size} exceeds the maximum allowed value of ${limit}. Use --http-max-input-size to increase the limit.`);
 }

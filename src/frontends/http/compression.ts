@@ -26,7 +26,7 @@ export async function decompress(body: Buffer, limit: number): Promise<Buffer> {
   } catch (e) {
     const err = e as NodeJS.ErrnoException;
     if (err.code === 'ERR_BUFFER_TOO_LARGE' || /Cannot create a Buffer larger|maxOutputLength/.test(err.message)) {
-      throw limitExceeded('INVALID_ARG', 'http-max-input-size', `request body exceeds the maximum input size of ${limit} bytes after decompression`);
+      throw limitExceeded('INVALID_ARG', 'http-max-input-size', `Request JSON size exceeds the maximum allowed value of ${limit} after decompression. Use --http-max-input-size to increase the limit.`);
     }
     throw invalidArg(`failed to decompress the request body: ${err.message}`);
   }

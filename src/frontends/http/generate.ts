@@ -21,7 +21,7 @@ import { HTTP_STATUS } from './status.js';
 export async function handleGenerate(server: InferenceServer, model: string, version: number | undefined, stream: boolean,
   req: IncomingMessage, res: ServerResponse, maxInputSize: number, signal: AbortSignal, parseBody: (body: Buffer, exact: boolean) => Promise<unknown>): Promise<void> {
   const encoding = req.headers['content-encoding'];
-  if (encoding !== undefined && encoding !== 'identity') throw invalidArg(`the generate extension accepts only uncompressed requests, got Content-Encoding '${String(encoding)}'`);
+  if (encoding !== undefined && encoding !== 'identity') throw invalidArg(`Unsupported content-encoding, only 'identity' is supported. (got '${String(encoding)}')`);
   const body = await readBody(req, maxInputSize);
   // Exact: INT64 / UINT64 inputs and sequence ids past 2^53 are read as written, as infer reads them.
   const json = await parseBody(body, true);
@@ -80,7 +80,7 @@ function generateRequest(resolved: ResolvedModel, model: string, version: number
   const inputs: Tensor[] = [];
   const params: Record<string, unknown> = {};
   const nested = json['parameters'];
-  if (nested !== undefined && !isObject(nested)) throw invalidArg("'parameters' must be a JSON object");
+  if (nested !== undefined && !isObject(nested)) throw invalidArg("Expected JSON object for keyword: 'parameters'");
   const entries = [...Object.entries(nested ?? {}), ...Object.entries(json).filter(([k]) => k !== 'parameters' && k !== 'id')];
   for (const [k, v] of entries) {
     const m = resolved.inputs.get(k);
@@ -88,7 +88,7 @@ function generateRequest(resolved: ResolvedModel, model: string, version: number
     else params[k] = v;
   }
   const id = json['id'];
-  if (id !== undefined && typeof id !== 'string') throw invalidArg("'id' must be a string");
+  if (id !== undefined && typeof id !== 'string') throw invalidArg("Unable to parse 'id': it must be a string");
   const p = decodeParameters(params);
   return {
     model, version, id: id ?? '', inputs, parameters: p.custom, priority: p.priority, timeoutUs: p.timeoutUs,
@@ -111,7 +111,7 @@ function inputTensor(name: string, datatype: DataType, modelShape: readonly numb
   }
   const count = elementCount(shape);
   if (!Number.isInteger(count) || count !== values.length) {
-    throw invalidArg(`input '${name}' has ${values.length} value(s), which do not fit its shape [${modelShape.join(',')}]`);
+    throw invalidArg(`The schema can not convert input '${name}' to tensor with proper shape: ${values.length} value(s) do not fit its shape [${modelShape.join(',')}]`);
   }
   const data = decodeJsonData(name, datatype, values, count);
   return { name, datatype, shape, data } as Tensor;

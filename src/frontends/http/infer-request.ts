@@ -68,9 +68,9 @@ export interface HeaderLimits {
  * work it would cause; the model checks the rest with its own words.
  */
 export function decodeHeader(json: unknown, limits: HeaderLimits): InferHeader {
-  if (!isObject(json)) throw invalidArg('the inference request must be a JSON object');
+  if (!isObject(json)) throw invalidArg("Unable to parse 'inputs': the inference request must be a JSON object");
   const id = json['id'];
-  if (id !== undefined && typeof id !== 'string') throw invalidArg("'id' must be a string");
+  if (id !== undefined && typeof id !== 'string') throw invalidArg(`Unable to parse 'id': expected a string, got ${describe(id)}`);
   const inputsJson = json['inputs'];
   if (!Array.isArray(inputsJson)) throw invalidArg("Unable to parse 'inputs': the request must have an 'inputs' array");
   const b = limits.bounds;
@@ -114,13 +114,13 @@ export function decodeInfer(header: InferHeader, body: Buffer, jsonLength: numbe
     }
     const binarySize = h.binarySize!;
     if (cursor + binarySize > body.byteLength) {
-      throw invalidArg(`unexpected size for input '${name}': binary_data_size ${binarySize} goes past the end of the request body`);
+      throw invalidArg(`unexpected size for input '${name}', expecting ${cursor + binarySize - body.byteLength} additional bytes for model '${target.model}'`);
     }
     const bytes = body.subarray(cursor, cursor + binarySize);
     inputs.push(binaryTensor(name, datatype, shape, count, bytes, target.model));
     cursor += binarySize;
   }
-  if (cursor !== body.byteLength) throw invalidArg('unexpected additional input data in the request body');
+  if (cursor !== body.byteLength) throw invalidArg(`unexpected additional input data for model '${target.model}'`);
   const params = header.params;
   const request: InferenceRequest = {
     model: target.model,
@@ -163,23 +163,28 @@ function decodeInput(j: unknown, limits: HeaderLimits): HeaderInput {
   if (typeof name !== 'string') throw invalidArg("Unable to parse 'name' of an input: it must be a string");
   const datatype = j['datatype'];
   if (typeof datatype !== 'string') throw invalidArg(`Unable to parse 'datatype' of input '${name}': expected a string, got ${describe(datatype)}`);
-  if (!isDataType(datatype)) throw invalidArg(`invalid datatype ${describe(datatype)} for input '${name}'`);
+  if (!isDataType(datatype)) throw invalidArg(`invalid datatype for input ${name}: ${describe(datatype)}`);
   const shape = decodeShape(j['shape'], name, limits.bounds);
   const p = j['parameters'];
-  if (p !== undefined && !isObject(p)) throw invalidArg(`'parameters' of input '${name}' must be an object`);
+  if (p !== undefined && !isObject(p)) throw invalidArg(`Unable to parse 'parameters': 'parameters' of input '${name}' must be an object`);
   const binarySize = p?.['binary_data_size'];
   const shm = p?.['shared_memory_region'];
   const hasData = j['data'] !== undefined;
   const sources = (hasData ? 1 : 0) + (binarySize !== undefined ? 1 : 0) + (shm !== undefined ? 1 : 0);
-  if (sources !== 1) {
-    throw invalidArg(`input '${name}' must have exactly one of 'data', 'binary_data_size' or 'shared_memory_region'`);
-  }
+  if (sources !== 1) throw contentTypes(name, hasData, binarySize !== undefined, shm !== undefined);
   if (shm !== undefined) return { name, datatype, shape, shm: sharedMemoryRef(p!, `input '${name}'`) };
   if (hasData) return { name, datatype, shape, ...jsonData(j['data'], name, datatype, shape, limits) };
   if (typeof binarySize !== 'number' || !Number.isSafeInteger(binarySize) || binarySize < 0) {
-    throw invalidArg(`'binary_data_size' of input '${name}' must be a non-negative integer`);
+    throw invalidArg(`Unable to parse 'binary_data_size': input '${name}' has ${describe(binarySize)}, not an unsigned integer`);
   }
   return { name, datatype, shape, binarySize };
+}
+
+/** Triton's words for an input with no source of data, or more than one. */
+function contentTypes(name: string, data: boolean, binary: boolean, shm: boolean) {
+  const set = (data ? " 'data'" : '') + (binary ? " 'binary_data_size'" : '') + (shm ? " 'shared_memory_region'" : '');
+  return invalidArg("Input must set only one of the following fields: 'data', 'binary_data_size' in 'parameters', " +
+    `'shared_memory_region' in 'parameters'. But ${set === '' ? 'no field is set' : `set${set}`} (input '${name}')`);
 }
 
 /**
@@ -191,7 +196,7 @@ function jsonData(data: unknown, name: string, datatype: DataType, shape: number
   const bytes = count * (datatype === 'BYTES' ? 4 : byteSize(datatype));
   if (bytes > limits.maxInputSize) {
     throw limitExceeded('INVALID_ARG', 'http-max-input-size',
-      `input '${name}' of shape ${formatShape(shape)} needs ${bytes} bytes, more than the maximum input size of ${limits.maxInputSize} bytes (--http-max-input-size)`);
+      `Request JSON size of ${bytes} exceeds the maximum allowed value of ${limits.maxInputSize}. Use --http-max-input-size to increase the limit. (input '${name}' of shape ${formatShape(shape)} needs ${bytes} bytes)`);
   }
   if (count === 0) return datatype === 'BYTES' ? { data: limits.packBytes ? new Uint8Array(0) : [], packed: limits.packBytes } : { data: new Uint8Array(0) };
   const decoded = decodeJsonData(name, datatype, data, count);
@@ -244,7 +249,7 @@ export const MAX_REQUEST_PARAMETERS = 1024;
 export function decodeParameters(p: unknown): DecodedParameters {
   const out: DecodedParameters = { custom: undefined, priority: undefined, timeoutUs: undefined, binaryDataOutput: false };
   if (p === undefined) return out;
-  if (!isObject(p)) throw invalidArg("'parameters' must be a JSON object");
+  if (!isObject(p)) throw invalidArg("failed to get request params.: 'parameters' must be a JSON object");
   let n = 0;
   for (const [k, v] of Object.entries(p)) {
     if (++n > MAX_REQUEST_PARAMETERS) throw invalidArg(`a request may have at most ${MAX_REQUEST_PARAMETERS} parameters`);
@@ -255,7 +260,7 @@ export function decodeParameters(p: unknown): DecodedParameters {
     }
     // A bigint is an integer past 2^53 from the exact parse (see decodeInferText).
     if (typeof v !== 'string' && typeof v !== 'number' && typeof v !== 'boolean' && typeof v !== 'bigint') {
-      throw invalidArg(`parameter '${k}' has an unsupported value type: only strings, numbers and booleans are allowed`);
+      throw invalidArg(`parameter '${k}' has invalid type. It should be either 'int', 'bool', or 'string'.`);
     }
     (out.custom ??= {})[k] = v;
   }
@@ -265,17 +270,17 @@ export function decodeParameters(p: unknown): DecodedParameters {
 const UINT64_LIMIT = 1n << 64n;
 
 function uint64(k: string, v: bigint): bigint {
-  if (v < 0n || v >= UINT64_LIMIT) throw invalidArg(`parameter '${k}' must be an unsigned 64-bit integer`);
+  if (v < 0n || v >= UINT64_LIMIT) throw invalidArg(`Unable to parse '${k}': expected an unsigned 64-bit integer`);
   return v;
 }
 
 function reserved(out: DecodedParameters, k: string, v: unknown): void {
   const uint = (): number => {
-    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) throw invalidArg(`parameter '${k}' must be an unsigned integer`);
+    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) throw invalidArg(`Unable to parse '${k}': expected an unsigned integer, got ${describe(v)}`);
     return v;
   };
   const bool = (): boolean => {
-    if (typeof v !== 'boolean') throw invalidArg(`parameter '${k}' must be a boolean`);
+    if (typeof v !== 'boolean') throw invalidArg(`Unable to parse '${k}': expected a boolean, got ${describe(v)}`);
     return v;
   };
   switch (k) {
@@ -300,7 +305,7 @@ function decodeOutputs(o: unknown): { outputs: RequestedOutput[] | undefined; bi
     const p = e['parameters'];
     let classCount = 0;
     if (p !== undefined) {
-      if (!isObject(p)) throw invalidArg(`'parameters' of output '${name}' must be an object`);
+      if (!isObject(p)) throw invalidArg(`Unable to parse 'parameters': 'parameters' of output '${name}' must be an object`);
       if (p['shared_memory_region'] !== undefined) {
         if (p['classification'] !== undefined) throw invalidArg("Output can't set both 'shared_memory_region' and 'classification'");
         if (p['binary_data'] === true) throw invalidArg("Output can't set both 'shared_memory_region' and 'binary_data'");
@@ -309,12 +314,12 @@ function decodeOutputs(o: unknown): { outputs: RequestedOutput[] | undefined; bi
       }
       const b = p['binary_data'];
       if (b !== undefined) {
-        if (typeof b !== 'boolean') throw invalidArg(`'binary_data' of output '${name}' must be a boolean`);
+        if (typeof b !== 'boolean') throw invalidArg(`Unable to parse 'binary_data': output '${name}' has ${describe(b)}, not a boolean`);
         binary.set(name, b);
       }
       const c = p['classification'];
       if (c !== undefined) {
-        if (typeof c !== 'number' || !Number.isSafeInteger(c) || c < 0) throw invalidArg(`'classification' of output '${name}' must be an unsigned integer`);
+        if (typeof c !== 'number' || !Number.isSafeInteger(c) || c < 0) throw invalidArg(`Unable to set 'classification': output '${name}' has ${describe(c)}, not an unsigned integer`);
         classCount = c;
       }
     }
@@ -330,12 +335,12 @@ function decodeOutputs(o: unknown): { outputs: RequestedOutput[] | undefined; bi
  */
 function sharedMemoryRef(p: Record<string, unknown>, what: string): SharedMemoryRef {
   const region = p['shared_memory_region'];
-  if (typeof region !== 'string') throw invalidArg(`'shared_memory_region' of ${what} must be a string`);
+  if (typeof region !== 'string') throw invalidArg(`Unable to parse 'shared_memory_region': ${what} has ${describe(region)}, not a string`);
   const uint = (key: string): number => {
     const v = p[key];
     if (v === undefined) return 0;
     if (typeof v === 'bigint' && v >= 0n) return Number(v);
-    if (typeof v !== 'number' || !Number.isInteger(v) || v < 0) throw invalidArg(`'${key}' of ${what} must be an unsigned integer`);
+    if (typeof v !== 'number' || !Number.isInteger(v) || v < 0) throw invalidArg(`Unable to parse '${key}': ${what} has ${describe(v)}, not an unsigned integer`);
     return v;
   };
   return { region, offset: uint('shared_memory_offset'), byteSize: uint('shared_memory_byte_size') };

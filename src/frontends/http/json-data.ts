@@ -11,12 +11,12 @@ const encoder = new TextEncoder();
 
 export function decodeJsonData(name: string, datatype: DataType, data: unknown, count: number): Uint8Array | Uint8Array[] {
   if (datatype === 'FP16' || datatype === 'BF16') {
-    throw invalidArg(`receiving ${datatype} data via JSON is not supported. Please use the binary data format for input '${name}'`);
+    throw invalidArg(`receiving ${datatype} data via JSON is not supported. Please use the binary data format for input ${name}`);
   }
-  if (!Array.isArray(data)) throw invalidArg(`'data' of input '${name}' must be an array`);
+  if (!Array.isArray(data)) throw invalidArg(`Unable to parse 'data': 'data' of input '${name}' must be an array`);
   const flat = flatten(data, name);
   if (flat.length !== count) {
-    throw invalidArg(`unexpected number of elements for input '${name}': shape has ${count} elements but 'data' has ${flat.length}`);
+    throw invalidArg(`Unable to parse 'data': Shape does not match true shape of 'data' field: input '${name}' has ${count} elements in its shape but ${flat.length} in 'data'`);
   }
   if (datatype === 'BYTES') {
     const out = new Array<Uint8Array>(count);
@@ -40,7 +40,7 @@ function flatten(data: unknown[], name: string): unknown[] {
   if (data.length === 0 || !Array.isArray(data[0])) return data;
   const out: unknown[] = [];
   const walk = (a: unknown[], depth: number): void => {
-    if (depth > 100) throw invalidArg(`'data' of input '${name}' is nested more than 100 levels deep`);
+    if (depth > 100) throw invalidArg(`Unable to parse 'data': 'data' of input '${name}' is nested more than 100 levels deep`);
     for (const v of a) {
       if (Array.isArray(v)) walk(v, depth + 1);
       else out.push(v);
@@ -51,7 +51,7 @@ function flatten(data: unknown[], name: string): unknown[] {
 }
 
 function badValue(name: string, datatype: DataType, v: unknown) {
-  return invalidArg(`unable to parse 'data' of input '${name}': ${describe(v)} is not a valid ${datatype} value`);
+  return invalidArg(`Unable to parse 'data': ${describe(v)} is not a valid ${datatype} value for input '${name}'`);
 }
 
 /**

@@ -230,7 +230,7 @@ function parseHeaderLength(h: string | string[] | undefined, bodyLength: number)
   const v = Array.isArray(h) ? h[0]! : h;
   const n = Number(v);
   if (!/^\s*[0-9]+\s*$/.test(v) || !Number.isSafeInteger(n) || n > bodyLength) {
-    throw invalidArg(`Inference-Header-Content-Length '${v}' must be a non-negative integer no larger than the body (${bodyLength} bytes)`);
+    throw invalidArg(`inference header size should be in range (0, ${bodyLength}), got: ${v} (Inference-Header-Content-Length must be a non-negative integer no larger than the body)`);
   }
   return n;
 }

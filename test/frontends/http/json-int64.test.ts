@@ -68,7 +68,7 @@ test('values out of the type\'s range, or past 2^53 as a fraction or an exponent
   for (const [model, dt, literal] of cases) {
     const r = await infer(model, body(dt, [literal]));
     assert.equal(r.status, 400, `${dt} ${literal}: ${r.body.toString()}`);
-    assert.match(r.json().error, new RegExp(`^unable to parse 'data' of input 'INPUT0': .* is not a valid ${dt} value$`));
+    assert.match(r.json().error, new RegExp(`^Unable to parse 'data': .* is not a valid ${dt} value for input 'INPUT0'$`));
   }
   // The server keeps serving.
   assert.equal((await infer('identity_int64', body('INT64', [1n]))).status, 200);

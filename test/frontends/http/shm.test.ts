@@ -206,8 +206,8 @@ test('infer errors: unknown region, offsets and sizes outside the region, a regi
     [shm('e', 64), shm('e', 32, 128), 500, "shared memory size specified with the request for output 'OUTPUT0' (32 bytes) should be at least 64 bytes to hold the results"],
     [shm('e', 64), { ...shm('e', 64, 128), classification: 2 }, 400, "Output can't set both 'shared_memory_region' and 'classification'"],
     [shm('e', 64), { ...shm('e', 64, 128), binary_data: true }, 400, "Output can't set both 'shared_memory_region' and 'binary_data'"],
-    [{ shared_memory_region: 7, shared_memory_byte_size: 64 }, undefined, 400, "'shared_memory_region' of input 'INPUT0' must be a string"],
-    [{ ...shm('e', 64), shared_memory_offset: -1 }, undefined, 400, "'shared_memory_offset' of input 'INPUT0' must be an unsigned integer"],
+    [{ shared_memory_region: 7, shared_memory_byte_size: 64 }, undefined, 400, "Unable to parse 'shared_memory_region'"],
+    [{ ...shm('e', 64), shared_memory_offset: -1 }, undefined, 400, "Unable to parse 'shared_memory_offset'"],
   ];
   for (const [in0, out0, code, message] of cases) {
     const r = await infer(in0, out0);
