@@ -14,7 +14,11 @@ import type { BackendRequest } from './backend.js';
  * response (or the end, when there is none) since Nereid answers an ordinary request when its execution ends.
  *
  * The flow stops when the request is cancelled (its signal) or the instance is killed: `signal` then aborts,
- * which ends the waits of the loop producing the responses.
+ * which ends the waits of the loop producing the responses. A cancelled decoupled request still gets its
+ * final flag, as Triton's repeat backend always sends it (it does not look at cancellation; core drops what
+ * the cancelled request no longer wants): without it a request whose reader had left (an ensemble's step
+ * after another step failed, a generate_stream client that went away) was never over, neither counted in the
+ * statistics nor let go by its model.
  */
 export class ResponseFlow {
   private readonly abort = new AbortController();
@@ -27,8 +31,8 @@ export class ResponseFlow {
   constructor(private readonly request: BackendRequest, private readonly decoupled: boolean) {
     const client = request.signal;
     if (client) {
-      this.onCancel = () => this.stop();
-      if (client.aborted) this.stop();
+      this.onCancel = () => this.end();
+      if (client.aborted) this.onCancel();
       else client.addEventListener('abort', this.onCancel, { once: true });
     }
   }
