@@ -8,9 +8,9 @@ import { until } from '../helpers/until.js';
 import type { Tensor } from '../../src/tensor/tensor.js';
 
 // A decoupled request to Triton's repeat backend whose reader leaves early (a client that stops reading, or an
-// ensemble whose other step failed) is still over once its responses stop: it gets its final flag, as Triton's
-// repeat backend always sends one (qa/L0_decoupled closes its streams with requests in flight), so the model
-// counts it and lets it go. Before, such a request stayed open for good.
+// ensemble whose other step failed; qa/L0_decoupled closes its streams with requests in flight) is over once
+// its responses stop: it is answered CANCELLED, so the model counts it and lets it go. Before, such a request
+// stayed open for good, never counted.
 
 let repo: { dir: string; remove(): Promise<void> };
 let s: TestServer;
