@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { NereidError } from '../errors.js';
+import { NereidError } from '../errors.js';
 import { NO_RESPONSE } from '../inference/response.js';
 import type { Tensor } from '../tensor/tensor.js';
 import type { BackendRequest } from './backend.js';
@@ -14,7 +14,10 @@ import type { BackendRequest } from './backend.js';
  * response (or the end, when there is none) since Nereid answers an ordinary request when its execution ends.
  *
  * The flow stops when the request is cancelled (its signal) or the instance is killed: `signal` then aborts,
- * which ends the waits of the loop producing the responses.
+ * which ends the waits of the loop producing the responses. A cancelled request is then answered CANCELLED
+ * (counted as a cancelled request): without that last word a request whose reader had left (an ensemble's
+ * step after another step failed, a generate_stream client that went away) was never over, neither counted
+ * in the statistics nor let go by its model.
  */
 export class ResponseFlow {
   private readonly abort = new AbortController();
@@ -27,8 +30,8 @@ export class ResponseFlow {
   constructor(private readonly request: BackendRequest, private readonly decoupled: boolean) {
     const client = request.signal;
     if (client) {
-      this.onCancel = () => this.stop();
-      if (client.aborted) this.stop();
+      this.onCancel = () => this.fail(new NereidError('CANCELLED', 'request cancelled'));
+      if (client.aborted) this.onCancel();
       else client.addEventListener('abort', this.onCancel, { once: true });
     }
   }

@@ -360,11 +360,17 @@ function validateDecoupledCache(cfg: ModelConfig): void {
   }
 }
 
+/**
+ * Core's ValidateModelMetrics, in its words (they name no model): each metric_control needs a
+ * metric_identifier with a non-empty family and histogram_options with at least one bucket. A family core
+ * cannot customize is accepted here (core only warns when the model loads), and so are buckets in any order.
+ */
 function validateMetrics(cfg: ModelConfig): void {
   for (const mc of cfg.model_metrics?.metric_control ?? []) {
-    if (!mc.metric_identifier?.family) fail(`metric_identifier.family must be specified in model_metrics for ${cfg.name}`);
-    if (!mc.histogram_options || mc.histogram_options.buckets.length === 0) {
-      fail(`histogram_options.buckets must be specified in model_metrics for ${cfg.name}`);
-    }
+    const { metric_identifier: id, histogram_options: histogram } = mc;
+    if (!id) fail(`metric control must specify 'metric_identifier'`);
+    else if (!id.family) fail(`metric identifier must specify non-empty 'family'`);
+    else if (!histogram) fail(`metric control must specify 'histogram_options'`);
+    else if (histogram.buckets.length === 0) fail(`histogram options must specify non-empty 'buckets'`);
   }
 }

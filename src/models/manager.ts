@@ -53,6 +53,13 @@ interface ModelEntry {
    * poll), not only as a model an ensemble runs on: unload_dependents leaves such a model loaded.
    */
   explicit: boolean;
+  /**
+   * Unloaded because a model one of its steps runs on stopped serving. Triton keeps such an ensemble in its
+   * dependency graph and loads it again once every step has a model to run on, unless it is unloaded by name.
+   */
+  waiting: boolean;
+  /** The config the last load was given in place of the repository's, for loading it again the same way. */
+  configOverride: ModelConfig | undefined;
   /** Operations on one model run one at a time, in order. */
   busy: Promise<void>;
 }
@@ -415,6 +422,7 @@ export class ModelManager {
       if (explicit) this.entry(key, name).explicit = true;
       first ??= await this.withEntry(key, (e) => this.loadEntry(e, location, req), name);
     }
+    await this.settleEnsembles();
     // A refusal by a limit keeps its code and names the limit, so that the frontend counts it.
     // A failed poll keeps Triton's INTERNAL; any other failure is the client's to fix (see failure()).
     if (first) throw new NereidError(first.limit || first.code === 'INTERNAL' ? first.code : 'INVALID_ARG', first.message, { limit: first.limit });
@@ -436,8 +444,16 @@ export class ModelManager {
    * that no other loaded model runs on, and so on down.
    */
   async unload(name: string, dependents = false): Promise<void> {
+    await this.unloadName(name, dependents);
+    await this.settleEnsembles();
+  }
+
+  /**
+   * A name Triton never loaded unloads without error (qa/L0_lifecycle test_model_control: "Unload non-existing
+   * model, nothing should happen").
+   */
+  private async unloadName(name: string, dependents: boolean): Promise<void> {
     const entries = this.namespacing ? this.byName.get(name) ?? [] : [this.entries.get(name)].filter((e) => e !== undefined);
-    // Triton's unload of a name it never loaded changes nothing and succeeds.
     if (entries.length === 0) return;
     const ranOn = entries.flatMap((e) => (e.prepared && !e.unloaded ? modelsRunOn(e.prepared.config) : []));
     // With namespacing, unloading a name unloads it in every repository, as Triton's global map has it.
@@ -446,7 +462,7 @@ export class ModelManager {
     for (const other of new Set(ranOn)) {
       const alive = (this.namespacing ? this.byName.get(other) ?? [] : [this.entries.get(other)]).filter((o) => o && !o.unloaded);
       if (alive.length === 0 || alive.some((o) => o!.explicit) || other === name || this.runOnBy(other)) continue;
-      await this.unload(other, true);
+      await this.unloadName(other, true);
     }
   }
 
@@ -455,6 +471,8 @@ export class ModelManager {
       await this.retire(e, [...e.versions.keys()]);
       e.unloaded = true;
       e.explicit = false;
+      e.waiting = false;
+      e.configOverride = undefined;
       e.failure = '';
       await e.overrides?.remove();
       e.overrides = undefined;
@@ -465,12 +483,78 @@ export class ModelManager {
     });
   }
 
-  /** Whether a loaded model runs on `name`. */
+  /** Whether a loaded model runs on `name`, or an ensemble waiting to load again (Triton's graph keeps its edges). */
   private runOnBy(name: string): boolean {
     for (const e of this.entries.values()) {
-      if (!e.unloaded && e.prepared && e.name !== name && modelsRunOn(e.prepared.config).includes(name)) return true;
+      if ((!e.unloaded || e.waiting) && e.prepared && e.name !== name && modelsRunOn(e.prepared.config).includes(name)) return true;
     }
     return false;
+  }
+
+  /**
+   * What Triton's dependency graph does after every load, unload and poll: an ensemble whose steps no longer all
+   * have a model to run on is unloaded (its versions UNAVAILABLE, "unloaded"), and one unloaded that way loads
+   * again once they all do (qa/L0_lifecycle test_model_control: unloading a composing model unloads the
+   * ensemble). Repeats, for ensembles of ensembles, until nothing changes.
+   */
+  private async settleEnsembles(): Promise<void> {
+    for (let pass = 0, changed = true; changed && pass <= this.entries.size; pass++) {
+      changed = false;
+      for (const e of [...this.entries.values()]) {
+        if (e.waiting) changed = (await this.loadAgain(e)) || changed;
+        else if (this.stranded(e)) changed = (await this.strand(e)) || changed;
+      }
+    }
+  }
+
+  /** A loaded ensemble that some step of cannot run on any model now. */
+  private stranded(e: ModelEntry): boolean {
+    const config = e.prepared?.config;
+    if (e.unloaded || config?.platform !== 'ensemble' || ![...e.versions.values()].some((s) => s.state === 'READY')) return false;
+    return !this.stepsServe(e.namespace, config);
+  }
+
+  private stepsServe(namespace: string, config: ModelConfig): boolean {
+    for (const step of EnsembleScheduler.composingModels(config)) {
+      try {
+        this.resolveFrom(namespace, step.name, step.version);
+      } catch {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /**
+   * Unloads a stranded ensemble, keeping what loading it again needs. One loaded from file overrides has no
+   * folder to come back from once they are removed, so it is unloaded for good.
+   */
+  private async strand(e: ModelEntry): Promise<boolean> {
+    return this.withEntry(e.key, async (x) => {
+      if (!this.stranded(x)) return false;
+      this.logger.error(`ensemble '${x.name}' is unloaded: a model one of its steps runs on is not available`);
+      if (x.overrides) {
+        await this.unloadKey(x.key);
+        return true;
+      }
+      await this.retire(x, [...x.versions.keys()]);
+      x.unloaded = true;
+      x.waiting = true;
+      return true;
+    });
+  }
+
+  /** Loads a waiting ensemble again once every step of its config (read afresh) has a model to run on. */
+  private async loadAgain(e: ModelEntry): Promise<boolean> {
+    const config = e.configOverride ?? (e.location ? await readConfig(e.location.dir, e.name, this.opts).catch(() => undefined) : undefined);
+    if (!config || !this.stepsServe(e.namespace, config)) return false;
+    const failed = await this.withEntry(e.key, (x) => {
+      if (!x.waiting) return Promise.resolve(undefined);
+      x.waiting = false;
+      return this.loadEntry(x, x.location, x.configOverride ? { config: x.configOverride } : {});
+    });
+    if (failed) this.logger.error(`failed to load '${e.name}' again: ${failed.message}`);
+    return true;
   }
 
   /** Poll mode: one pass over the repositories, loading what appeared or changed and unloading what went. */
@@ -479,17 +563,21 @@ export class ModelManager {
     const work: Promise<unknown>[] = [];
     // What went first: with namespacing a name that stays in one repository stops being ambiguous.
     for (const [key, entry] of this.entries) {
-      if (!scan.models.has(key) && !entry.overrides && !entry.unloaded && entry.versions.size > 0) work.push(this.unloadKey(key).catch(() => undefined));
+      if (scan.models.has(key) || entry.overrides) continue;
+      entry.waiting = false;
+      if (!entry.unloaded && entry.versions.size > 0) work.push(this.unloadKey(key).catch(() => undefined));
     }
     await Promise.all(work.splice(0));
     for (const [key, location] of scan.models) {
       const entry = this.entries.get(key);
       if (entry?.overrides) continue; // a model loaded from overrides is not the repository's
+      if (entry?.waiting) continue; // it loads again when its steps can run (settleEnsembles)
       const stamps = await modelTimestamps(location.dir);
       if (entry && sameStamps(entry.timestamps, stamps) && entry.location?.dir === location.dir) continue;
       work.push(this.withEntry(key, (e) => this.loadEntry(e, location, {}), location.name));
     }
     await Promise.all(work);
+    await this.settleEnsembles();
   }
 
   /** Answers every queued request of every model with `error`; running executions finish. */
@@ -523,7 +611,7 @@ export class ModelManager {
       const namespace = key === name ? '' : key.slice(0, key.length - name.length - 1);
       e = {
         name, namespace, key, location: undefined, prepared: undefined, configJson: '', versions: new Map(), failure: '', timestamps: new Map(),
-        overrides: undefined, unloaded: false, explicit: false, busy: Promise.resolve(),
+        overrides: undefined, unloaded: false, explicit: false, waiting: false, configOverride: undefined, busy: Promise.resolve(),
       };
       this.entries.set(key, e);
       const same = this.byName.get(name);
@@ -614,10 +702,12 @@ export class ModelManager {
     for (const [v, slot] of e.versions) if (!wanted.includes(v) && !slot.model) e.versions.delete(v);
     const dropped = [...e.versions.keys()].filter((v) => !wanted.includes(v));
     e.prepared = prepared;
+    e.configOverride = req.config;
     e.configJson = configJson;
     e.location = location;
     e.timestamps = stamps;
     e.unloaded = false;
+    if (loaded.some(([, m]) => m)) e.waiting = false;
     e.failure = wanted.length === 0 ? `at least one version must be available under the version policy of model '${e.name}'` : '';
     await Promise.all([this.retire(e, dropped), ...retired.map((m) => this.release(m))]);
     // The folder of a file-override load goes as soon as nothing runs from it: at once when no version of it

@@ -12,7 +12,7 @@ import { answerClientError } from './client-error.js';
 import { JsonParser } from './json-parse.js';
 import { scanHeader } from './json-scan.js';
 import { restriction, type HttpRestrictedGroup } from './restricted.js';
-import { headerForwarder } from '../forwarded-headers.js';
+import { rawHeaderForwarder } from '../forwarded-headers.js';
 import { route, type Route } from './routes.js';
 import { HTTP_ERROR_HEADERS, HTTP_STATUS } from './status.js';
 import { handleGenerate } from './generate.js';
@@ -44,7 +44,7 @@ export interface HttpFrontend {
 export async function startHttpFrontend(server: InferenceServer, options: HttpOptions, logger: Logger): Promise<HttpFrontend> {
   const json = new JsonParser();
   const ctx: Context = {
-    server, options, json, logger, restrict: restriction(options.restricted), forwarded: headerForwarder(options.headerForwardPattern),
+    server, options, json, logger, restrict: restriction(options.restricted), forwarded: rawHeaderForwarder(options.headerForwardPattern),
     parseBody: (body, exact) => json.parseBody(body, exact),
   };
   const http = createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
@@ -82,7 +82,8 @@ interface Context {
   readonly logger: Logger;
   /** null when no API category is restricted. */
   readonly restrict: ((r: Route, headers: IncomingHttpHeaders) => string | null) | null;
-  readonly forwarded: (headers: IncomingHttpHeaders) => Record<string, string> | undefined;
+  /** Header forwarding over the raw header list, names as sent (see rawHeaderForwarder). */
+  readonly forwarded: (rawHeaders: readonly string[]) => Record<string, string> | undefined;
   /** JSON bodies of the endpoints other than infer: json.parseBody. */
   readonly parseBody: (body: Buffer, exact?: boolean) => Promise<unknown>;
 }
@@ -165,7 +166,7 @@ async function handleInfer(ctx: Context, model: string, version: number | undefi
   const headerLength = parseHeaderLength(req.headers['inference-header-content-length'], body.byteLength);
   const signal = connectionSignal(req.socket);
   // Borrowed outputs go to the socket without a copy; they are given back once the response is over.
-  const target = { model, version, signal, forwarded: ctx.forwarded(req.headers), borrowOutputs: true };
+  const target = { model, version, signal, forwarded: ctx.forwarded(req.rawHeaders), borrowOutputs: true };
   let decoded: DecodedInfer;
   if (headerLength === 0) {
     decoded = decodeRaw(rawInput(model, resolved, body), target);
