@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { DirectScheduler } from '../../src/scheduler/direct.js';
 import type { BackendInstance, BackendRequest, ExecutionTimes } from '../../src/backends/backend.js';
 import type { Job } from '../../src/scheduler/scheduler.js';
+import { until } from '../helpers/until.js';
 
 const WAIT_NS = 10e9;
 
@@ -110,7 +111,7 @@ test('a request with a timeout waits for a free instance, never in a busy one, a
   await turn();
   assert.deepEqual(log, ['a:hung'], 'nothing was handed to the busy instance');
   assert.equal(s.waiting(), 2);
-  await new Promise((resolve) => setTimeout(resolve, 100));
+  await until(() => ended.length > 0, 'the timed request to be answered');
   assert.deepEqual(ended, ['timed:UNAVAILABLE:REJECTED:[request id: timed] Request timeout expired']);
   assert.equal(s.waiting(), 1);
   // Once the instance is free the untimed request runs; the expired one is not run.
