@@ -5,6 +5,11 @@
       "sources": ["src/sharedmemory/native/shm.c"],
       "cflags": ["-O2", "-Wall"],
       "libraries": ["-lrt"]
+    },
+    {
+      "target_name": "nereid_exit",
+      "sources": ["src/cli/native/exit.c"],
+      "cflags": ["-O2", "-Wall"]
     }
   ]
 }

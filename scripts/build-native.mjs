@@ -1,4 +1,5 @@
-// Builds the shared-memory mmap addon (binding.gyp → build/Release/nereid_shm.node) during `npm install` /
+// Builds the native addons (binding.gyp → build/Release/nereid_shm.node, the shared-memory mmap addon, and
+// nereid_exit.node, an immediate exit after the exit timeout) during `npm install` /
 // `npm ci`. It never fails the install: without the addon the server maps nothing and reaches shared memory
 // through positional file reads and writes instead (src/sharedmemory/file-memory.ts), which is slower for large
 // tensors but correct. Node's headers are taken from the local installation when npm was not told where they
