@@ -22,7 +22,7 @@ export function parseModelConfig(text: string, file: string): ModelConfig {
 
 /** Parses `text` as a whole message of type `messageName` (a schema name such as `ModelInstanceGroup`). */
 export function parseMessage(text: string, file: string, messageName: string): ProtoObject {
-  const p = new TextParser(new Tokenizer(text, file));
+  const p = new TextParser(new Tokenizer(text, file, `${PACKAGE}.${messageName}`));
   const desc = messageDescriptor(messageName);
   const obj = newMessage(messageName);
   p.parseFields(desc, obj, undefined);

@@ -31,11 +31,16 @@ export class Tokenizer {
   private col = 1;
   private peeked: Token | undefined;
 
-  constructor(private readonly src: string, private readonly file: string) {}
+  /** `messageType` is the full name of the message being read, such as `inference.ModelConfig`. */
+  constructor(private readonly src: string, private readonly file: string, private readonly messageType: string) {}
 
-  /** An INVALID_ARG error pointing at a position of this file. */
+  /**
+   * An INVALID_ARG error pointing at a position of this file. Triton's client sees core's "failed to read text
+   * proto from <file>" and its log protobuf's "Error parsing text-format <type>: <line>:<col>: <what>"; this
+   * message carries both.
+   */
   error(line: number, col: number, what: string): NereidError {
-    return new NereidError('INVALID_ARG', `${this.file}:${line}:${col}: ${what}`);
+    return new NereidError('INVALID_ARG', `failed to read text proto from ${this.file}: Error parsing text-format ${this.messageType}: ${line}:${col}: ${what}`);
   }
 
   peek(): Token {

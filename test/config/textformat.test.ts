@@ -10,7 +10,7 @@ function throwsAt(text: string, line: number, col: number, what: RegExp): void {
   assert.throws(() => parse(text), (e: unknown) => {
     assert.ok(isNereidError(e), `not a NereidError: ${String(e)}`);
     assert.equal(e.code, 'INVALID_ARG');
-    const prefix = `config.pbtxt:${line}:${col}: `;
+    const prefix = `failed to read text proto from config.pbtxt: Error parsing text-format inference.ModelConfig: ${line}:${col}: `;
     assert.ok(e.message.startsWith(prefix), `expected "${prefix}…", got "${e.message}"`);
     assert.match(e.message.slice(prefix.length), what);
     return true;
