@@ -131,7 +131,7 @@ function validateNonLinearDims(io: ModelInput | ModelOutput, kind: 'input' | 'ou
 function validateShape(io: ModelInput | ModelOutput, mbs: number, kind: string): void {
   const prefix = `${kind} '${io.name}'`;
   if (!io.name) fail(`${kind} must specify 'name'`);
-  if (io.data_type === 'TYPE_INVALID') fail(`${kind} must specify 'data_type'`);
+  if (io.data_type === 'TYPE_INVALID') fail(`${prefix} must specify 'data_type'`);
   if (io.dims.length === 0) fail(`${prefix} must specify 'dims'`);
   if (io.reshape && io.reshape.shape.length === 0 && mbs === 0) {
     fail(`${prefix} cannot have empty reshape for non-batching model as scalar tensors are not supported`);

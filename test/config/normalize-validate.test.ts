@@ -134,7 +134,7 @@ test('validation: name, platform and backend', () => {
 
 test('validation: inputs and outputs', () => {
   assert.match(check('backend: "python" input { data_type: TYPE_FP32 dims: [1] }'), /^model input must specify 'name' for m$/);
-  assert.match(check('backend: "python" input { name: "I" dims: [1] }'), /^model input must specify 'data_type' for m$/);
+  assert.match(check('backend: "python" input { name: "I" dims: [1] }'), /^model input 'I' must specify 'data_type' for m$/);
   assert.match(check('backend: "python" output { name: "O" data_type: TYPE_FP32 }'), /^model output 'O' must specify 'dims' for m$/);
   assert.match(check('backend: "python" input { name: "I" data_type: TYPE_FP32 dims: [0] }'), /dimension must be integer >= 1, or -1/);
   assert.match(check('backend: "python" input { name: "I" data_type: TYPE_FP32 dims: [2, 3] reshape { shape: [5] } }'), /^model input 'I' has different size for dims and reshape for m$/);
