@@ -18,7 +18,7 @@ import { DynamicBatcher } from '../scheduler/dynamic.js';
 import type { RateLimiter } from '../scheduler/rate-limiter.js';
 import type { ResponseCache } from '../cache/cache.js';
 import { listEntries, listVersions, readText } from '../repository/local.js';
-import { checkModelFileInside, resolveModelFileOnly } from '../config/model-files.js';
+import { checkModelFileInside, resolveDataFile } from '../config/model-files.js';
 import { ModelContext } from './context.js';
 import { ModelVersion } from './model-version.js';
 import { warmUp } from './warmup.js';
@@ -85,7 +85,7 @@ export async function readConfig(modelDir: string, name: string, opts: LoaderOpt
   const text = await readText(join(modelDir, 'config.pbtxt'));
   if (text !== undefined) return parseModelConfig(text, join(name, 'config.pbtxt'));
   if (opts.strictModelConfig) {
-    throw invalidArg(`model configuration is not provided for model '${name}': ${join(name, 'config.pbtxt')} not found and auto-complete is disabled (--strict-model-config / --disable-auto-complete-config)`);
+    throw invalidArg(`failed to open text file for read ${join(name, 'config.pbtxt')}: No such file or directory (auto-complete is disabled: --strict-model-config / --disable-auto-complete-config)`);
   }
   return undefined;
 }
@@ -150,7 +150,7 @@ async function readLabels(config: ModelConfig, name: string, modelDir: string): 
   const out = new Map<string, string[]>();
   for (const o of config.output) {
     if (!o.label_filename) continue;
-    const file = await resolveModelFileOnly({ model: name, modelDir, sub: '' }, o.label_filename, `label_filename of output '${o.name}'`);
+    const file = await resolveDataFile({ model: name, modelDir, sub: '' }, o.label_filename, `label_filename of output '${o.name}'`);
     const text = await readFile(file, 'utf8').catch(() => {
       throw invalidArg(`unable to read label file '${o.label_filename}' of output '${o.name}' for model '${name}'`);
     });
@@ -250,7 +250,7 @@ async function readInitialStates(model: PreparedModel): Promise<Map<string, Uint
   for (const st of model.config.sequence_batching?.state ?? []) {
     for (const init of st.initial_state) {
       if (!init.data_file || out.has(init.data_file)) continue;
-      const file = await resolveModelFileOnly(folder, init.data_file, `data_file of initial state of '${st.input_name}'`);
+      const file = await resolveDataFile(folder, init.data_file, `data_file of initial state of '${st.input_name}'`);
       out.set(init.data_file, new Uint8Array(await readFile(file)));
     }
   }
