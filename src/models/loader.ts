@@ -271,7 +271,9 @@ function loadEnsemble(model: PreparedModel, context: ModelContext, opts: LoaderO
       return (resolve(step.model_name, version) as ModelVersion).context.config;
     } catch (e) {
       const why = isNereidError(e) ? e.message : String(e);
-      throw unavailable(`ensemble '${model.name}' depends on '${step.model_name}'${version !== undefined ? ` version ${version}` : ''} which is not available: ${why}`);
+      // Core's words from the dependency check of model_repository_manager.cc (CheckNode).
+      const missing = version !== undefined ? `whose required version ${version} is not loaded` : 'which has no loaded version';
+      throw unavailable(`ensemble '${model.name}' depends on '${step.model_name}' ${missing}: ${why}`);
     }
   };
   // As Triton: the ensemble is decoupled exactly when a decoupled step feeds some of its tensors.

@@ -3,12 +3,12 @@ import assert from 'node:assert/strict';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { NereidError, isNereidError } from '../../src/errors.js';
+import { NereidError, isNereidError, notFound } from '../../src/errors.js';
 import { BackendRegistry } from '../../src/backends/registry.js';
 import type { Backend } from '../../src/backends/backend.js';
 import { createLogger } from '../../src/observability/logger.js';
 import { InstanceBudget } from '../../src/models/instance-budget.js';
-import { prepareModel, type LoaderOptions, type PreparedModel } from '../../src/models/loader.js';
+import { loadVersion, prepareModel, type LoaderOptions, type PreparedModel } from '../../src/models/loader.js';
 import { checkEnsemble } from '../../src/models/ensemble-check.js';
 import { assertDistinctRefusals, assertTritonWords } from '../helpers/triton-messages.js';
 import { CONFIG_MESSAGES, type ConfigRefusal } from './triton-messages.js';
@@ -40,13 +40,17 @@ async function prepare(root: string, folder: string, config: string | null, stri
 }
 
 /** The message of the refusal the row's config meets, loaded as the repository would load it. */
-async function refusal(row: Pick<ConfigRefusal, 'config' | 'folder' | 'strict' | 'steps'>): Promise<string> {
+async function refusal(row: Pick<ConfigRefusal, 'config' | 'folder' | 'strict' | 'steps' | 'stepsUnloaded'>): Promise<string> {
   const root = await mkdtemp(join(tmpdir(), 'nereid-config-words-'));
   try {
     const steps = new Map<string, PreparedModel>();
     for (const [name, text] of Object.entries(row.steps ?? {})) steps.set(name, await prepare(root, name, text, false));
     const model = await prepare(root, row.folder ?? 'm', row.config, row.strict ?? false);
     if (row.steps) checkEnsemble(model.config, (s) => steps.get(s.model_name)!.config);
+    if (row.stepsUnloaded) {
+      const resolveModel = (name: string): never => { throw notFound(`no version of '${name}' is loaded`); };
+      await loadVersion(model, 1, { ...options(false), resolveModel });
+    }
   } catch (e) {
     assert.ok(isNereidError(e), `not a NereidError: ${String(e)}`);
     return e.message;

@@ -13,6 +13,8 @@ export interface ConfigRefusal extends TritonMessage {
   readonly strict?: boolean;
   /** For an ensemble: the composing models' configs by name, loaded first and checked with the ensemble. */
   readonly steps?: Readonly<Record<string, string>>;
+  /** For an ensemble: its version loads while none of its composing models has a version loaded. */
+  readonly stepsUnloaded?: boolean;
 }
 
 const MCU = 'core model_config_utils.cc';
@@ -216,6 +218,11 @@ export const CONFIG_MESSAGES: readonly ConfigRefusal[] = [
   { source: `${MCU} ValidateInstanceGroup`, refusal: 'profile outside TensorRT',
     config: `${PY} instance_group { profile: "0" }`, words: 'instance group m_0 of model m and platform specifies profile field which is only supported for TensorRT models' },
   // ---- ValidateEnsembleConfig, with the composing models ----
+  { source: 'core model_repository_manager.cc CheckNode', refusal: 'ensemble step without a loaded version',
+    config: ensemble(SIMPLE_STEP), stepsUnloaded: true, words: "ensemble 'm' depends on 'a' which has no loaded version" },
+  { source: 'core model_repository_manager.cc CheckNode', refusal: 'ensemble step version not loaded',
+    config: ensemble(SIMPLE_STEP.replace('model_version: -1', 'model_version: 2')), stepsUnloaded: true,
+    words: "ensemble 'm' depends on 'a' whose required version 2 is not loaded" },
   { source: `${ECU} ValidateEnsembleConfig`, refusal: 'ensemble batching more than a step',
     config: ensemble(SIMPLE_STEP, 'max_batch_size: 8'), steps: { a: `${A} max_batch_size: 4` },
     words: 'ensemble m allows maximum batch size 8, but it contains model a which only allows maximum batch size to be 4' },
