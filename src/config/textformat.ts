@@ -65,9 +65,11 @@ class TextParser {
   private parseField(desc: MessageDescriptor, obj: ProtoObject): void {
     const nameTok = this.tok.next();
     if (nameTok.kind !== 'ident') this.fail(nameTok, `Expected identifier, found ${describe(nameTok)}.`);
+    // Protobuf reports a field it cannot take at the token after its name, where its parser stands by then.
+    const after = this.tok.peek();
     const f = findField(desc, nameTok.text);
-    if (!f) this.fail(nameTok, `Message type "${PACKAGE}.${desc.name}" has no field named "${nameTok.text}".`);
-    this.checkNotSet(desc, f, obj, nameTok);
+    if (!f) this.fail(after, `Message type "${PACKAGE}.${desc.name}" has no field named "${nameTok.text}".`);
+    this.checkNotSet(desc, f, obj, after);
     if (f.type.kind === 'message' || f.label.kind === 'map') {
       this.tryConsume(':');
       if (f.label.kind !== 'singular' && this.tryConsume('[')) this.parseList(() => this.parseMessageValue(desc, f, obj));

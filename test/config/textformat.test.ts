@@ -172,24 +172,24 @@ test('comments anywhere', () => {
 });
 
 test('unknown field: error names it and its message type', () => {
-  throwsAt('name: "m"\n  bogus: 1', 2, 3, /^Message type "inference.ModelConfig" has no field named "bogus".$/);
-  throwsAt('input {\n  name: "a"\n  dimz: [1]\n}', 3, 3, /^Message type "inference.ModelInput" has no field named "dimz".$/);
-  throwsAt('parameters { key: "a" val { } }', 1, 23, /has no field named "val"/);
+  throwsAt('name: "m"\n  bogus: 1', 2, 8, /^Message type "inference.ModelConfig" has no field named "bogus".$/);
+  throwsAt('input {\n  name: "a"\n  dimz: [1]\n}', 3, 7, /^Message type "inference.ModelInput" has no field named "dimz".$/);
+  throwsAt('parameters { key: "a" val { } }', 1, 27, /has no field named "val"/);
 });
 
 test('duplicate non-repeated field is an error once the field is present', () => {
-  throwsAt('name: "a"\nname: "b"', 2, 1, /^Non-repeated field "name" is specified multiple times.$/);
-  throwsAt('dynamic_batching { }\n  dynamic_batching { }', 2, 3, /^Non-repeated field "dynamic_batching" is specified multiple times.$/);
-  throwsAt('input { reshape { } reshape { } }', 1, 21, /^Non-repeated field "reshape"/);
+  throwsAt('name: "a"\nname: "b"', 2, 5, /^Non-repeated field "name" is specified multiple times.$/);
+  throwsAt('dynamic_batching { }\n  dynamic_batching { }', 2, 20, /^Non-repeated field "dynamic_batching" is specified multiple times.$/);
+  throwsAt('input { reshape { } reshape { } }', 1, 29, /^Non-repeated field "reshape"/);
   // Protobuf's rule: a proto3 scalar at its default is not "present", so Triton accepts this; so do we.
   assert.equal(parse('max_batch_size: 0\nmax_batch_size: 8').max_batch_size, 8);
 });
 
 test('two members of one oneof is an error', () => {
-  throwsAt('dynamic_batching { }\nsequence_batching { }', 2, 1,
+  throwsAt('dynamic_batching { }\nsequence_batching { }', 2, 19,
     /^Field "sequence_batching" is specified along with field "dynamic_batching", another member of oneof "scheduling_choice".$/);
-  throwsAt('version_policy { latest { } all { } }', 1, 29, /another member of oneof "policy_choice"/);
-  throwsAt('model_warmup { inputs { key: "a" value { zero_data: false random_data: true } } }', 1, 59, /oneof "input_data_type"/);
+  throwsAt('version_policy { latest { } all { } }', 1, 33, /another member of oneof "policy_choice"/);
+  throwsAt('model_warmup { inputs { key: "a" value { zero_data: false random_data: true } } }', 1, 70, /oneof "input_data_type"/);
 });
 
 test('syntax errors with positions', () => {
@@ -220,7 +220,7 @@ test('max_inflight_responses is an unknown field, as no released proto had it; m
   const c = parse('ensemble_scheduling { max_inflight_requests: 4 }');
   assert.equal(c.ensemble_scheduling?.max_inflight_requests, 4);
   assert.match(printModelConfig(c), /max_inflight_requests: 4/);
-  throwsAt('ensemble_scheduling { max_inflight_responses: 4 }', 1, 23,
+  throwsAt('ensemble_scheduling { max_inflight_responses: 4 }', 1, 45,
     /^Message type "inference.ModelEnsembling" has no field named "max_inflight_responses".$/);
 });
 
