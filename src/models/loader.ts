@@ -276,8 +276,10 @@ function loadEnsemble(model: PreparedModel, context: ModelContext, opts: LoaderO
       throw unavailable(`ensemble '${model.name}' depends on '${step.model_name}' ${missing}: ${why}`);
     }
   };
+  // Core's CheckNode makes sure every step's model is loaded before ValidateEnsembleConfig compares any of them.
+  const stepConfigs = new Map(config.ensemble_scheduling!.step.map((s) => [s, configOf(s)]));
   // As Triton: the ensemble is decoupled exactly when a decoupled step feeds some of its tensors.
-  const decoupled = checkEnsemble(config, configOf);
+  const decoupled = checkEnsemble(config, (s) => stepConfigs.get(s)!);
   let ctx = context;
   if (decoupled !== context.decoupled) {
     config.model_transaction_policy = { ...(config.model_transaction_policy ?? {}), decoupled } as NonNullable<ModelConfig['model_transaction_policy']>;

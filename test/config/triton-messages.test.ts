@@ -109,3 +109,23 @@ test("two faults: a batch input's data type before its source names (ValidateBat
   assert.match(await refusal({ config: `backend: "python" ${IO} batch_input { kind: BATCH_ELEMENT_COUNT target_name: "B" data_type: TYPE_INT64 source_input: "Z" }` }),
     /^batch input data type must be TYPE_INT32 or TYPE_FP32 for m/);
 });
+
+test("two faults: a step model without a loaded version before another step's unknown input (CheckNode, then ValidateEnsembleConfig)", async () => {
+  const ens = 'platform: "ensemble" input { name: "IN" data_type: TYPE_FP32 dims: [1] } output { name: "OUT" data_type: TYPE_FP32 dims: [1] }';
+  const a = 'backend: "python" input { name: "x" data_type: TYPE_FP32 dims: [1] } output { name: "y" data_type: TYPE_FP32 dims: [1] }';
+  const root = await mkdtemp(join(tmpdir(), 'nereid-config-words-'));
+  try {
+    const stepA = await prepare(root, 'a', a, false);
+    const model = await prepare(root, 'm', `${ens} ensemble_scheduling {
+      step { model_name: "a" model_version: -1 input_map { key: "zz" value: "IN" } output_map { key: "y" value: "T" } }
+      step { model_name: "b" model_version: -1 input_map { key: "x" value: "T" } output_map { key: "y" value: "OUT" } } }`, false);
+    const resolveModel = (name: string): unknown => {
+      if (name === 'a') return { context: { config: stepA.config } };
+      throw notFound(`no version of '${name}' is loaded`);
+    };
+    await assert.rejects(loadVersion(model, 1, { ...options(false), resolveModel: resolveModel as LoaderOptions['resolveModel'] & object }),
+      (e: unknown) => isNereidError(e) && /^ensemble 'm' depends on 'b' which has no loaded version/.test(e.message));
+  } finally {
+    await rm(root, { recursive: true, force: true });
+  }
+});
