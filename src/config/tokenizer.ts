@@ -12,6 +12,8 @@ export interface Token {
   readonly kind: TokenKind;
   /** Source text; for strings the decoded value. */
   readonly text: string;
+  /** Source text as written, quotes and escapes included ('' at the end of input): what protobuf's messages quote. */
+  readonly raw: string;
   readonly line: number;
   readonly col: number;
 }
@@ -76,6 +78,12 @@ export class Tokenizer {
 
   private scan(): Token {
     this.skipBlanks();
+    const start = this.pos;
+    const t = this.scanToken();
+    return { ...t, raw: this.src.slice(start, this.pos) };
+  }
+
+  private scanToken(): Omit<Token, 'raw'> {
     const line = this.line;
     const col = this.col;
     const c = this.ch();
@@ -98,7 +106,7 @@ export class Tokenizer {
     return n;
   }
 
-  private scanNumber(line: number, col: number): Token {
+  private scanNumber(line: number, col: number): Omit<Token, 'raw'> {
     const start = this.pos;
     let kind: TokenKind = 'int';
     if (this.ch() === '0' && (this.ch(1) === 'x' || this.ch(1) === 'X')) {
