@@ -78,8 +78,8 @@ class TextParser {
     } else {
       this.expect(':');
       const open = this.tok.peek();
-      if (open.kind === 'symbol' && open.text === '[') {
-        if (f.label.kind === 'singular') this.fail(open, `Field "${f.name}" is not repeated and cannot be given a list.`);
+      // A list for a singular field fails as its value would: protobuf looks for `[` only on repeated fields.
+      if (open.kind === 'symbol' && open.text === '[' && f.label.kind !== 'singular') {
         this.tok.next();
         this.parseList(() => this.parseScalarInto(desc, f, obj));
       } else {

@@ -200,7 +200,7 @@ test('syntax errors with positions', () => {
   throwsAt('input: "x"', 1, 8, /^Expected "{", found ""x"".$/);
   throwsAt('input { dims: [1, 2,] }', 1, 21, /^Expected integer, got: ]$/);
   throwsAt('input { dims: [1 2] }', 1, 18, /^Expected ",", found "2".$/);
-  throwsAt('name: [ "a" ]', 1, 7, /^Field "name" is not repeated and cannot be given a list.$/);
+  throwsAt('name: [ "a" ]', 1, 7, /^Expected string, got: \[$/);
   throwsAt('version_policy [ { } ]', 1, 16, /^Expected "{", found "\[".$/);
   throwsAt('name: "abc', 1, 7, /^Unexpected end of string.$/);
   throwsAt('name: "ab\nc"', 1, 7, /^String literals cannot cross line boundaries.$/);
