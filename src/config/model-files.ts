@@ -60,6 +60,20 @@ export async function resolveModelFileOnly(folder: ModelFolder, name: string, fi
   return found.path;
 }
 
+/**
+ * As resolveModelFileOnly, for a data file core reads itself (a label file, initial state data): a missing file
+ * is refused in the words of core's ReadTextFile, with the path from the model's folder on.
+ */
+export async function resolveDataFile(folder: ModelFolder, name: string, field: string): Promise<string> {
+  const { target, real } = await locate(folder, name, field, name);
+  const s = real === undefined ? undefined : await stat(real).catch(() => undefined);
+  if (!s || s.isDirectory()) {
+    const shown = join(folder.model, relative(folder.modelDir, target));
+    throw invalidArg(`failed to open text file for read ${shown}: ${s ? 'Is a directory' : 'No such file or directory'}`);
+  }
+  return target;
+}
+
 /** Refuses a name that leaves its folder; a name that is merely missing passes (a file used only sometimes). */
 export async function checkModelFileInside(folder: ModelFolder, name: string, field: string): Promise<void> {
   await locate(folder, name, field, name);

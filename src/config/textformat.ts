@@ -22,14 +22,15 @@ export function parseModelConfig(text: string, file: string): ModelConfig {
 
 /** Parses `text` as a whole message of type `messageName` (a schema name such as `ModelInstanceGroup`). */
 export function parseMessage(text: string, file: string, messageName: string): ProtoObject {
-  const p = new TextParser(new Tokenizer(text, file));
+  const p = new TextParser(new Tokenizer(text, file, `${PACKAGE}.${messageName}`));
   const desc = messageDescriptor(messageName);
   const obj = newMessage(messageName);
   p.parseFields(desc, obj, undefined);
   return obj;
 }
 
-const describe = (t: Token): string => (t.kind === 'eof' ? 'end of input' : t.kind === 'string' ? JSON.stringify(t.text) : `"${t.text}"`);
+/** Protobuf quotes a token's source text after "found" and gives it bare after "got:"; the end of input is ''. */
+const found = (t: Token): string => `"${t.raw}"`;
 
 class TextParser {
   constructor(private readonly tok: Tokenizer) {}
@@ -46,7 +47,7 @@ class TextParser {
 
   private expect(symbol: string): void {
     const t = this.tok.next();
-    if (t.kind !== 'symbol' || t.text !== symbol) this.fail(t, `Expected "${symbol}", found ${describe(t)}.`);
+    if (t.kind !== 'symbol' || t.text !== symbol) this.fail(t, `Expected "${symbol}", found ${found(t)}.`);
   }
 
   /** Fields up to the closing delimiter (or the end of input for the top level). */
@@ -57,17 +58,19 @@ class TextParser {
         this.tok.next();
         return;
       }
-      if (t.kind === 'eof') this.fail(t, `Expected "${close}", found end of input.`);
+      if (t.kind === 'eof') this.fail(t, `Expected "${close}", found "".`);
       this.parseField(desc, obj);
     }
   }
 
   private parseField(desc: MessageDescriptor, obj: ProtoObject): void {
     const nameTok = this.tok.next();
-    if (nameTok.kind !== 'ident') this.fail(nameTok, `Expected identifier, found ${describe(nameTok)}.`);
+    if (nameTok.kind !== 'ident') this.fail(nameTok, `Expected identifier, got: ${nameTok.raw}`);
+    // Protobuf reports a field it cannot take at the token after its name, where its parser stands by then.
+    const after = this.tok.peek();
     const f = findField(desc, nameTok.text);
-    if (!f) this.fail(nameTok, `Message type "${PACKAGE}.${desc.name}" has no field named "${nameTok.text}".`);
-    this.checkNotSet(desc, f, obj, nameTok);
+    if (!f) this.fail(after, `Message type "${PACKAGE}.${desc.name}" has no field named "${nameTok.text}".`);
+    this.checkNotSet(desc, f, obj, after);
     if (f.type.kind === 'message' || f.label.kind === 'map') {
       this.tryConsume(':');
       if (f.label.kind !== 'singular' && this.tryConsume('[')) this.parseList(() => this.parseMessageValue(desc, f, obj));
@@ -75,8 +78,8 @@ class TextParser {
     } else {
       this.expect(':');
       const open = this.tok.peek();
-      if (open.kind === 'symbol' && open.text === '[') {
-        if (f.label.kind === 'singular') this.fail(open, `Field "${f.name}" is not repeated and cannot be given a list.`);
+      // A list for a singular field fails as its value would: protobuf looks for `[` only on repeated fields.
+      if (open.kind === 'symbol' && open.text === '[' && f.label.kind !== 'singular') {
         this.tok.next();
         this.parseList(() => this.parseScalarInto(desc, f, obj));
       } else {
@@ -113,7 +116,7 @@ class TextParser {
     let close: string;
     if (open.kind === 'symbol' && open.text === '{') close = '}';
     else if (open.kind === 'symbol' && open.text === '<') close = '>';
-    else this.fail(open, `Expected "{", found ${describe(open)}.`);
+    else this.fail(open, `Expected "{", found ${found(open)}.`);
     if (f.label.kind === 'map') {
       this.parseMapEntry(owner, f, obj[f.name] as ProtoObject, close);
       return;
@@ -154,7 +157,7 @@ class TextParser {
   /** One or more adjacent string literals, concatenated. */
   private parseString(): string {
     const first = this.tok.next();
-    if (first.kind !== 'string') this.fail(first, `Expected string, got: ${describe(first)}`);
+    if (first.kind !== 'string') this.fail(first, `Expected string, got: ${first.raw}`);
     let s = first.text;
     while (this.tok.peek().kind === 'string') s += this.tok.next().text;
     return s;
@@ -164,14 +167,14 @@ class TextParser {
   private signedInteger(what: string): { value: bigint; text: string; at: Token } {
     const minus = this.tryConsume('-');
     const t = this.tok.next();
-    if (t.kind !== 'int') this.fail(t, `Expected ${what}, got: ${describe(t)}`);
+    if (t.kind !== 'int') this.fail(t, `Expected ${what}, got: ${t.raw}`);
     const v = parseIntLiteral(t.text);
     return { value: minus ? -v : v, text: (minus ? '-' : '') + t.text, at: t };
   }
 
   private parseInteger(kind: ScalarKind): number {
     const peek = this.tok.peek();
-    if (kind.startsWith('u') && peek.kind === 'symbol' && peek.text === '-') this.fail(peek, `Expected integer, got: "-"`);
+    if (kind.startsWith('u') && peek.kind === 'symbol' && peek.text === '-') this.fail(peek, 'Expected integer, got: -');
     const { value, text, at } = this.signedInteger('integer');
     const r = toIntValue(kind, value, text);
     if (typeof r !== 'number') this.fail(at, r.error);
@@ -189,20 +192,29 @@ class TextParser {
       v = Number(parseIntLiteral(t.text));
     }
     else if (t.kind === 'ident') v = namedFloat(t.text);
-    if (v === undefined) this.fail(t, `Expected ${kind === 'float' ? 'double' : kind}, got: ${describe(t)}`);
+    // Protobuf lower-cases an identifier it cannot read as a double.
+    const shown = t.kind === 'ident' ? t.raw.toLowerCase() : t.raw;
+    if (v === undefined) this.fail(t, `Expected double, got: ${shown}`);
     return minus ? -v : v;
   }
 
+  /**
+   * Protobuf reads an integer as 0 or 1 (anything else is out of range) and otherwise an identifier, and reports
+   * an identifier it does not know at the token after it, where its parser stands by then.
+   */
   private parseBool(f: FieldDescriptor): boolean {
-    const t = this.tok.next();
-    if (t.kind === 'ident') {
-      if (t.text === 'true' || t.text === 'True' || t.text === 't') return true;
-      if (t.text === 'false' || t.text === 'False' || t.text === 'f') return false;
-    } else if (t.kind === 'int') {
+    const t = this.tok.peek();
+    if (t.kind === 'int') {
+      this.tok.next();
       const v = parseIntLiteral(t.text);
       if (v === 0n || v === 1n) return v === 1n;
+      return this.fail(t, `Integer out of range (${t.text})`);
     }
-    return this.fail(t, `Invalid value for boolean field "${f.name}". Value: ${describe(t)}.`);
+    if (t.kind !== 'ident') return this.fail(t, `Expected identifier, got: ${t.raw}`);
+    this.tok.next();
+    if (t.text === 'true' || t.text === 'True' || t.text === 't') return true;
+    if (t.text === 'false' || t.text === 'False' || t.text === 'f') return false;
+    return this.fail(this.tok.peek(), `Invalid value for boolean field "${f.name}". Value: "${t.text}".`);
   }
 
   /** By name, or by number (then it must be a defined value: names are what we store). */
@@ -212,16 +224,15 @@ class TextParser {
     if (t.kind === 'ident') {
       this.tok.next();
       if (values.some(([n]) => n === t.text)) return t.text;
-      return this.fail(t, `Unknown enumeration value of "${t.text}" for field "${f.name}".`);
+      return this.fail(this.tok.peek(), `Unknown enumeration value of "${t.text}" for field "${f.name}".`);
     }
     if (t.kind === 'int' || (t.kind === 'symbol' && t.text === '-')) {
-      const { value, text, at } = this.signedInteger('integer');
+      const { value, text } = this.signedInteger('integer');
       const hit = values.find(([, n]) => BigInt(n) === value);
       if (hit) return hit[0];
-      return this.fail(at, `Unknown enumeration value of "${text}" for field "${f.name}".`);
+      return this.fail(this.tok.peek(), `Unknown enumeration value of "${text}" for field "${f.name}".`);
     }
-    this.tok.next();
-    return this.fail(t, `Expected integer or identifier, got: ${describe(t)}`);
+    return this.fail(t, `Expected integer or identifier, got: ${t.raw}`);
   }
 }
 

@@ -12,6 +12,8 @@ export interface Token {
   readonly kind: TokenKind;
   /** Source text; for strings the decoded value. */
   readonly text: string;
+  /** Source text as written, quotes and escapes included ('' at the end of input): what protobuf's messages quote. */
+  readonly raw: string;
   readonly line: number;
   readonly col: number;
 }
@@ -31,11 +33,16 @@ export class Tokenizer {
   private col = 1;
   private peeked: Token | undefined;
 
-  constructor(private readonly src: string, private readonly file: string) {}
+  /** `messageType` is the full name of the message being read, such as `inference.ModelConfig`. */
+  constructor(private readonly src: string, private readonly file: string, private readonly messageType: string) {}
 
-  /** An INVALID_ARG error pointing at a position of this file. */
+  /**
+   * An INVALID_ARG error pointing at a position of this file. Triton's client sees core's "failed to read text
+   * proto from <file>" and its log protobuf's "Error parsing text-format <type>: <line>:<col>: <what>"; this
+   * message carries both.
+   */
   error(line: number, col: number, what: string): NereidError {
-    return new NereidError('INVALID_ARG', `${this.file}:${line}:${col}: ${what}`);
+    return new NereidError('INVALID_ARG', `failed to read text proto from ${this.file}: Error parsing text-format ${this.messageType}: ${line}:${col}: ${what}`);
   }
 
   peek(): Token {
@@ -71,6 +78,12 @@ export class Tokenizer {
 
   private scan(): Token {
     this.skipBlanks();
+    const start = this.pos;
+    const t = this.scanToken();
+    return { ...t, raw: this.src.slice(start, this.pos) };
+  }
+
+  private scanToken(): Omit<Token, 'raw'> {
     const line = this.line;
     const col = this.col;
     const c = this.ch();
@@ -93,7 +106,7 @@ export class Tokenizer {
     return n;
   }
 
-  private scanNumber(line: number, col: number): Token {
+  private scanNumber(line: number, col: number): Omit<Token, 'raw'> {
     const start = this.pos;
     let kind: TokenKind = 'int';
     if (this.ch() === '0' && (this.ch(1) === 'x' || this.ch(1) === 'X')) {

@@ -15,6 +15,12 @@ import { PLATFORM_BACKEND } from './normalize.js';
 export interface ValidateOptions {
   /** The model's folder name, which the config's `name` must equal. */
   readonly modelName: string;
+  /**
+   * Auto-complete on (Triton's default): core checks inputs and outputs only once the backend has completed
+   * them, after the folder name and the instance groups. Off (--disable-auto-complete-config): right after
+   * `ValidateModelConfig`, as the repository reads the config.
+   */
+  readonly autoComplete?: boolean;
 }
 
 const fail = (message: string): never => {
@@ -22,11 +28,24 @@ const fail = (message: string): never => {
 };
 
 /**
- * Checks run in core's order, so that a config with several faults reports the one Triton reports:
- * `ValidateModelConfig`, then `ValidateModelIOConfig`, then the directory name, then `ValidateInstanceGroup`
- * (which core runs only once the backend has filled the instance groups in).
+ * All checks, in the order a repository load in core meets them, so that a config with several faults reports
+ * the one Triton reports. model_repository_manager.cc runs `ValidateModelConfig`, then `ValidateModelIOConfig`
+ * only when auto-complete is off, then the directory name; backend_model.cc `TritonModel::Create` then runs
+ * `ValidateInstanceGroup`, and model.cc `Model::Init` runs `ValidateModelConfig` and `ValidateModelIOConfig`
+ * once the backend has auto-completed the config. The loader calls the stages one by one, with the backend's
+ * own work between them.
  */
 export function validateModelConfig(cfg: ModelConfig, opts: ValidateOptions): void {
+  validateModelSettings(cfg);
+  const strict = opts.autoComplete === false;
+  if (strict) validateModelIO(cfg);
+  validateDirectoryName(cfg, opts.modelName);
+  validateInstanceGroups(cfg);
+  if (!strict) validateModelIO(cfg);
+}
+
+/** Core's `ValidateModelConfig`: everything but the inputs, the outputs and the instance groups. */
+export function validateModelSettings(cfg: ModelConfig): void {
   validatePlatform(cfg);
   if (cfg.max_batch_size < 0) fail(`'max_batch_size' must be non-negative value for ${cfg.name}`);
   if (cfg.dynamic_batching) validateDynamicBatching(cfg, cfg.dynamic_batching);
@@ -35,11 +54,13 @@ export function validateModelConfig(cfg: ModelConfig, opts: ValidateOptions): vo
   else if (cfg.platform === 'ensemble') fail(`ensemble scheduling must be set for ensemble ${cfg.name} whose platform is ensemble`);
   validateDecoupledCache(cfg);
   validateMetrics(cfg);
-  validateIO(cfg);
-  if (cfg.name !== opts.modelName) {
-    fail(`unexpected directory name '${opts.modelName}' for model '${cfg.name}', directory name must equal model name`);
+}
+
+/** model_repository_manager.cc: a model's folder is named after it, so two folders cannot hold one model. */
+export function validateDirectoryName(cfg: ModelConfig, modelName: string): void {
+  if (cfg.name !== modelName) {
+    fail(`unexpected directory name '${modelName}' for model '${cfg.name}', directory name must equal model name`);
   }
-  if (!cfg.ensemble_scheduling) validateInstanceGroups(cfg);
 }
 
 // ---- platform and backend ----
@@ -65,7 +86,8 @@ const KNOWN_BACKENDS = new Set(Object.values(PLATFORM_BACKEND));
 
 const WILDCARD = -1;
 
-function validateIO(cfg: ModelConfig): void {
+/** Core's `ValidateModelIOConfig`: each input, each output, then the batch inputs and outputs. */
+export function validateModelIO(cfg: ModelConfig): void {
   const suffix = ` for ${cfg.name}`;
   const wrap = (check: () => void): void => {
     try {
@@ -109,7 +131,7 @@ function validateNonLinearDims(io: ModelInput | ModelOutput, kind: 'input' | 'ou
 function validateShape(io: ModelInput | ModelOutput, mbs: number, kind: string): void {
   const prefix = `${kind} '${io.name}'`;
   if (!io.name) fail(`${kind} must specify 'name'`);
-  if (io.data_type === 'TYPE_INVALID') fail(`${kind} must specify 'data_type'`);
+  if (io.data_type === 'TYPE_INVALID') fail(`${prefix} must specify 'data_type'`);
   if (io.dims.length === 0) fail(`${prefix} must specify 'dims'`);
   if (io.reshape && io.reshape.shape.length === 0 && mbs === 0) {
     fail(`${prefix} cannot have empty reshape for non-batching model as scalar tensors are not supported`);
@@ -146,16 +168,21 @@ function runs(dims: readonly number[]): number[] {
 function validateBatchIO(cfg: ModelConfig): void {
   const inputs = new Set(cfg.input.map((i) => i.name));
   const outputs = new Set(cfg.output.map((o) => o.name));
-  const sources = (b: BatchInput | BatchOutput, what: string): void => {
+  const sourceCount = (b: BatchInput | BatchOutput, what: string): void => {
     if (b.source_input.length !== 1) fail(`${what} kind '${b.kind}' expects 1 source input, got ${b.source_input.length}`);
+  };
+  const sourceNames = (b: BatchInput | BatchOutput): void => {
     for (const s of b.source_input) if (!inputs.has(s)) fail(`unknown source input name '${s}'`);
   };
+  // Core's `ValidateBatchIO` checks a batch input's data type before its source names.
   for (const b of cfg.batch_input) {
-    sources(b, 'batch input');
+    sourceCount(b, 'batch input');
     if (b.data_type !== 'TYPE_INT32' && b.data_type !== 'TYPE_FP32') fail('batch input data type must be TYPE_INT32 or TYPE_FP32');
+    sourceNames(b);
   }
   for (const b of cfg.batch_output) {
-    sources(b, 'batch output');
+    sourceCount(b, 'batch output');
+    sourceNames(b);
     const seen = new Set<string>();
     for (const t of b.target_name) {
       if (!outputs.has(t)) fail(`unknown target output name '${t}'`);
@@ -258,7 +285,7 @@ function validateCorridControl(cfg: ModelConfig, sb: ModelSequenceBatching): voi
 
 // ---- ensembles ----
 
-interface EnsembleTensor { ready: boolean; isOutput: boolean; prev: EnsembleTensor[]; next: EnsembleTensor[] }
+interface EnsembleTensor { readonly name: string; ready: boolean; isOutput: boolean; prev: EnsembleTensor[]; next: EnsembleTensor[] }
 
 /** Core's `ValidateEnsembleSchedulingConfig`: the checks that need only this config. */
 function validateEnsemble(cfg: ModelConfig): void {
@@ -275,7 +302,7 @@ function validateEnsemble(cfg: ModelConfig): void {
   for (const o of cfg.output) {
     const t = tensors.get(o.name);
     if (!t) fail(`ensemble output '${o.name}' for ensemble ${name}' is not used`);
-    if (!t!.ready) fail(`output '${o.name}' for ensemble '${name}' is not written`);
+    if (!t!.ready) fail(`output '${o.name}' for ensemble '${name}' is not written${notConnected(o.name, t!)}`);
     outputs.add(o.name);
   }
   for (const [tname, t] of tensors) {
@@ -284,12 +311,35 @@ function validateEnsemble(cfg: ModelConfig): void {
   }
 }
 
+/**
+ * Core names the first tensor it finds, walking back from an unwritten output through not-ready tensors, that
+ * has nothing not-ready before it: the place where the flow is cut.
+ */
+function notConnected(outputName: string, output: EnsembleTensor): string {
+  let last = output;
+  let prev: EnsembleTensor[] | undefined = output.prev;
+  const seen = new Set<string>();
+  while (prev && prev.length > 0) {
+    const nodes: EnsembleTensor[] = prev;
+    prev = undefined;
+    for (const n of nodes) {
+      if (!n.ready && !seen.has(n.name)) {
+        seen.add(n.name);
+        last = n;
+        prev = n.prev;
+        break;
+      }
+    }
+  }
+  return last.name === outputName ? '' : `: at least one of its depending tensors, '${last.name}', is not connected`;
+}
+
 /** Tensors by name; an edge runs from each input tensor of a step to each of its output tensors. */
 function buildEnsembleGraph(cfg: ModelConfig): Map<string, EnsembleTensor> {
   const tensors = new Map<string, EnsembleTensor>();
   const get = (n: string): EnsembleTensor => {
     let t = tensors.get(n);
-    if (!t) tensors.set(n, (t = { ready: false, isOutput: false, prev: [], next: [] }));
+    if (!t) tensors.set(n, (t = { name: n, ready: false, isOutput: false, prev: [], next: [] }));
     return t;
   };
   cfg.ensemble_scheduling!.step.forEach((step, i) => {
@@ -331,7 +381,9 @@ function propagateReadiness(cfg: ModelConfig, tensors: Map<string, EnsembleTenso
 
 // ---- instance groups, cache, metrics ----
 
-function validateInstanceGroups(cfg: ModelConfig): void {
+/** Core's `ValidateInstanceGroup`, which does not apply to ensembles. */
+export function validateInstanceGroups(cfg: ModelConfig): void {
+  if (cfg.ensemble_scheduling) return;
   if (cfg.instance_group.length === 0) fail(`must specify one or more 'instance group's for ${cfg.name}`);
   for (const g of cfg.instance_group) {
     const which = `instance group ${g.name} of model ${cfg.name}`;

@@ -2,7 +2,10 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { NereidError, invalidArg, isNereidError, unavailable } from '../errors.js';
 import type { EnsembleStep, ModelConfig } from '../config/types.js';
-import { autoCompleteBackendFields, normalizeModelConfig, parseModelConfig, validateModelConfig } from '../config/index.js';
+import {
+  autoCompleteBackendFields, normalizeModelConfig, parseModelConfig, validateDirectoryName, validateInstanceGroups, validateModelIO,
+  validateModelSettings,
+} from '../config/index.js';
 import type { BackendRegistry } from '../backends/registry.js';
 import { executeTimeoutMs, type Backend, type BackendInstance, type ExecutionTimes, type ModelCalls, type ModelFiles } from '../backends/backend.js';
 import type { Logger } from '../observability/logger.js';
@@ -15,7 +18,7 @@ import { DynamicBatcher } from '../scheduler/dynamic.js';
 import type { RateLimiter } from '../scheduler/rate-limiter.js';
 import type { ResponseCache } from '../cache/cache.js';
 import { listEntries, listVersions, readText } from '../repository/local.js';
-import { checkModelFileInside, resolveModelFileOnly } from '../config/model-files.js';
+import { checkModelFileInside, resolveDataFile } from '../config/model-files.js';
 import { ModelContext } from './context.js';
 import { ModelVersion } from './model-version.js';
 import { warmUp } from './warmup.js';
@@ -82,12 +85,18 @@ export async function readConfig(modelDir: string, name: string, opts: LoaderOpt
   const text = await readText(join(modelDir, 'config.pbtxt'));
   if (text !== undefined) return parseModelConfig(text, join(name, 'config.pbtxt'));
   if (opts.strictModelConfig) {
-    throw invalidArg(`model configuration file ${join(name, 'config.pbtxt')} not found and auto-complete is disabled (--strict-model-config / --disable-auto-complete-config)`);
+    throw invalidArg(`failed to open text file for read ${join(name, 'config.pbtxt')}: No such file or directory (auto-complete is disabled: --strict-model-config / --disable-auto-complete-config)`);
   }
   return undefined;
 }
 
-/** Everything that happens once per model, before any version loads. */
+/**
+ * Everything that happens once per model, before any version loads. The steps follow core's order, so that a
+ * config with several faults is refused for the one Triton names: the repository reads, completes, normalizes
+ * and validates the config and checks the folder name (model_repository_manager.cc); `TritonModel::Create`
+ * then finds the backend and checks the instance groups, the backend completes the config from the model
+ * file, and `Model::Init` validates it all again with the inputs and outputs.
+ */
 export async function prepareModel(name: string, modelDir: string, given: ModelConfig | undefined, opts: LoaderOptions): Promise<PreparedModel> {
   const config = given ?? (await readConfig(modelDir, name, opts)) ?? parseModelConfig('', join(name, 'config.pbtxt'));
   const versions = await listVersions(modelDir);
@@ -95,21 +104,39 @@ export async function prepareModel(name: string, modelDir: string, given: ModelC
   autoCompleteBackendFields(config, firstEntries, name);
   checkVersionWeights(config);
   if (config.backend === 'router') completeRouterConfig(config, routerTargetConfigs(config, opts));
-  if (config.platform === 'ensemble' || config.backend === 'router') {
-    normalizeModelConfig(config, { modelName: name, preferredInstanceCount: 1 });
-    validateModelConfig(config, { modelName: name });
-    return { name, modelDir, config, backend: undefined, backendConfig: {}, labels: await readLabels(config, name, modelDir), configFromRequest: given !== undefined };
+  const noBackend = config.platform === 'ensemble' || config.backend === 'router';
+  normalizeModelConfig(config, { modelName: name, preferredInstanceCount: config.backend === 'onnxruntime' ? 2 : 1 });
+  validateModelSettings(config);
+  if (opts.strictModelConfig) validateModelIO(config);
+  validateDirectoryName(config, name);
+  const configFromRequest = given !== undefined;
+  if (noBackend) {
+    validateInstanceGroups(config);
+    validateModelIO(config);
+    return { name, modelDir, config, backend: undefined, backendConfig: {}, labels: await readLabels(config, name, modelDir), configFromRequest };
   }
-  const backend = await opts.backends.get(config.backend);
+  const backend = await findBackend(config, opts);
+  validateInstanceGroups(config);
   const backendConfig = { ...(opts.backendConfig[''] ?? {}), ...(opts.backendConfig[config.backend] ?? {}) };
   if (!opts.strictModelConfig && backend.autoComplete && versions.length > 0) {
-    const files: ModelFiles = { name, modelDir, versionDir: join(modelDir, String(versions[versions.length - 1])), backendConfig, configFromRequest: given !== undefined };
+    const files: ModelFiles = { name, modelDir, versionDir: join(modelDir, String(versions[versions.length - 1])), backendConfig, configFromRequest };
     await backend.autoComplete(files, config);
+    // What the backend filled in gets core's defaults too.
+    normalizeModelConfig(config, { modelName: name, preferredInstanceCount: backend.name === 'onnxruntime' ? 2 : 1 });
   }
-  normalizeModelConfig(config, { modelName: name, preferredInstanceCount: backend.name === 'onnxruntime' ? 2 : 1 });
-  validateModelConfig(config, { modelName: name });
+  validateModelSettings(config);
+  validateModelIO(config);
+  validateInstanceGroups(config);
   opts.instances.check(name, config);
-  return { name, modelDir, config, backend, backendConfig, labels: await readLabels(config, name, modelDir), configFromRequest: given !== undefined };
+  return { name, modelDir, config, backend, backendConfig, labels: await readLabels(config, name, modelDir), configFromRequest };
+}
+
+/** Core refuses a model whose backend it cannot find in its own words; Nereid's reason follows them. */
+async function findBackend(config: ModelConfig, opts: LoaderOptions): Promise<Backend> {
+  if (!opts.backends.has(config.backend)) {
+    throw invalidArg(`unable to find backend library 'libtriton_${config.backend}.so' for model '${config.name}': Nereid has no backend '${config.backend}'`);
+  }
+  return opts.backends.get(config.backend);
 }
 
 /** Core's backend detection looks at the lexicographically first subfolder of the model. */
@@ -123,7 +150,7 @@ async function readLabels(config: ModelConfig, name: string, modelDir: string): 
   const out = new Map<string, string[]>();
   for (const o of config.output) {
     if (!o.label_filename) continue;
-    const file = await resolveModelFileOnly({ model: name, modelDir, sub: '' }, o.label_filename, `label_filename of output '${o.name}'`);
+    const file = await resolveDataFile({ model: name, modelDir, sub: '' }, o.label_filename, `label_filename of output '${o.name}'`);
     const text = await readFile(file, 'utf8').catch(() => {
       throw invalidArg(`unable to read label file '${o.label_filename}' of output '${o.name}' for model '${name}'`);
     });
@@ -223,7 +250,7 @@ async function readInitialStates(model: PreparedModel): Promise<Map<string, Uint
   for (const st of model.config.sequence_batching?.state ?? []) {
     for (const init of st.initial_state) {
       if (!init.data_file || out.has(init.data_file)) continue;
-      const file = await resolveModelFileOnly(folder, init.data_file, `data_file of initial state of '${st.input_name}'`);
+      const file = await resolveDataFile(folder, init.data_file, `data_file of initial state of '${st.input_name}'`);
       out.set(init.data_file, new Uint8Array(await readFile(file)));
     }
   }
@@ -246,8 +273,10 @@ function loadEnsemble(model: PreparedModel, context: ModelContext, opts: LoaderO
       throw unavailable(`${missingStep(model.name, step.model_name, version, e)} (${isNereidError(e) ? e.message : String(e)})`);
     }
   };
+  // Core's CheckNode makes sure every step's model is loaded before ValidateEnsembleConfig compares any of them.
+  const stepConfigs = new Map(config.ensemble_scheduling!.step.map((s) => [s, configOf(s)]));
   // As Triton: the ensemble is decoupled exactly when a decoupled step feeds some of its tensors.
-  const decoupled = checkEnsemble(config, configOf);
+  const decoupled = checkEnsemble(config, (s) => stepConfigs.get(s)!);
   let ctx = context;
   if (decoupled !== context.decoupled) {
     config.model_transaction_policy = { ...(config.model_transaction_policy ?? {}), decoupled } as NonNullable<ModelConfig['model_transaction_policy']>;

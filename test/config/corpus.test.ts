@@ -65,7 +65,7 @@ const NOT_STANDALONE: Record<string, { reason: string; error?: RegExp }> = {
   },
   'qa/L0_model_config/autofill_noplatform_success/tensorrt/hint_for_no_batch/config.pbtxt': {
     reason: 'the TensorRT backend fills the input data types from the plan',
-    error: /model input must specify 'data_type'/,
+    error: /model input '[^']+' must specify 'data_type'/,
   },
   'qa/L0_model_config/autofill_noplatform_success/tensorrt/incomplete_input/config.pbtxt': {
     reason: 'the TensorRT backend fills the input dims from the plan',

@@ -99,12 +99,12 @@ test('normalization leaves ensembles without instance groups or optimization, an
 });
 
 /** Parse, autofill with no files, normalize, validate; returns the validation error message or ''. */
-function check(text: string, name = 'm'): string {
+function check(text: string, name = 'm', autoComplete = true): string {
   const c = parseModelConfig(text, 'config.pbtxt');
   try {
     autoCompleteBackendFields(c, [], name);
     normalizeModelConfig(c, { modelName: name });
-    validateModelConfig(c, { modelName: name });
+    validateModelConfig(c, { modelName: name, autoComplete });
     return '';
   } catch (e) {
     assert.ok(isNereidError(e) && e.code === 'INVALID_ARG', String(e));
@@ -134,7 +134,7 @@ test('validation: name, platform and backend', () => {
 
 test('validation: inputs and outputs', () => {
   assert.match(check('backend: "python" input { data_type: TYPE_FP32 dims: [1] }'), /^model input must specify 'name' for m$/);
-  assert.match(check('backend: "python" input { name: "I" dims: [1] }'), /^model input must specify 'data_type' for m$/);
+  assert.match(check('backend: "python" input { name: "I" dims: [1] }'), /^model input 'I' must specify 'data_type' for m$/);
   assert.match(check('backend: "python" output { name: "O" data_type: TYPE_FP32 }'), /^model output 'O' must specify 'dims' for m$/);
   assert.match(check('backend: "python" input { name: "I" data_type: TYPE_FP32 dims: [0] }'), /dimension must be integer >= 1, or -1/);
   assert.match(check('backend: "python" input { name: "I" data_type: TYPE_FP32 dims: [2, 3] reshape { shape: [5] } }'), /^model input 'I' has different size for dims and reshape for m$/);
@@ -217,12 +217,15 @@ test('validation: a KIND_GPU group may name any device, but no negative one', ()
     /^instance group m_0 of model m specifies invalid or unsupported gpu id -1\. GPUs with at least the minimum required CUDA compute compatibility of 6\.000000 are: $/);
 });
 
-test('validation runs in core order: config, then inputs and outputs, then the directory name, then instance groups', () => {
+test('validation runs in core order: config, the directory name, instance groups, then inputs and outputs (inputs and outputs second when auto-complete is off)', () => {
   const badIO = 'input { name: "I" data_type: TYPE_FP32 dims: [0] }';
   // dynamic batching (ValidateModelConfig) before an input (ValidateModelIOConfig)
   assert.match(check(`backend: "python" max_batch_size: 2 dynamic_batching { preferred_batch_size: 4 } ${badIO}`), /preferred size must be <= max batch size/);
-  // an input before the directory name
-  assert.match(check(`name: "other" backend: "python" ${badIO}`), /dimension must be integer >= 1/);
+  // the directory name before an input, which core checks only once the backend has completed the config
+  assert.match(check(`name: "other" backend: "python" ${badIO}`), /unexpected directory name/);
+  assert.match(check(`backend: "python" instance_group { kind: KIND_CPU gpus: [0] } ${badIO}`), /has kind KIND_CPU but specifies one or more GPUs/);
+  // with auto-complete off the repository checks inputs and outputs before the directory name
+  assert.match(check(`name: "other" backend: "python" ${badIO}`, 'm', false), /dimension must be integer >= 1/);
   // the directory name before instance groups
   assert.match(check(`name: "other" ${PY} instance_group { kind: KIND_CPU gpus: [0] }`), /unexpected directory name/);
   // a sequence batcher with the response cache on is refused before its controls are read

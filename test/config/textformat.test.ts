@@ -10,7 +10,7 @@ function throwsAt(text: string, line: number, col: number, what: RegExp): void {
   assert.throws(() => parse(text), (e: unknown) => {
     assert.ok(isNereidError(e), `not a NereidError: ${String(e)}`);
     assert.equal(e.code, 'INVALID_ARG');
-    const prefix = `config.pbtxt:${line}:${col}: `;
+    const prefix = `failed to read text proto from config.pbtxt: Error parsing text-format inference.ModelConfig: ${line}:${col}: `;
     assert.ok(e.message.startsWith(prefix), `expected "${prefix}…", got "${e.message}"`);
     assert.match(e.message.slice(prefix.length), what);
     return true;
@@ -128,9 +128,9 @@ test('integer range checks per type', () => {
   throwsAt('max_batch_size: 2147483648', 1, 17, /^Integer out of range \(2147483648\)$/);
   throwsAt('max_batch_size: -2147483649', 1, 18, /^Integer out of range \(-2147483649\)$/);
   throwsAt('model_warmup { count: 4294967296 }', 1, 23, /^Integer out of range/);
-  throwsAt('model_warmup {\n  count: -1 }', 2, 10, /^Expected integer, got: "-"$/);
+  throwsAt('model_warmup {\n  count: -1 }', 2, 10, /^Expected integer, got: -$/);
   throwsAt('dynamic_batching { priority_levels: 18446744073709551616 }', 1, 37, /^Integer out of range/);
-  throwsAt('max_batch_size: 1.5', 1, 17, /^Expected integer, got: "1.5"$/);
+  throwsAt('max_batch_size: 1.5', 1, 17, /^Expected integer, got: 1.5$/);
   throwsAt('max_batch_size: "4"', 1, 17, /^Expected integer, got: "4"$/);
 });
 
@@ -146,7 +146,7 @@ test('floats: exponents, f suffix, leading dot, integers, inf/infinity/nan in an
   assert.deepEqual(b.slice(0, 9), [0.001, 2.5, 0.5, 3, -Infinity, Infinity, 16, 100, 0]);
   assert.ok(Number.isNaN(b[9]));
   assert.equal(c.sequence_batching?.direct?.minimum_slot_utilization, -Infinity);
-  throwsAt('sequence_batching { direct { minimum_slot_utilization: x } }', 1, 56, /^Expected double, got: "x"$/);
+  throwsAt('sequence_batching { direct { minimum_slot_utilization: x } }', 1, 56, /^Expected double, got: x$/);
 });
 
 test('floats: an integer written in hex or octal is refused, as protobuf takes only decimal ones', () => {
@@ -161,8 +161,8 @@ test('bools: true/false/True/False/t/f/1/0', () => {
   assert.deepEqual([c.input[0]!.optional, c.input[0]!.is_shape_tensor, c.input[0]!.allow_ragged_batch], [true, true, true]);
   assert.deepEqual([c.input[1]!.optional, c.input[1]!.is_shape_tensor, c.input[1]!.allow_ragged_batch], [false, false, false]);
   assert.deepEqual([c.output[0]!.is_shape_tensor, c.output[0]!.is_non_linear_format_io], [true, false]);
-  throwsAt('input {\n optional: 2 }', 2, 12, /^Invalid value for boolean field "optional". Value: "2".$/);
-  throwsAt('input { optional: yes }', 1, 19, /^Invalid value for boolean field "optional"/);
+  throwsAt('input {\n optional: 2 }', 2, 12, /^Integer out of range \(2\)$/);
+  throwsAt('input { optional: yes }', 1, 23, /^Invalid value for boolean field "optional"/);
 });
 
 test('comments anywhere', () => {
@@ -172,35 +172,35 @@ test('comments anywhere', () => {
 });
 
 test('unknown field: error names it and its message type', () => {
-  throwsAt('name: "m"\n  bogus: 1', 2, 3, /^Message type "inference.ModelConfig" has no field named "bogus".$/);
-  throwsAt('input {\n  name: "a"\n  dimz: [1]\n}', 3, 3, /^Message type "inference.ModelInput" has no field named "dimz".$/);
-  throwsAt('parameters { key: "a" val { } }', 1, 23, /has no field named "val"/);
+  throwsAt('name: "m"\n  bogus: 1', 2, 8, /^Message type "inference.ModelConfig" has no field named "bogus".$/);
+  throwsAt('input {\n  name: "a"\n  dimz: [1]\n}', 3, 7, /^Message type "inference.ModelInput" has no field named "dimz".$/);
+  throwsAt('parameters { key: "a" val { } }', 1, 27, /has no field named "val"/);
 });
 
 test('duplicate non-repeated field is an error once the field is present', () => {
-  throwsAt('name: "a"\nname: "b"', 2, 1, /^Non-repeated field "name" is specified multiple times.$/);
-  throwsAt('dynamic_batching { }\n  dynamic_batching { }', 2, 3, /^Non-repeated field "dynamic_batching" is specified multiple times.$/);
-  throwsAt('input { reshape { } reshape { } }', 1, 21, /^Non-repeated field "reshape"/);
+  throwsAt('name: "a"\nname: "b"', 2, 5, /^Non-repeated field "name" is specified multiple times.$/);
+  throwsAt('dynamic_batching { }\n  dynamic_batching { }', 2, 20, /^Non-repeated field "dynamic_batching" is specified multiple times.$/);
+  throwsAt('input { reshape { } reshape { } }', 1, 29, /^Non-repeated field "reshape"/);
   // Protobuf's rule: a proto3 scalar at its default is not "present", so Triton accepts this; so do we.
   assert.equal(parse('max_batch_size: 0\nmax_batch_size: 8').max_batch_size, 8);
 });
 
 test('two members of one oneof is an error', () => {
-  throwsAt('dynamic_batching { }\nsequence_batching { }', 2, 1,
+  throwsAt('dynamic_batching { }\nsequence_batching { }', 2, 19,
     /^Field "sequence_batching" is specified along with field "dynamic_batching", another member of oneof "scheduling_choice".$/);
-  throwsAt('version_policy { latest { } all { } }', 1, 29, /another member of oneof "policy_choice"/);
-  throwsAt('model_warmup { inputs { key: "a" value { zero_data: false random_data: true } } }', 1, 59, /oneof "input_data_type"/);
+  throwsAt('version_policy { latest { } all { } }', 1, 33, /another member of oneof "policy_choice"/);
+  throwsAt('model_warmup { inputs { key: "a" value { zero_data: false random_data: true } } }', 1, 70, /oneof "input_data_type"/);
 });
 
 test('syntax errors with positions', () => {
-  throwsAt('name "m"', 1, 6, /^Expected ":", found "m".$/);
+  throwsAt('name "m"', 1, 6, /^Expected ":", found ""m"".$/);
   throwsAt('max_batch_size 4', 1, 16, /^Expected ":", found "4".$/);
-  throwsAt('input {\n  name: "a"\n', 3, 1, /^Expected "}", found end of input.$/);
+  throwsAt('input {\n  name: "a"\n', 3, 1, /^Expected "}", found "".$/);
   throwsAt('input { name: "a" >', 1, 19, /^Message type "inference.ModelInput" has no field|Expected identifier/);
-  throwsAt('input: "x"', 1, 8, /^Expected "{", found "x".$/);
-  throwsAt('input { dims: [1, 2,] }', 1, 21, /^Expected integer, got: "]"$/);
+  throwsAt('input: "x"', 1, 8, /^Expected "{", found ""x"".$/);
+  throwsAt('input { dims: [1, 2,] }', 1, 21, /^Expected integer, got: ]$/);
   throwsAt('input { dims: [1 2] }', 1, 18, /^Expected ",", found "2".$/);
-  throwsAt('name: [ "a" ]', 1, 7, /^Field "name" is not repeated and cannot be given a list.$/);
+  throwsAt('name: [ "a" ]', 1, 7, /^Expected string, got: \[$/);
   throwsAt('version_policy [ { } ]', 1, 16, /^Expected "{", found "\[".$/);
   throwsAt('name: "abc', 1, 7, /^Unexpected end of string.$/);
   throwsAt('name: "ab\nc"', 1, 7, /^String literals cannot cross line boundaries.$/);
@@ -208,11 +208,11 @@ test('syntax errors with positions', () => {
   throwsAt('max_batch_size: 12abc', 1, 19, /^Need space between number and identifier.$/);
   throwsAt('max_batch_size: 08', 1, 17, /^Numbers starting with leading zero must be in octal.$/);
   throwsAt('max_batch_size: 0x', 1, 17, /^"0x" must be followed by hex digits.$/);
-  throwsAt('input { data_type: TYPE_FLOAT }', 1, 20, /^Unknown enumeration value of "TYPE_FLOAT" for field "data_type".$/);
-  throwsAt('input { data_type: 99 }', 1, 20, /^Unknown enumeration value of "99" for field "data_type".$/);
+  throwsAt('input { data_type: TYPE_FLOAT }', 1, 31, /^Unknown enumeration value of "TYPE_FLOAT" for field "data_type".$/);
+  throwsAt('input { data_type: 99 }', 1, 23, /^Unknown enumeration value of "99" for field "data_type".$/);
   throwsAt('input { data_type: "TYPE_FP32" }', 1, 20, /^Expected integer or identifier/);
-  throwsAt('name: 5', 1, 7, /^Expected string, got: "5"$/);
-  throwsAt('} name: "x"', 1, 1, /^Expected identifier, found "}".$/);
+  throwsAt('name: 5', 1, 7, /^Expected string, got: 5$/);
+  throwsAt('} name: "x"', 1, 1, /^Expected identifier, got: }$/);
   throwsAt('name: \x01', 1, 7, /^Invalid control characters encountered in text.$/);
 });
 
@@ -220,7 +220,7 @@ test('max_inflight_responses is an unknown field, as no released proto had it; m
   const c = parse('ensemble_scheduling { max_inflight_requests: 4 }');
   assert.equal(c.ensemble_scheduling?.max_inflight_requests, 4);
   assert.match(printModelConfig(c), /max_inflight_requests: 4/);
-  throwsAt('ensemble_scheduling { max_inflight_responses: 4 }', 1, 23,
+  throwsAt('ensemble_scheduling { max_inflight_responses: 4 }', 1, 45,
     /^Message type "inference.ModelEnsembling" has no field named "max_inflight_responses".$/);
 });
 

@@ -165,7 +165,7 @@ describe('a file named by the config must stay inside its folder', () => {
     await writeFile(join(repo.dir, 'badcfg', 'config.pbtxt'), 'name: "badcfg"\nmax_batch_size: [\n');
     const r = await postJson(`${s.url}/v2/repository/models/badcfg/load`, {});
     assert.equal(r.status, 400);
-    assert.match(r.json().error, /badcfg\/config\.pbtxt:2:/);
+    assert.match(r.json().error, /failed to read text proto from badcfg\/config\.pbtxt: Error parsing text-format inference\.ModelConfig: 2:/);
     assert.ok(!r.json().error.includes(repo.dir), r.json().error);
   });
 
