@@ -1,0 +1,36 @@
+import { promisify } from 'node:util';
+import { gunzip, inflate } from 'node:zlib';
+import { internal, limitExceeded, type NereidError } from '../../errors.js';
+
+/**
+ * Message compression as gRPC negotiates it: a request's grpc-encoding names how its messages marked
+ * compressed were compressed; the server lists what it accepts in grpc-accept-encoding. "deflate" is zlib's
+ * format (RFC 1950), "gzip" RFC 1952.
+ */
+
+export const ACCEPT_ENCODING = 'identity,deflate,gzip';
+
+export function isSupportedEncoding(encoding: string): boolean {
+  return encoding === 'identity' || encoding === 'gzip' || encoding === 'deflate';
+}
+
+const gunzipAsync = promisify(gunzip);
+const inflateAsync = promisify(inflate);
+
+/**
+ * A compressed message inflated in zlib's thread pool, which stops as soon as the output passes `maxBytes`
+ * (--grpc-max-decompressed-size): a small message cannot make the server hold what it would inflate to.
+ * Rejects with a NereidError: RESOURCE_EXHAUSTED past the limit, INTERNAL for data that does not inflate.
+ */
+export async function decompress(encoding: 'gzip' | 'deflate', message: Buffer, maxBytes: number): Promise<Buffer> {
+  try {
+    return await (encoding === 'gzip' ? gunzipAsync : inflateAsync)(message, { maxOutputLength: maxBytes });
+  } catch (e) {
+    throw (e as { code?: string }).code === 'ERR_BUFFER_TOO_LARGE' ? tooLarge(maxBytes) : internal('Failed to decompress message');
+  }
+}
+
+function tooLarge(maxBytes: number): NereidError {
+  return limitExceeded('RESOURCE_EXHAUSTED', 'grpc-max-decompressed-size',
+    `request message decompresses to more than the maximum of ${maxBytes} bytes (--grpc-max-decompressed-size)`);
+}
