@@ -1,6 +1,6 @@
 import type { InferenceResponse, Parameters, ParameterValue } from '../../inference/index.js';
 import type { InferOutputTensorOut, InferParameterOut, ModelInferResponseOut } from './messages.js';
-import { bigVarintSize, delimitedSize, ResponseWriter, varintSize } from './response-writer.js';
+import { bigVarintSize, delimitedSize, ResponseWriter, utf8Length, varintSize } from './response-writer.js';
 import { outputBytes } from './tensor-codec.js';
 
 /**
@@ -49,9 +49,9 @@ function encodeParameter(v: ParameterValue): InferParameterOut {
  */
 export function inferResponseFrame(res: InferenceResponse, extra?: Record<string, InferParameterOut>, streamed = false): Buffer {
   const version = String(res.version);
-  const nameLength = Buffer.byteLength(res.model);
-  const versionLength = Buffer.byteLength(version);
-  const idLength = Buffer.byteLength(res.id);
+  const nameLength = utf8Length(res.model);
+  const versionLength = utf8Length(version);
+  const idLength = utf8Length(res.id);
   const params = res.parameters !== undefined ? { ...encodeParameters(res.parameters), ...extra } : extra;
   const n = res.outputs.length;
   const raw: Uint8Array[] = new Array(n);
@@ -93,12 +93,12 @@ export function inferResponseFrame(res: InferenceResponse, extra?: Record<string
 function tensorSize(name: string, datatype: string, shape: readonly number[]): number {
   let dims = 0;
   for (const d of shape) dims += varintSize(d);
-  return delimitedSize(Buffer.byteLength(name)) + delimitedSize(Buffer.byteLength(datatype)) + (shape.length > 0 ? delimitedSize(dims) : 0);
+  return delimitedSize(utf8Length(name)) + delimitedSize(utf8Length(datatype)) + (shape.length > 0 ? delimitedSize(dims) : 0);
 }
 
 function writeTensor(w: ResponseWriter, name: string, datatype: string, shape: readonly number[]): void {
-  w.string(1, name, Buffer.byteLength(name));
-  w.string(2, datatype, Buffer.byteLength(datatype));
+  w.string(1, name, utf8Length(name));
+  w.string(2, datatype, utf8Length(datatype));
   if (shape.length === 0) return;
   let dims = 0;
   for (const d of shape) dims += varintSize(d);
@@ -109,13 +109,13 @@ function writeTensor(w: ResponseWriter, name: string, datatype: string, shape: r
 
 /** A map entry: the key (field 1) and the InferParameter (field 2). */
 function entrySize(key: string, v: InferParameterOut): number {
-  return delimitedSize(Buffer.byteLength(key)) + delimitedSize(parameterSize(v));
+  return delimitedSize(utf8Length(key)) + delimitedSize(parameterSize(v));
 }
 
 function writeEntry(w: ResponseWriter, key: string, v: InferParameterOut): void {
   w.tag(4, 2);
   w.varint(entrySize(key, v));
-  w.string(1, key, Buffer.byteLength(key));
+  w.string(1, key, utf8Length(key));
   w.tag(2, 2);
   w.varint(parameterSize(v));
   writeParameter(w, v);
@@ -127,7 +127,7 @@ function parameterSize(v: InferParameterOut): number {
   if ('bool_param' in v) return 2;
   if ('int64_param' in v) return 1 + int64Size(v.int64_param);
   if ('uint64_param' in v) return 1 + int64Size(v.uint64_param);
-  if ('string_param' in v) return delimitedSize(Buffer.byteLength(v.string_param));
+  if ('string_param' in v) return delimitedSize(utf8Length(v.string_param));
   return 9;
 }
 
@@ -142,7 +142,7 @@ function writeParameter(w: ResponseWriter, v: InferParameterOut): void {
     w.tag(5, 0);
     writeInt64(w, v.uint64_param);
   } else if ('string_param' in v) {
-    w.string(3, v.string_param, Buffer.byteLength(v.string_param));
+    w.string(3, v.string_param, utf8Length(v.string_param));
   } else {
     w.double(4, v.double_param);
   }

@@ -24,6 +24,17 @@ export function bigVarintSize(n: bigint): number {
   return size;
 }
 
+/**
+ * The UTF-8 length of a string; a short ASCII one (names, datatypes, ids) is measured without a call into
+ * the runtime, which costs more than the string.
+ */
+export function utf8Length(s: string): number {
+  const n = s.length;
+  if (n > 64) return Buffer.byteLength(s);
+  for (let i = 0; i < n; i++) if (s.charCodeAt(i) >= 0x80) return Buffer.byteLength(s);
+  return n;
+}
+
 /** A length-delimited field of `length` bytes: tag, length, contents. */
 export const delimitedSize = (length: number): number => 1 + varintSize(length) + length;
 
@@ -67,7 +78,15 @@ export class ResponseWriter {
   string(field: number, s: string, length: number): void {
     this.tag(field, 2);
     this.varint(length);
-    this.pos += this.buf.write(s, this.pos, length, 'utf8');
+    if (length === s.length && length <= 64) {
+      // ASCII (its UTF-8 length is its length): byte by byte, cheaper than a call for a short string.
+      const buf = this.buf;
+      const pos = this.pos;
+      for (let i = 0; i < length; i++) buf[pos + i] = s.charCodeAt(i);
+      this.pos = pos + length;
+    } else {
+      this.pos += this.buf.write(s, this.pos, length, 'utf8');
+    }
   }
 
   bytes(field: number, b: Uint8Array): void {
