@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders, OutgoingHttpHeaders, ServerHttp2Stream } from 'node:http2';
-import { ACCEPT_ENCODING, decompress } from './compression.js';
+import { ACCEPT_ENCODING, compress, decompress, type ResponseCompression } from './compression.js';
 import { Status, type CallStatus } from './codes.js';
-import { MessageReader } from './framing.js';
+import { frame, MessageReader } from './framing.js';
 
 /**
  * One gRPC call on its HTTP/2 stream (PROTOCOL-HTTP2.md): request messages in, response headers, messages and
@@ -56,6 +56,10 @@ export class ServerCall implements Metadata {
   private reader: MessageReader | null = null;
   /** Set while a compressed message inflates: later messages and the half-close wait their turn. */
   private pending: Promise<void> | null = null;
+  /** How responses are compressed, when they are. */
+  private compression: ResponseCompression | null = null;
+  /** Set while a response compresses: later responses and the status wait their turn. */
+  private sending: Promise<void> | null = null;
 
   constructor(
     readonly stream: ServerHttp2Stream,
@@ -106,12 +110,30 @@ export class ServerCall implements Metadata {
     this.stream.once('end', onEnd);
   }
 
+  /** Compresses the call's responses from now on (--grpc-infer-response-compression-level). */
+  compressResponses(c: ResponseCompression | null): void {
+    this.compression = c;
+  }
+
   /** A response message (already framed); the response headers go first. */
   write(framed: Buffer): void {
     if (this.ended) return;
+    const c = this.compression;
+    if (c === null) {
+      this.send(framed);
+      return;
+    }
+    const compressed = compress(c, framed.subarray(5));
+    this.sending = (this.sending ?? Promise.resolve()).then(async () => {
+      const m = await compressed;
+      if (!this.ended) this.send(frame(m, true));
+    }).catch((e: unknown) => this.fail(e));
+  }
+
+  private send(framed: Buffer): void {
     if (!this.headersSent) {
       this.headersSent = true;
-      this.stream.respond(RESPONSE_HEADERS, WITH_TRAILERS);
+      this.stream.respond(this.compression === null ? RESPONSE_HEADERS : { ...RESPONSE_HEADERS, 'grpc-encoding': this.compression.encoding }, WITH_TRAILERS);
       this.stream.once('wantTrailers', onWantTrailers);
     }
     this.stream.write(framed);
@@ -126,6 +148,15 @@ export class ServerCall implements Metadata {
   /** Ends the call with `status`: trailers after the response, or a trailers-only response when nothing was sent. */
   end(status: CallStatus): void {
     if (this.ended) return;
+    const sending = this.sending;
+    if (sending !== null) {
+      // Responses still compressing go first; a failure (not OK) ends the call at once.
+      this.sending = null;
+      if (status.code === Status.OK) {
+        void sending.then(() => this.end(status));
+        return;
+      }
+    }
     this.ended = true;
     if (this.timer !== null) clearTimeout(this.timer);
     const stream = this.stream;

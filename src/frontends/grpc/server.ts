@@ -2,6 +2,7 @@ import type { InferenceServer } from '../../server/inference-server.js';
 import type { Logger } from '../../observability/logger.js';
 import type { ServerCall } from './call.js';
 import type { CallStatus } from './codes.js';
+import { responseCompression } from './compression.js';
 import { DESERIALIZE_FAILED, handleModelInfer, type InferContext } from './model-infer.js';
 import { DEFAULT_MAX_DECOMPRESSED_SIZE, MAX_CONCURRENT_STREAMS, MAX_HEADER_LIST_BYTES, MAX_MESSAGE_SIZE, type GrpcOptions } from './options.js';
 import { encodeFramed, loadProtos, type MethodDefinition } from './proto.js';
@@ -46,22 +47,24 @@ export async function startGrpcFrontend(server: InferenceServer, options: GrpcOp
   for (const [name, rpc] of Object.entries(RPCS)) {
     routes.set(inference[name]!.path, unary(ctx, inference[name]!, rpc as (c: RpcContext, r: unknown) => object | Promise<object>, guard(name)));
   }
-  routes.set(inference['ModelInfer']!.path, { kind: 'unary', handle: withGuard(handleModelInfer(inferCtx), guard('ModelInfer')) });
+  const compressed = compressedResponses(options.responseCompressionLevel);
+  const modelInfer = handleModelInfer(inferCtx);
+  routes.set(inference['ModelInfer']!.path, {
+    kind: 'unary',
+    handle: withGuard(compressed === null ? modelInfer : (call, message) => modelInfer(compressed(call), message), guard('ModelInfer')),
+  });
   const streamGuard = guard('ModelStreamInfer');
   routes.set(inference['ModelStreamInfer']!.path, {
     kind: 'stream',
     handle: (call) => {
       const refused = streamGuard?.(call);
       if (refused) call.end(refused);
-      else handleStreamInfer(streamCtx, call);
+      else handleStreamInfer(streamCtx, compressed === null ? call : compressed(call));
     },
   });
   const check = protos.health['Check']!;
   routes.set(check.path, unary(ctx, check, (c: RpcContext) => ({ status: c.server.isReady() ? 1 : 2 }), guard('Check')));
 
-  if (options.responseCompressionLevel && options.responseCompressionLevel !== 'none') {
-    logger.warn(`--grpc-infer-response-compression-level=${options.responseCompressionLevel}: responses are sent uncompressed`);
-  }
   const transport = await listen(routes, {
     maxMessageBytes: MAX_MESSAGE_SIZE,
     maxDecompressedBytes: Math.min(options.maxDecompressedSize ?? DEFAULT_MAX_DECOMPRESSED_SIZE, MAX_MESSAGE_SIZE),
@@ -73,6 +76,18 @@ export async function startGrpcFrontend(server: InferenceServer, options: GrpcOp
   // Called after the server has drained (or given up at --exit-timeout-secs): calls still open after a short
   // grace period (an idle stream the client keeps open, say) are cancelled rather than waited for.
   return { port: transport.port, close: () => transport.close(1000) };
+}
+
+/**
+ * --grpc-infer-response-compression-level: the inference RPCs' responses compressed as the client accepts
+ * (as Triton applies the level to them alone); null when off, so that calls pay nothing for it.
+ */
+function compressedResponses(level: GrpcOptions['responseCompressionLevel']): ((call: ServerCall) => ServerCall) | null {
+  if (level === undefined || level === 'none') return null;
+  return (call) => {
+    call.compressResponses(responseCompression(level, call.get('grpc-accept-encoding')));
+    return call;
+  };
 }
 
 /** A unary RPC: its result or its error as the call's answer. A thrown error never escapes the frontend. */
