@@ -9,8 +9,9 @@ import { limitExceeded } from '../../errors.js';
 export class MessageReader {
   private head = Buffer.allocUnsafe(5);
   private headLength = 0;
-  /** The message being filled, once its prefix is known and it spans chunks. */
-  private body: Buffer | null = null;
+  /** The parts of a message that spans chunks, once its prefix is known: kept as they came, joined once whole. */
+  private parts: Buffer[] | null = null;
+  private partsLength = 0;
   private bodyLength = 0;
   private compressed = false;
 
@@ -21,7 +22,7 @@ export class MessageReader {
 
   /** True when no message is partly read (a stream that ends here ended cleanly). */
   get idle(): boolean {
-    return this.headLength === 0 && this.body === null;
+    return this.headLength === 0 && this.parts === null;
   }
 
   /** Throws NereidError RESOURCE_EXHAUSTED for a message above the limit. */
@@ -29,14 +30,15 @@ export class MessageReader {
     let pos = 0;
     const n = chunk.length;
     while (pos < n) {
-      if (this.body !== null) {
-        const take = Math.min(n - pos, this.body.length - this.bodyLength);
-        chunk.copy(this.body, this.bodyLength, pos, pos + take);
-        this.bodyLength += take;
+      if (this.parts !== null) {
+        // Nothing is allocated from the declared length: only what arrived is held.
+        const take = Math.min(n - pos, this.bodyLength - this.partsLength);
+        this.parts.push(pos === 0 && take === n ? chunk : chunk.subarray(pos, pos + take));
+        this.partsLength += take;
         pos += take;
-        if (this.bodyLength === this.body.length) {
-          const m = this.body;
-          this.body = null;
+        if (this.partsLength === this.bodyLength) {
+          const m = this.parts.length === 1 ? this.parts[0]! : Buffer.concat(this.parts, this.bodyLength);
+          this.parts = null;
           this.onMessage(m, this.compressed);
         }
         continue;
@@ -45,8 +47,7 @@ export class MessageReader {
         // The common case: the prefix and, often, the whole message in this chunk.
         const flag = chunk[pos]!;
         const length = chunk.readUInt32BE(pos + 1);
-        pos += 5;
-        pos = this.start(chunk, pos, flag, length);
+        pos = this.start(chunk, pos + 5, flag, length);
         continue;
       }
       this.head[this.headLength++] = chunk[pos++]!;
@@ -67,8 +68,9 @@ export class MessageReader {
       return pos + length;
     }
     this.compressed = compressed;
-    this.body = Buffer.allocUnsafe(length);
-    this.bodyLength = 0;
+    this.parts = [];
+    this.partsLength = 0;
+    this.bodyLength = length;
     return pos;
   }
 }
