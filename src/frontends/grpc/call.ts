@@ -141,8 +141,20 @@ export class ServerCall implements Metadata {
 
   /** The one response of a unary call and status OK. */
   respond(framed: Buffer): void {
-    this.write(framed);
-    this.end(OK);
+    if (this.compression !== null || this.headersSent || this.ended) {
+      this.write(framed);
+      this.end(OK);
+      return;
+    }
+    // The usual case in one go: headers, the message with the end of the data, then the OK trailers.
+    this.ended = true;
+    if (this.timer !== null) clearTimeout(this.timer);
+    const stream = this.stream;
+    if (stream.destroyed || stream.closed) return;
+    this.headersSent = true;
+    stream.respond(RESPONSE_HEADERS, WITH_TRAILERS);
+    stream.once('wantTrailers', onWantTrailers);
+    stream.end(framed);
   }
 
   /** Ends the call with `status`: trailers after the response, or a trailers-only response when nothing was sent. */
