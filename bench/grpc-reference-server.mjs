@@ -7,10 +7,15 @@
 // Nereid spends above this is the price of being a real server, which is what the ratios show.
 //
 //   node bench/grpc-reference-server.mjs --model path/to/model.onnx [--port 0] [--host 127.0.0.1]
+//                                        [--transport grpc-js|http2]
+//
+// --transport http2 serves the same RPC straight on node:http2 instead (the least gRPC framing: one message
+// in, one out, status in trailers), the ceiling of a hand-written transport with protobufjs messages.
 //
 // Once the session exists and the port is bound it prints `grpc-reference: serving <model> on <host>:<port>`
 // on stderr (with the port it got when given 0); that line is its readiness.
 
+import http2 from 'node:http2';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -23,6 +28,7 @@ const { values: args } = parseArgs({
     model: { type: 'string' },
     port: { type: 'string', default: '0' },
     host: { type: 'string', default: '127.0.0.1' },
+    transport: { type: 'string', default: 'grpc-js' },
   },
 });
 if (!args.model) {
@@ -96,13 +102,47 @@ const service = {
   },
 };
 
-const server = new grpc.Server();
-server.addService(service, { ModelInfer: modelInfer });
-const port = await new Promise((resolve, reject) => {
-  server.bindAsync(`${args.host}:${args.port}`, grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p)));
-});
-process.stderr.write(`grpc-reference: serving ${args.model} on ${args.host}:${port}\n`);
+/** ModelInfer on node:http2: the request's one message, the response's one message, grpc-status in trailers. */
+function serveHttp2() {
+  const server = http2.createServer();
+  server.on('stream', (stream) => {
+    const chunks = [];
+    stream.on('data', (c) => chunks.push(c));
+    stream.on('end', () => {
+      const body = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks);
+      const call = { request: Request.decode(body.subarray(5, 5 + body.readUInt32BE(1))) };
+      modelInfer(call, (err, res) => {
+        if (err) {
+          stream.respond({ ':status': 200, 'content-type': 'application/grpc', 'grpc-status': String(err.code), 'grpc-message': encodeURIComponent(err.details) }, { endStream: true });
+          return;
+        }
+        const w = Response.encode(res, protobuf.Writer.create().uint32(0).fixed32(0)).finish();
+        const out = Buffer.isBuffer(w) ? w : Buffer.from(w.buffer, w.byteOffset, w.byteLength);
+        out.writeUInt32BE(out.length - 5, 1);
+        stream.respond({ ':status': 200, 'content-type': 'application/grpc' }, { waitForTrailers: true });
+        stream.once('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0' }));
+        stream.end(out);
+      });
+    });
+  });
+  return new Promise((resolve) => server.listen(Number(args.port), args.host, () => resolve({ server, port: server.address().port })));
+}
 
-const stop = () => server.tryShutdown(() => process.exit(0));
-process.on('SIGTERM', stop);
-process.on('SIGINT', stop);
+if (args.transport === 'http2') {
+  const { server, port } = await serveHttp2();
+  process.stderr.write(`grpc-reference (node:http2): serving ${args.model} on ${args.host}:${port}\n`);
+  const stop = () => process.exit(0);
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+} else {
+  const server = new grpc.Server();
+  server.addService(service, { ModelInfer: modelInfer });
+  const port = await new Promise((resolve, reject) => {
+    server.bindAsync(`${args.host}:${args.port}`, grpc.ServerCredentials.createInsecure(), (err, p) => (err ? reject(err) : resolve(p)));
+  });
+  process.stderr.write(`grpc-reference: serving ${args.model} on ${args.host}:${port}\n`);
+
+  const stop = () => server.tryShutdown(() => process.exit(0));
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+}

@@ -8,8 +8,11 @@
 //   3. Cold start (spawn → first 200 from /v2/health/ready) and idle RSS of Nereid on the bundled
 //      examples/model_repository without tiny_llm vs the reference loading `simple`. Goals: ≤ 3× and ≤ 1.5×.
 //      (bench/startup.mjs measures the same with and without tiny_llm, over more starts.)
+//   4. gRPC ModelInfer and ModelStreamInfer against Nereid's HTTP binary on `simple` at concurrency 1 and 8,
+//      from a grpc-js client and from h2load (bench/grpc-suite.mjs; bench/grpc.mjs runs it in full).
+//      Goals: gRPC throughput ≥ 1.0× HTTP binary's, at no more server CPU per request.
 //
-//   node bench/http.mjs [--quick] [--only reference|nereid] [--sections http,big,cold] [--rounds N]
+//   node bench/http.mjs [--quick] [--only reference|nereid] [--sections http,big,cold,grpc] [--rounds N]
 //                       [--duration S] [--warmup S] [--concurrency 1,8,32] [--starts N] [--settle S] [--out FILE]
 //
 // Prints tables and writes every figure, every round included, to .bench-results/http-<time>.json.
@@ -21,6 +24,7 @@ import { parseArgs } from 'node:util';
 import { execFileSync } from 'node:child_process';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { runLoad } from './loadgen.mjs';
+import { runGrpcSuite, grpcVerdicts, printGrpcTable } from './grpc-suite.mjs';
 import { simpleBodies, identity1mBodies } from './bodies.mjs';
 import {
   ROOT, startServer, referenceArgs, nereidArgs, nereidBuilt, freePort, rssKiB, cpuMs, killAll,
@@ -30,7 +34,7 @@ const { values: a } = parseArgs({
   options: {
     quick: { type: 'boolean', default: false },
     only: { type: 'string' },
-    sections: { type: 'string', default: 'http,big,cold' },
+    sections: { type: 'string', default: 'http,big,cold,grpc' },
     rounds: { type: 'string' },
     duration: { type: 'string' },
     warmup: { type: 'string' },
@@ -44,7 +48,7 @@ const { values: a } = parseArgs({
   },
 });
 if (a.help) {
-  process.stdout.write(`usage: node bench/http.mjs [--quick] [--only reference|nereid] [--sections http,big,cold]
+  process.stdout.write(`usage: node bench/http.mjs [--quick] [--only reference|nereid] [--sections http,big,cold,grpc]
        [--rounds N] [--duration S] [--warmup S] [--concurrency 1,8,32] [--big-concurrency 1,4]
        [--starts N] [--settle S] [--out FILE] [--nereid-args '--flag value ...']
 see bench/README.md
@@ -403,6 +407,19 @@ function placements(text) {
   return out;
 }
 
+/** Section 4, gRPC against HTTP binary (grpc-suite.mjs); about 25 s with --quick. */
+async function grpcSection() {
+  const sides = ['nereid', 'stream', 'http'];
+  const r = await runGrpcSuite({
+    sides, clients: ['grpc-js', 'h2load'], concurrency: [1, 8], log,
+    rounds: opt.rounds, duration: quick ? Math.min(opt.duration, 0.8) : opt.duration, warmup: opt.warmup,
+  });
+  console.log(`\n== gRPC on simple: nereid = ModelInfer, stream = ModelStreamInfer, http = HTTP binary (medians; req/s, p50 µs, server CPU µs/req; load ${r.load[0].toFixed(1)}) ==`);
+  printGrpcTable(r.rows, sides);
+  for (const v of grpcVerdicts(r.rows)) verdict(v.name, v.value, v.goal, v.pass);
+  return r;
+}
+
 // ─── main ─────────────────────────────────────────────────────────────────────────────────────────────────────────
 async function main() {
   if (sides.includes('nereid') && !nereidBuilt()) {
@@ -436,6 +453,7 @@ async function main() {
       results.cold = await coldSection();
       printCold(results.cold);
     }
+    if (opt.sections.has('grpc') && sides.includes('nereid')) results.grpc = await grpcSection();
   } finally {
     for (const s of [...started]) await stop(s);
     if (tmp) rmSync(tmp, { recursive: true, force: true });

@@ -28,8 +28,8 @@ export function grpcOptions(opts: ServeOptions): GrpcOptions {
 }
 
 /**
- * Warnings for --grpc-* flags given on the command line that grpc-js and Node.js cannot honour, so that a
- * setting carried over from a tritonserver command line is never dropped without a word. grpc-js's server
+ * Warnings for --grpc-* flags given on the command line that the gRPC frontend and Node.js cannot honour, so
+ * that a setting carried over from a tritonserver command line is never dropped without a word. The server
  * sends its keepalive pings whether or not calls are in flight and data flows, and answers every client ping
  * (Node's HTTP/2 layer acknowledges them); it has no ping-strike policy. Triton's allocation, response and
  * thread pools have no counterpart in a Node.js server, and Node.js 20 cannot share a listening port.

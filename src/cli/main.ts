@@ -56,7 +56,7 @@ async function serve(argv: readonly string[]): Promise<number> {
   for (const w of opts.warnings) logger.warn(w);
   if (opts.http.allow) for (const w of httpFlagWarnings(opts)) logger.warn(w);
   if (opts.grpc.allow) for (const w of grpcFlagWarnings(opts)) logger.warn(w);
-  // The frontends' modules (grpc-js and protobufjs among them) load while the models do; a frontend that is
+  // The frontends' modules (protobufjs among them) load while the models do; a frontend that is
   // off is never imported.
   const frontends = importFrontends(opts);
   frontends.catch(() => undefined);

@@ -104,12 +104,12 @@ export interface RawReply {
   body: Buffer;
 }
 
-/** One unary call over plain HTTP/2, the message framed by hand (optionally marked gzip-compressed). */
-export function rawCall(port: number, path: string, message: Buffer, gzip: boolean): Promise<RawReply> {
+/** One unary call over plain HTTP/2, the message framed by hand (optionally marked gzip-compressed), with any extra headers. */
+export function rawCall(port: number, path: string, message: Buffer, gzip: boolean, extra: http2.OutgoingHttpHeaders = {}): Promise<RawReply> {
   return new Promise((resolve, reject) => {
     const session = http2.connect(`http://127.0.0.1:${port}`);
     session.on('error', reject);
-    const headers: http2.OutgoingHttpHeaders = { ':method': 'POST', ':path': path, 'content-type': 'application/grpc', te: 'trailers' };
+    const headers: http2.OutgoingHttpHeaders = { ':method': 'POST', ':path': path, 'content-type': 'application/grpc', te: 'trailers', ...extra };
     if (gzip) headers['grpc-encoding'] = 'gzip';
     const req = session.request(headers);
     const chunks: Buffer[] = [];

@@ -1,4 +1,4 @@
-import type { Metadata } from '@grpc/grpc-js';
+import type { Metadata } from './call.js';
 import type { Parameters } from '../../inference/index.js';
 import { headerForwarder as forwarder } from '../forwarded-headers.js';
 

@@ -1,59 +1,65 @@
-import type { Metadata, sendUnaryData, ServerUnaryCall } from '@grpc/grpc-js';
 import { unsupported } from '../../errors.js';
-import type { Parameters } from '../../inference/index.js';
-import type { Logger } from '../../observability/logger.js';
+import type { InferenceRequest, Parameters } from '../../inference/index.js';
 import type { InferenceServer } from '../../server/inference-server.js';
+import type { ServerCall } from './call.js';
+import { Status, type CallStatus } from './codes.js';
 import { decodeInferRequest } from './infer-request.js';
-import { encodeInferResponse } from './infer-response.js';
-import type { ModelInferRequestMsg, ModelInferResponseOut } from './messages.js';
-import { toServiceError } from './status.js';
+import { inferResponseFrame } from './infer-response.js';
+import type { ModelInferRequestMsg } from './messages.js';
 
-interface InferContext {
+export interface InferContext {
   readonly server: InferenceServer;
-  readonly logger: Logger;
-  readonly forwarded: (m: Metadata) => Parameters | undefined;
+  /** The request's bytes as a message, its counts checked first (request-bounds.ts); throws for bytes that are not one. */
+  decode(message: Buffer): ModelInferRequestMsg;
+  /** The call's headers that --grpc-header-forward-pattern passes to models, or undefined. */
+  forwarded(call: ServerCall): Parameters | undefined;
 }
 
 /**
  * ModelInfer: one request, one response. A client that cancels, or whose deadline passes, aborts the request,
  * so work still queued for it is dropped rather than run for nobody.
  */
-export function handleModelInfer(ctx: InferContext): (call: ServerUnaryCall<ModelInferRequestMsg, ModelInferResponseOut>, callback: sendUnaryData<ModelInferResponseOut>) => void {
-  const { server, logger } = ctx;
-  return (call, callback) => {
+export function handleModelInfer(ctx: InferContext): (call: ServerCall, message: Buffer) => void {
+  const { server } = ctx;
+  return (call, message) => {
+    const msg = decodeOrEnd(ctx, call, message);
+    if (msg === null) return;
     const abort = new AbortController();
-    const msg = call.request;
-    let request;
+    let request: InferenceRequest;
     try {
       // As Triton's, the refusal of a decoupled model comes before the request is looked at.
       if (msg.resolved?.decoupled) throw unsupported("ModelInfer RPC doesn't support models with decoupled transaction policy");
-      // Borrowed outputs: grpc-js serializes the message inside callback() (no server interceptors here),
-      // copying the tensors' bytes, so they are given back as soon as it returns.
-      request = decodeInferRequest(msg, abort.signal, ctx.forwarded(call.metadata), true).request;
+      // Borrowed outputs: the response is encoded into its own buffer before they are given back.
+      request = decodeInferRequest(msg, abort.signal, ctx.forwarded(call), true).request;
     } catch (e) {
-      callback(toServiceError(e, ctx));
+      call.fail(e);
       return;
     }
-    // grpc-js emits 'cancelled' whenever a call's stream closes, also after the answer has gone out. Only a
-    // request still running is aborted: an abort builds a DOMException (about 15 µs), which every request
-    // would otherwise pay for nothing.
-    let running = true;
-    call.once('cancelled', () => {
-      if (running) abort.abort();
-    });
+    // Only a request still running is aborted: an abort builds a DOMException, which would be work for nothing.
+    call.onCancel(() => abort.abort());
     server.infer(request, msg.resolved).then(
       (res) => {
-        running = false;
         try {
-          callback(null, encodeInferResponse(res));
+          call.respond(inferResponseFrame(res));
+        } catch (e) {
+          call.fail(e);
         } finally {
           res.release?.();
         }
       },
-      (e: unknown) => {
-        running = false;
-        callback(toServiceError(e, ctx));
-      },
+      (e: unknown) => call.fail(e),
     );
   };
 }
+
+/** The message, or null once the call has ended INTERNAL for bytes that are not one (as gRPC servers answer). */
+export function decodeOrEnd(ctx: Pick<InferContext, 'decode'>, call: ServerCall, message: Buffer): ModelInferRequestMsg | null {
+  try {
+    return ctx.decode(message);
+  } catch {
+    call.end(DESERIALIZE_FAILED);
+    return null;
+  }
+}
+
+export const DESERIALIZE_FAILED: CallStatus = { code: Status.INTERNAL, details: 'Error deserializing request' };

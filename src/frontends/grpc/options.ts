@@ -1,5 +1,4 @@
 import { readFileSync } from 'node:fs';
-import type { ChannelOptions } from '@grpc/grpc-js';
 
 /** The gRPC frontend's settings: tritonserver's --grpc-* flags, already parsed. */
 export interface GrpcOptions {
@@ -32,7 +31,7 @@ export interface RestrictedGroup {
   readonly value: string;
 }
 
-/** Triton's message size limit in both directions (grpc-js would cap received messages at 4 MiB). */
+/** Triton's message size limit in both directions. */
 export const MAX_MESSAGE_SIZE = 2147483647;
 
 /**
@@ -42,28 +41,16 @@ export const MAX_MESSAGE_SIZE = 2147483647;
 export const DEFAULT_MAX_DECOMPRESSED_SIZE = 67108864;
 
 /**
- * grpc-js server options from the flags. grpc-js enforces the keepalive time and timeout and the connection
- * ages; the ping policy settings keep grpc core's names, which grpc-js's server does not act on (the command
- * line warns when they are given: cli/grpc-options.ts).
+ * Streams (calls) one connection may have open at once, announced in the HTTP/2 settings: each holds a
+ * request and its work, so a client cannot open more than this many at a time.
  */
-export function channelOptions(o: GrpcOptions): ChannelOptions {
-  const c: ChannelOptions = {
-    // Nereid serves no channelz service, so grpc-js's channelz bookkeeping (a Date, Date.now() per message and
-    // four closures per call) would be work nobody reads.
-    'grpc.enable_channelz': 0,
-    'grpc.max_receive_message_length': MAX_MESSAGE_SIZE,
-    'grpc.max_send_message_length': MAX_MESSAGE_SIZE,
-    'grpc.keepalive_time_ms': o.keepaliveTimeMs ?? 7_200_000,
-    'grpc.keepalive_timeout_ms': o.keepaliveTimeoutMs ?? 20_000,
-    'grpc.keepalive_permit_without_calls': o.keepalivePermitWithoutCalls ? 1 : 0,
-    'grpc.http2.max_pings_without_data': o.http2MaxPingsWithoutData ?? 2,
-    'grpc.http2.min_ping_interval_without_data_ms': o.http2MinRecvPingIntervalWithoutDataMs ?? 300_000,
-    'grpc.http2.max_ping_strikes': o.http2MaxPingStrikes ?? 2,
-  };
-  if (o.maxConnectionAgeMs) c['grpc.max_connection_age_ms'] = o.maxConnectionAgeMs;
-  if (o.maxConnectionAgeGraceMs) c['grpc.max_connection_age_grace_ms'] = o.maxConnectionAgeGraceMs;
-  return c;
-}
+export const MAX_CONCURRENT_STREAMS = 1024;
+
+/**
+ * The largest header block (metadata included) a request may send, announced in the HTTP/2 settings: far more
+ * than Triton's clients send, and a bound on what a call's metadata costs.
+ */
+export const MAX_HEADER_LIST_BYTES = 16384;
 
 /** PEM files for --grpc-use-ssl, read once at start. */
 export function readSslFiles(cert: string, key: string, rootCert: string, mutual: boolean): NonNullable<GrpcOptions['ssl']> {

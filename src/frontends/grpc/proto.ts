@@ -1,16 +1,28 @@
-import type { ServiceDefinition } from '@grpc/grpc-js';
 import { fileURLToPath } from 'node:url';
 import protobuf from 'protobufjs';
 
 /**
- * The .proto files in proto/ loaded once, at start, into protobufjs types, and grpc-js service definitions
- * whose (de)serializers are those types' own encode and decode. Decoded requests are protobufjs messages used
+ * The .proto files in proto/ loaded once, at start, into protobufjs types, and the services' methods with
+ * their paths and (de)serializers, those types' own encode and decode. Decoded requests are protobufjs messages used
  * as they are (no conversion to plain objects, which would walk every request twice); bytes fields are views of
  * the received message. Responses are plain objects of the message's shape, encoded directly.
  */
 
 /** The repository's proto/ folder, from this file's place in dist/src/frontends/grpc/. */
 export const PROTO_DIR = new URL('../../../../proto/', import.meta.url);
+
+/** One RPC of a service: its HTTP/2 path, whether each side streams, and its messages' codecs. */
+export interface MethodDefinition {
+  readonly path: string;
+  readonly requestStream: boolean;
+  readonly responseStream: boolean;
+  /** Throws for bytes that are not the request message. */
+  requestDeserialize(b: Buffer): unknown;
+  /** The response message with gRPC's 5-byte prefix, ready to send. */
+  responseFrame(o: object): Buffer;
+}
+
+export type ServiceDefinition = Readonly<Record<string, MethodDefinition>>;
 
 export interface Protos {
   readonly root: protobuf.Root;
@@ -37,7 +49,7 @@ export function loadProtos(): Protos {
 }
 
 function serviceDefinition(service: protobuf.Service, fullName: string): ServiceDefinition {
-  const def: Record<string, ServiceDefinition[string]> = {};
+  const def: Record<string, MethodDefinition> = {};
   for (const m of service.methodsArray) {
     m.resolve();
     const req = m.resolvedRequestType!;
@@ -46,11 +58,8 @@ function serviceDefinition(service: protobuf.Service, fullName: string): Service
       path: `/${fullName}/${m.name}`,
       requestStream: m.requestStream === true,
       responseStream: m.responseStream === true,
-      requestSerialize: (o: object) => encode(req, o),
       requestDeserialize: (b: Buffer) => req.decode(new StrictReader(b)),
-      responseSerialize: (o: object) => encode(res, o),
-      responseDeserialize: (b: Buffer) => res.decode(b),
-      originalName: m.name,
+      responseFrame: (o: object) => encodeFramed(res, o),
     };
   }
   return def;
@@ -71,8 +80,13 @@ class StrictReader extends protobuf.BufferReader {
   }
 }
 
-/** protobufjs writes into a Buffer on Node; wrap only if it did not. */
-function encode(t: protobuf.Type, o: object): Buffer {
-  const u = t.encode(o).finish();
-  return Buffer.isBuffer(u) ? u : Buffer.from(u.buffer, u.byteOffset, u.byteLength);
+/**
+ * The message encoded after five placeholder bytes (a zero varint and a fixed32), which then become gRPC's
+ * prefix: uncompressed, and the length big-endian. One buffer, no copy.
+ */
+export function encodeFramed(t: protobuf.Type, o: object): Buffer {
+  const u = t.encode(o, protobuf.Writer.create().uint32(0).fixed32(0)).finish();
+  const b = Buffer.isBuffer(u) ? u : Buffer.from(u.buffer, u.byteOffset, u.byteLength);
+  b.writeUInt32BE(b.byteLength - 5, 1);
+  return b;
 }

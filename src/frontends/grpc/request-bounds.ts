@@ -36,8 +36,8 @@ const END_GROUP = 4;
 const I32 = 5;
 
 /**
- * Not protobuf. Thrown out of the deserializer, as protobufjs's own errors are, and answered by grpc-js the same
- * way (INTERNAL, "Error deserializing request"): handing the message to protobufjs instead would decode every
+ * Not protobuf. Thrown out of the deserializer, as protobufjs's own errors are, and answered the same way
+ * (INTERNAL, "Error deserializing request"): handing the message to protobufjs instead would decode every
  * field before the broken one.
  */
 const MALFORMED = new RangeError('malformed protobuf message');
@@ -333,8 +333,7 @@ function refuse(w: Wire, id0: number, id1: number, name0: number, name1: number,
 
 /**
  * A deserializer for ModelInferRequest that refuses from the counts first. A refused request is not thrown
- * (grpc-js would answer any deserializer error INTERNAL, before the RPC's own checks such as the protocol
- * restrictions): it becomes an empty message carrying the refusal, which decoding the request throws.
+ * (any deserializer error is answered INTERNAL, which would hide the words of the refusal): it becomes an empty message carrying the refusal, which decoding the request throws.
  */
 export function boundedInferDeserializer(decode: (b: Buffer) => unknown, server: InferenceServer): (b: Buffer) => ModelInferRequestMsg {
   return (b) => {

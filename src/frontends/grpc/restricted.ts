@@ -1,4 +1,5 @@
-import { status as Status, type Metadata, type StatusObject } from '@grpc/grpc-js';
+import { Status, type CallStatus } from './codes.js';
+import type { Metadata } from './call.js';
 import type { RestrictedGroup } from './options.js';
 
 /** Triton's restricted-protocol categories of each RPC (--grpc-restricted-protocol). */
@@ -19,11 +20,11 @@ const CATEGORY: Readonly<Record<string, string>> = {
  * The check an RPC's calls must pass, decided once at start: null when its category is not restricted;
  * otherwise a function answering the status for a call without metadata `triton-grpc-protocol-<key>: <value>`.
  */
-export function restriction(rpc: string, groups: readonly RestrictedGroup[] | undefined): ((m: Metadata) => Partial<StatusObject> | null) | null {
+export function restriction(rpc: string, groups: readonly RestrictedGroup[] | undefined): ((m: Metadata) => CallStatus | null) | null {
   const category = CATEGORY[rpc];
   const group = groups?.find((g) => category !== undefined && g.categories.includes(category));
   if (group === undefined) return null;
   const header = `triton-grpc-protocol-${group.key}`.toLowerCase();
-  const refusal = { code: Status.UNAVAILABLE, details: `This protocol is restricted, expecting header '${group.key}'` };
-  return (m) => (m.get(header)[0] === group.value ? null : refusal);
+  const refusal: CallStatus = { code: Status.UNAVAILABLE, details: `This protocol is restricted, expecting header '${group.key}'` };
+  return (m) => (m.get(header) === group.value ? null : refusal);
 }

@@ -1,18 +1,19 @@
-import {
-  Server, ServerCredentials, type Metadata, type ServiceDefinition, type sendUnaryData, type ServerUnaryCall, type StatusObject, type UntypedServiceImplementation,
-} from '@grpc/grpc-js';
 import type { InferenceServer } from '../../server/inference-server.js';
 import type { Logger } from '../../observability/logger.js';
-import { handleModelInfer } from './model-infer.js';
-import { decompressionLimit } from './decompression.js';
-import { channelOptions, DEFAULT_MAX_DECOMPRESSED_SIZE, MAX_MESSAGE_SIZE, type GrpcOptions } from './options.js';
-import { loadProtos } from './proto.js';
+import type { ServerCall } from './call.js';
+import type { CallStatus } from './codes.js';
+import { responseCompression } from './compression.js';
+import { DESERIALIZE_FAILED, handleModelInfer, type InferContext } from './model-infer.js';
+import { DEFAULT_MAX_DECOMPRESSED_SIZE, MAX_CONCURRENT_STREAMS, MAX_HEADER_LIST_BYTES, MAX_MESSAGE_SIZE, type GrpcOptions } from './options.js';
+import { encodeFramed, loadProtos, type MethodDefinition } from './proto.js';
 import { headerForwarder } from './headers.js';
+import type { ModelInferRequestMsg } from './messages.js';
 import { boundedInferDeserializer } from './request-bounds.js';
 import { restriction } from './restricted.js';
 import { RPCS, type RpcContext } from './rpcs.js';
 import { toServiceError } from './status.js';
-import { handleStreamInfer, type StreamCall } from './stream.js';
+import { handleStreamInfer, type StreamContext } from './stream.js';
+import { listen, type Method } from './transport.js';
 
 export interface GrpcFrontend {
   readonly port: number;
@@ -24,104 +25,111 @@ export function prepareGrpcFrontend(): void {
   loadProtos();
 }
 
+type Guard = ((call: ServerCall) => CallStatus | null) | null;
+
 /**
- * Triton's gRPC frontend (inference.GRPCInferenceService and grpc.health.v1.Health) on grpc-js. It translates
- * between protobuf messages and the InferenceServer API and nothing more; every error ends its call with the
- * status from the one table in status.ts.
+ * Triton's gRPC frontend (inference.GRPCInferenceService and grpc.health.v1.Health) on the HTTP/2 transport of
+ * transport.ts. It translates between protobuf messages and the InferenceServer API and nothing more; every
+ * error ends its call with the status from the one table in status.ts.
  */
 export async function startGrpcFrontend(server: InferenceServer, options: GrpcOptions, logger: Logger): Promise<GrpcFrontend> {
   const protos = loadProtos();
   const ctx: RpcContext = { server, logger, protos };
   const forwarded = headerForwarder(options.headerForwardPattern);
-  const guard = (rpc: string) => restriction(rpc, options.restricted);
+  const guard = (rpc: string): Guard => restriction(rpc, options.restricted);
+  const inference = protos.inference;
+  const streamType = protos.type('inference.ModelStreamInferResponse');
+  const decode = boundedInferDeserializer(inference['ModelInfer']!.requestDeserialize, server) as (b: Buffer) => ModelInferRequestMsg;
+  const inferCtx: InferContext = { server, decode, forwarded: (call) => forwarded(call) };
+  const streamCtx: StreamContext = { ...inferCtx, logger, frame: (r) => encodeFramed(streamType, r) };
 
-  const impl: UntypedServiceImplementation = {};
-  for (const [name, rpc] of Object.entries(RPCS)) impl[name] = unary(ctx, rpc as (c: RpcContext, r: unknown) => object | Promise<object>, guard(name));
-  impl['ModelInfer'] = withGuard(handleModelInfer({ server, logger, forwarded }), guard('ModelInfer'));
+  const routes = new Map<string, Method>();
+  for (const [name, rpc] of Object.entries(RPCS)) {
+    routes.set(inference[name]!.path, unary(ctx, inference[name]!, rpc as (c: RpcContext, r: unknown) => object | Promise<object>, guard(name)));
+  }
+  const compressed = compressedResponses(options.responseCompressionLevel);
+  const modelInfer = handleModelInfer(inferCtx);
+  routes.set(inference['ModelInfer']!.path, {
+    kind: 'unary',
+    handle: withGuard(compressed === null ? modelInfer : (call, message) => modelInfer(compressed(call), message), guard('ModelInfer')),
+  });
   const streamGuard = guard('ModelStreamInfer');
-  impl['ModelStreamInfer'] = (call: StreamCall) => {
-    const refused = streamGuard?.(call.metadata);
-    if (refused) call.emit('error', refused);
-    else handleStreamInfer({ server, logger, forwarded: (c) => forwarded(c.metadata) }, call);
-  };
-
-  const maxDecompressed = Math.min(options.maxDecompressedSize ?? DEFAULT_MAX_DECOMPRESSED_SIZE, MAX_MESSAGE_SIZE);
-  const grpc = new Server({
-    ...channelOptions(options),
-    interceptors: [decompressionLimit(maxDecompressed, (e) => server.reportError(e), logger)],
+  routes.set(inference['ModelStreamInfer']!.path, {
+    kind: 'stream',
+    handle: (call) => {
+      const refused = streamGuard?.(call);
+      if (refused) call.end(refused);
+      else handleStreamInfer(streamCtx, compressed === null ? call : compressed(call));
+    },
   });
-  grpc.addService(boundedInference(protos.inference, server), impl);
-  grpc.addService(protos.health, {
-    Check: unary(ctx, (c: RpcContext) => ({ status: c.server.isReady() ? 1 : 2 }), guard('Check')),
-  });
-  if (options.responseCompressionLevel && options.responseCompressionLevel !== 'none') {
-    logger.warn(`--grpc-infer-response-compression-level=${options.responseCompressionLevel}: grpc-js servers cannot compress responses; they are sent uncompressed`);
-  }
-  const port = await new Promise<number>((resolve, reject) => {
-    grpc.bindAsync(`${hostPart(options.address)}:${options.port}`, credentials(options), (err, p) => (err ? reject(err) : resolve(p)));
-  });
-  logger.info(`Started GRPCInferenceService at ${options.address}:${port}`);
-  return { port, close: () => closeServer(grpc) };
-}
+  const check = protos.health['Check']!;
+  routes.set(check.path, unary(ctx, check, (c: RpcContext) => ({ status: c.server.isReady() ? 1 : 2 }), guard('Check')));
 
-/** The service with ModelInfer's and ModelStreamInfer's requests counted before they are decoded (request-bounds.ts). */
-function boundedInference(service: ServiceDefinition, server: InferenceServer): ServiceDefinition {
-  const bounded: Record<string, ServiceDefinition[string]> = { ...service };
-  for (const rpc of ['ModelInfer', 'ModelStreamInfer']) {
-    const m = service[rpc]!;
-    bounded[rpc] = { ...m, requestDeserialize: boundedInferDeserializer(m.requestDeserialize, server) };
-  }
-  return bounded;
-}
-
-/** A unary RPC: its result or its error as the call's answer. A thrown error never escapes the frontend. */
-function unary(
-  ctx: RpcContext,
-  rpc: (c: RpcContext, r: unknown) => object | Promise<object>,
-  guard: ((m: Metadata) => Partial<StatusObject> | null) | null,
-): (call: ServerUnaryCall<unknown, object>, callback: sendUnaryData<object>) => void {
-  return withGuard((call, callback) => {
-    let result: object | Promise<object>;
-    try {
-      result = rpc(ctx, call.request);
-    } catch (e) {
-      callback(toServiceError(e, ctx));
-      return;
-    }
-    if (result instanceof Promise) result.then((r) => callback(null, r), (e: unknown) => callback(toServiceError(e, ctx)));
-    else callback(null, result);
-  }, guard);
-}
-
-function withGuard<Req, Res>(
-  handler: (call: ServerUnaryCall<Req, Res>, callback: sendUnaryData<Res>) => void,
-  guard: ((m: Metadata) => Partial<StatusObject> | null) | null,
-): (call: ServerUnaryCall<Req, Res>, callback: sendUnaryData<Res>) => void {
-  if (guard === null) return handler;
-  return (call, callback) => {
-    const refused = guard(call.metadata);
-    if (refused) callback(refused);
-    else handler(call, callback);
-  };
-}
-
-function credentials(o: GrpcOptions): ServerCredentials {
-  if (!o.ssl) return ServerCredentials.createInsecure();
-  return ServerCredentials.createSsl(o.ssl.rootCert, [{ private_key: o.ssl.key, cert_chain: o.ssl.cert }], o.ssl.mutual);
-}
-
-/** An IPv6 literal needs brackets before the port. */
-function hostPart(address: string): string {
-  return address.includes(':') && !address.startsWith('[') ? `[${address}]` : address;
+  const transport = await listen(routes, {
+    maxMessageBytes: MAX_MESSAGE_SIZE,
+    maxDecompressedBytes: Math.min(options.maxDecompressedSize ?? DEFAULT_MAX_DECOMPRESSED_SIZE, MAX_MESSAGE_SIZE),
+    maxConcurrentStreams: MAX_CONCURRENT_STREAMS,
+    maxHeaderListBytes: MAX_HEADER_LIST_BYTES,
+    errorStatus: (e) => toServiceError(e, ctx),
+  }, options);
+  logger.info(`Started GRPCInferenceService at ${options.address}:${transport.port}`);
+  // Called after the server has drained (or given up at --exit-timeout-secs): calls still open after a short
+  // grace period (an idle stream the client keeps open, say) are cancelled rather than waited for.
+  return { port: transport.port, close: () => transport.close(1000) };
 }
 
 /**
- * Called after the server has drained (or given up at --exit-timeout-secs): calls still open after a short
- * grace period (an idle stream the client keeps open, say) are cancelled rather than waited for.
+ * --grpc-infer-response-compression-level: the inference RPCs' responses compressed as the client accepts
+ * (as Triton applies the level to them alone); null when off, so that calls pay nothing for it.
  */
-async function closeServer(grpc: Server, graceMs = 1000): Promise<void> {
-  const force = setTimeout(() => grpc.forceShutdown(), graceMs);
-  await new Promise<void>((resolve) => grpc.tryShutdown(() => resolve()));
-  clearTimeout(force);
+function compressedResponses(level: GrpcOptions['responseCompressionLevel']): ((call: ServerCall) => ServerCall) | null {
+  if (level === undefined || level === 'none') return null;
+  return (call) => {
+    call.compressResponses(responseCompression(level, call.get('grpc-accept-encoding')));
+    return call;
+  };
 }
 
+/** A unary RPC: its result or its error as the call's answer. A thrown error never escapes the frontend. */
+function unary(ctx: RpcContext, def: MethodDefinition, rpc: (c: RpcContext, r: unknown) => object | Promise<object>, guard: Guard): Method {
+  const answer = (call: ServerCall, result: object): void => {
+    let framed: Buffer;
+    try {
+      framed = def.responseFrame(result);
+    } catch (e) {
+      call.fail(e);
+      return;
+    }
+    call.respond(framed);
+  };
+  return {
+    kind: 'unary',
+    handle: withGuard((call, message) => {
+      let request: unknown;
+      try {
+        request = def.requestDeserialize(message);
+      } catch {
+        call.end(DESERIALIZE_FAILED);
+        return;
+      }
+      let result: object | Promise<object>;
+      try {
+        result = rpc(ctx, request);
+      } catch (e) {
+        call.fail(e);
+        return;
+      }
+      if (result instanceof Promise) result.then((r) => answer(call, r), (e: unknown) => call.fail(e));
+      else answer(call, result);
+    }, guard),
+  };
+}
+
+function withGuard(handler: (call: ServerCall, message: Buffer) => void, guard: Guard): (call: ServerCall, message: Buffer) => void {
+  if (guard === null) return handler;
+  return (call, message) => {
+    const refused = guard(call);
+    if (refused) call.end(refused);
+    else handler(call, message);
+  };
+}

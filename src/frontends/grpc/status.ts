@@ -1,7 +1,7 @@
-import { status as Status, type StatusObject } from '@grpc/grpc-js';
 import { isNereidError, type ErrorCode } from '../../errors.js';
 import type { Logger } from '../../observability/logger.js';
 import type { InferenceServer } from '../../server/inference-server.js';
+import { Status, type CallStatus, type StatusCode } from './codes.js';
 
 /** What answering an error needs: the log for bugs, and the server that counts refusals by its limits. */
 export interface ErrorContext {
@@ -10,7 +10,7 @@ export interface ErrorContext {
 }
 
 /** The one table from error codes to gRPC status codes (Triton's GrpcStatusUtil::CodeToStatus, plus Nereid's own codes). */
-export const GRPC_STATUS: Record<ErrorCode, Status> = {
+export const GRPC_STATUS: Record<ErrorCode, StatusCode> = {
   INVALID_ARG: Status.INVALID_ARGUMENT,
   NOT_FOUND: Status.NOT_FOUND,
   UNAVAILABLE: Status.UNAVAILABLE,
@@ -29,7 +29,7 @@ export const GRPC_STATUS: Record<ErrorCode, Status> = {
  * Any thrown value as the status a call ends with: a NereidError by its code, with its message as the status
  * details; anything else is a bug, logged in full and answered INTERNAL with a generic message.
  */
-export function toServiceError(e: unknown, ctx: ErrorContext): Partial<StatusObject> {
+export function toServiceError(e: unknown, ctx: ErrorContext): CallStatus {
   if (isNereidError(e)) {
     if (e.limit !== undefined) ctx.server.reportError(e);
     return { code: GRPC_STATUS[e.code], details: e.message };

@@ -1,10 +1,12 @@
-import type { ServerDuplexStream } from '@grpc/grpc-js';
 import type { InferenceRequest, Parameters } from '../../inference/index.js';
-import type { Logger } from '../../observability/logger.js';
 import type { InferenceServer } from '../../server/inference-server.js';
+import type { ServerCall } from './call.js';
+import { Status } from './codes.js';
 import { decodeInferRequest } from './infer-request.js';
-import { encodeInferResponse } from './infer-response.js';
+import { inferResponseFrame } from './infer-response.js';
 import type { InferParameterOut, ModelInferRequestMsg, ModelStreamInferResponseOut } from './messages.js';
+import { decodeOrEnd, type InferContext } from './model-infer.js';
+import type { ErrorContext } from './status.js';
 import { toServiceError } from './status.js';
 
 /**
@@ -18,19 +20,16 @@ import { toServiceError } from './status.js';
  * a client that cancels (or whose deadline passes) cancels every request of the stream still running.
  */
 
-export type StreamCall = ServerDuplexStream<ModelInferRequestMsg, ModelStreamInferResponseOut>;
-
-export interface StreamContext {
-  readonly server: InferenceServer;
-  readonly logger: Logger;
-  /** The call's headers that --grpc-header-forward-pattern passes to models, or undefined. */
-  forwarded(call: StreamCall): Parameters | undefined;
+export interface StreamContext extends InferContext, ErrorContext {
+  /** A ModelStreamInferResponse with gRPC's prefix, for the answers that are not encoded from a response. */
+  frame(r: ModelStreamInferResponseOut): Buffer;
 }
 
 const FINAL: Record<string, InferParameterOut> = Object.freeze({ triton_final_response: { bool_param: true } });
 const NOT_FINAL: Record<string, InferParameterOut> = Object.freeze({ triton_final_response: { bool_param: false } });
+const OK = { code: Status.OK, details: '' };
 
-export function handleStreamInfer(ctx: StreamContext, call: StreamCall): void {
+export function handleStreamInfer(ctx: StreamContext, call: ServerCall): void {
   new InferStream(ctx, call).start();
 }
 
@@ -42,10 +41,9 @@ class InferStream {
   private readonly forwardError: unknown;
   private inflight = 0;
   private halfClosed = false;
-  private closed = false;
 
-  constructor(private readonly ctx: StreamContext, private readonly call: StreamCall) {
-    this.grpcErrorMode = call.metadata.get('triton_grpc_error')[0] === 'true';
+  constructor(private readonly ctx: StreamContext, private readonly call: ServerCall) {
+    this.grpcErrorMode = call.get('triton_grpc_error') === 'true';
     try {
       this.forwarded = ctx.forwarded(call);
     } catch (e) {
@@ -54,36 +52,30 @@ class InferStream {
   }
 
   start(): void {
-    const call = this.call;
-    // grpc-js emits 'cancelled' whenever the call's stream closes, also after this side ended it; only a stream
-    // still open has requests to abort (an abort builds a DOMException, not worth paying for nothing).
-    call.on('cancelled', () => {
-      if (this.closed) return;
-      this.closed = true;
-      this.abort.abort();
-    });
-    call.on('data', (msg: ModelInferRequestMsg) => {
-      this.inflight++;
-      void this.run(msg).finally(() => {
-        this.inflight--;
+    // Only a stream still open has requests to abort (an abort builds a DOMException, not worth paying for nothing).
+    this.call.onCancel(() => this.abort.abort());
+    this.call.read(
+      (message) => {
+        const msg = decodeOrEnd(this.ctx, this.call, message);
+        if (msg === null) {
+          this.abort.abort();
+          return;
+        }
+        this.inflight++;
+        void this.run(msg).finally(() => {
+          this.inflight--;
+          this.maybeEnd();
+        });
+      },
+      () => {
+        this.halfClosed = true;
         this.maybeEnd();
-      });
-    });
-    call.on('end', () => {
-      this.halfClosed = true;
-      this.maybeEnd();
-    });
+      },
+    );
   }
 
   private maybeEnd(): void {
-    if (this.halfClosed && this.inflight === 0 && !this.closed) {
-      this.closed = true;
-      this.call.end();
-    }
-  }
-
-  private write(r: ModelStreamInferResponseOut): void {
-    if (!this.closed) this.call.write(r);
+    if (this.halfClosed && this.inflight === 0) this.call.end(OK);
   }
 
   private async run(msg: ModelInferRequestMsg): Promise<void> {
@@ -101,7 +93,7 @@ class InferStream {
     if (resolved === undefined || !resolved.decoupled) {
       try {
         const res = await server.infer(request, resolved);
-        this.write({ error_message: '', infer_response: encodeInferResponse(res, FINAL) });
+        this.call.write(inferResponseFrame(res, FINAL, true));
       } catch (e) {
         this.fail(e, msg, true);
       }
@@ -113,14 +105,14 @@ class InferStream {
     try {
       for await (const res of stream) {
         finalSent = stream.drained;
-        this.write({ error_message: '', infer_response: encodeInferResponse(res, finalSent ? FINAL : NOT_FINAL) });
+        this.call.write(inferResponseFrame(res, finalSent ? FINAL : NOT_FINAL, true));
       }
     } catch (e) {
       this.fail(e, msg, !refused);
       return;
     }
     if (!finalSent && emptyFinal) {
-      this.write({ error_message: '', infer_response: { id: msg.id, model_name: msg.model_name, model_version: msg.model_version, parameters: FINAL, outputs: [], raw_output_contents: [] } });
+      this.call.write(this.ctx.frame({ error_message: '', infer_response: { id: msg.id, model_name: msg.model_name, model_version: msg.model_version, parameters: FINAL, outputs: [], raw_output_contents: [] } }));
     }
   }
 
@@ -129,17 +121,16 @@ class InferStream {
    * had the request it also names the model and is the request's final response, as Triton's.
    */
   private fail(e: unknown, msg: ModelInferRequestMsg, started: boolean): void {
-    if (this.closed) return;
+    if (this.call.ended) return;
+    const status = toServiceError(e, this.ctx);
     if (this.grpcErrorMode) {
-      this.closed = true;
       this.abort.abort();
-      this.call.emit('error', toServiceError(e, this.ctx));
+      this.call.end(status);
       return;
     }
-    const message = toServiceError(e, this.ctx).details ?? '';
     const infer_response = started
       ? { id: msg.id, model_name: msg.model_name, model_version: msg.model_version, parameters: FINAL, outputs: [], raw_output_contents: [] }
       : { id: msg.id, model_name: '', model_version: '', outputs: [], raw_output_contents: [] };
-    this.write({ error_message: message, infer_response });
+    this.call.write(this.ctx.frame({ error_message: status.details, infer_response }));
   }
 }

@@ -5,6 +5,7 @@ import { gzipSync } from 'node:zlib';
 import * as grpc from '@grpc/grpc-js';
 import { spawnServer } from '../../helpers/server.js';
 import { connect, rawCall, requestType, unary } from '../../helpers/grpc.js';
+import { until } from '../../helpers/until.js';
 
 const encode = (o: Record<string, unknown>): Buffer => Buffer.from(requestType.encode(requestType.fromObject(o)).finish());
 
@@ -81,7 +82,8 @@ test('--grpc-max-decompressed-size: a compressed message that inflates past it i
     const past = await rawCall(port, '/inference.GRPCInferenceService/ModelInfer', gzipSync(encode({ ...small, raw_input_contents: [Buffer.alloc(65536), Buffer.alloc(64)] })), true);
     assert.equal(past.status, String(grpc.status.RESOURCE_EXHAUSTED));
     assert.equal(past.message, 'request message decompresses to more than the maximum of 65536 bytes (--grpc-max-decompressed-size)');
-    assert.match(p.output(), /^W.*limit 'grpc-max-decompressed-size' refused a request/m);
+    // The server's log reaches the pipe after the answer may have: wait for it.
+    await until(() => /^W.*limit 'grpc-max-decompressed-size' refused a request/m.test(p.output()), 'the refusal in the log');
   } finally {
     p.child.kill('SIGTERM');
     assert.equal(await p.exited, 0, p.output());

@@ -4,13 +4,16 @@ import { execFileSync } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { gunzipSync } from 'node:zlib';
 import * as grpc from '@grpc/grpc-js';
 import { readSslFiles } from '../../../src/frontends/grpc/options.js';
 import { EXAMPLES, FIXTURES } from '../../helpers/paths.js';
-import { failure, InferenceClient, int32Bytes, startGrpcTestServer, unary, type Client } from '../../helpers/grpc.js';
+import { failure, InferenceClient, int32Bytes, int32s, rawCall, requestType, responseType, startGrpcTestServer, unary, type Client } from '../../helpers/grpc.js';
+import { tempRepository } from '../../helpers/server.js';
 
 // The gRPC frontend's transport flags through a real server: TLS and mutual TLS (--grpc-use-ssl*), and
-// --grpc-header-forward-pattern handing call metadata to the model as request parameters.
+// --grpc-header-forward-pattern handing call metadata to the model as request parameters, and
+// --grpc-infer-response-compression-level.
 
 function hasOpenssl(): boolean {
   try {
@@ -94,5 +97,35 @@ test('--grpc-header-forward-pattern: matching metadata (any case) reaches the mo
     assert.deepEqual(info(streamed).parameters, { 'x-team-name': 'vision' });
   } finally {
     await s.close();
+  }
+});
+
+test('--grpc-infer-response-compression-level: inference responses come compressed as the client accepts, other RPCs plain', async () => {
+  const repo = await tempRepository([{ from: join(EXAMPLES, 'simple') }]);
+  const s = await startGrpcTestServer({ modelRepositories: [repo.dir], metrics: { cpu: false } }, { responseCompressionLevel: 'high' });
+  try {
+    const x = Array.from({ length: 16 }, (_, i) => i);
+    const request = { model_name: 'simple', inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1, 16] }, { name: 'INPUT1', datatype: 'INT32', shape: [1, 16] }], raw_input_contents: [int32Bytes(x), int32Bytes(x)] };
+    const message = Buffer.from(requestType.encode(requestType.fromObject(request)).finish());
+    const reply = await rawCall(s.grpc.port, '/inference.GRPCInferenceService/ModelInfer', message, false, { 'grpc-accept-encoding': 'identity,gzip' });
+    assert.equal(reply.status, '0', reply.message);
+    assert.equal(reply.compressedFlag, 1);
+    const res = responseType.decode(gunzipSync(reply.body)) as unknown as { raw_output_contents: Uint8Array[] };
+    assert.deepEqual(int32s(Buffer.from(res.raw_output_contents[0]!)), x.map((v) => 2 * v));
+    // A client that accepts no compression gets plain messages.
+    const plain = await rawCall(s.grpc.port, '/inference.GRPCInferenceService/ModelInfer', message, false, { 'grpc-accept-encoding': 'identity' });
+    assert.equal(plain.compressedFlag, 0);
+    // grpc-js's client reads them, unary and streaming.
+    assert.deepEqual(int32s((await unary(s.client, 'ModelInfer', request)).raw_output_contents[1]), x.map(() => 0));
+    const stream = s.client.ModelStreamInfer();
+    const got = new Promise<any>((resolve) => stream.once('data', resolve));
+    stream.write(request);
+    assert.equal((await got).error_message, '');
+    stream.end();
+    const live = await rawCall(s.grpc.port, '/inference.GRPCInferenceService/ServerLive', Buffer.alloc(0), false, { 'grpc-accept-encoding': 'gzip' });
+    assert.equal(live.compressedFlag, 0);
+  } finally {
+    await s.close();
+    await repo.remove();
   }
 });

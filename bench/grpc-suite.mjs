@@ -1,0 +1,120 @@
+// The gRPC comparison shared by bench/grpc.mjs and bench/http.mjs --quick: Nereid's ModelInfer and
+// ModelStreamInfer against Nereid's own HTTP binary on `simple` (the goals: gRPC at least as fast, at no more
+// server CPU per request), from a grpc-js client and from h2load, with the bare references for context.
+// Rounds alternate every (side, client) pair, the order rotating each round, so that drift on a shared
+// machine hits all alike; figures are medians of rounds.
+
+import { mkdtempSync, cpSync, rmSync } from 'node:fs';
+import { tmpdir, loadavg } from 'node:os';
+import { join } from 'node:path';
+import {
+  SIMPLE, INFER_PATH, STREAM_PATH, grpcBodies, grpcUnaryLoad, grpcStreamLoad, httpBinaryLoad, h2loadGrpc, h2loadHttpBinary,
+  haveH2load, startReference,
+} from './grpc-load.mjs';
+import { HOST, ROOT, startServer, nereidArgs, freePort, median } from './servers.mjs';
+
+/** Sides: what serves. `before` is another Nereid build (--before DIR), e.g. the commit before a change. */
+export const SIDES = ['reference', 'reference-h2', 'before', 'nereid', 'stream', 'http'];
+export const GOALS = { grpcOverHttp: 1.0, cpuOverHttp: 1.0 };
+
+/**
+ * Runs the sides × clients at each concurrency. `opt`: { sides, clients, concurrency, rounds, duration, warmup,
+ * before?: DIR, log }. Resolves to { rows: [{ concurrency, client, side: { throughput, p50, cpuUs, errors } }],
+ * load: [before, after] }.
+ */
+export async function runGrpcSuite(opt) {
+  const clients = opt.clients.filter((c) => c !== 'h2load' || haveH2load());
+  if (clients.length < opt.clients.length) opt.log(`h2load is not installed (${'/usr/bin/h2load'}): the C client is left out`);
+  const repo = mkdtempSync(join(tmpdir(), 'nereid-bench-grpc-'));
+  cpSync(SIMPLE, join(repo, 'simple'), { recursive: true });
+  const servers = {};
+  const loadBefore = loadavg()[0];
+  const rows = [];
+  try {
+    const bodies = grpcBodies();
+    const nereid = await startNereid(ROOT, repo);
+    servers.nereid = nereid;
+    if (opt.sides.includes('before')) servers.before = await startNereid(opt.before, repo);
+    if (opt.sides.includes('reference')) servers.reference = await startReference('grpc-js');
+    if (opt.sides.includes('reference-h2')) servers['reference-h2'] = await startReference('http2');
+    const load = (side, client, c) => {
+      const common = { concurrency: c, duration: opt.duration, warmup: opt.warmup, bodies, tmp: repo };
+      const s = side === 'stream' || side === 'http' ? nereid : servers[side];
+      const target = { ...common, port: s.grpcPort ?? s.port, pid: s.pid, origin: s.origin };
+      if (side === 'http') return client === 'h2load' ? h2loadHttpBinary(target) : httpBinaryLoad(target);
+      const path = side === 'stream' ? STREAM_PATH : INFER_PATH;
+      if (client === 'h2load') return h2loadGrpc({ ...target, path, body: bodies[0].body });
+      return side === 'stream' ? grpcStreamLoad(target) : grpcUnaryLoad(target);
+    };
+    const pairs = clients.flatMap((client) => opt.sides.map((side) => ({ side, client })));
+    for (const c of opt.concurrency) {
+      const runs = new Map(pairs.map((p) => [`${p.client}/${p.side}`, []]));
+      for (let round = 0; round < opt.rounds; round++) {
+        const k = round % pairs.length;
+        for (const { side, client } of [...pairs.slice(k), ...pairs.slice(0, k)]) {
+          const r = await load(side, client, c);
+          runs.get(`${client}/${side}`).push(r);
+          opt.log(`  c=${c} round ${round + 1}/${opt.rounds} ${client.padEnd(7)} ${side.padEnd(12)} ${r.throughput.toFixed(0).padStart(6)} req/s  ` +
+            `p50 ${(r.p50 * 1000).toFixed(0).padStart(5)} µs  cpu ${r.serverCpuUsPerRequest.toFixed(0).padStart(4)} µs/req` +
+            (r.errors ? `  ERRORS ${r.errors} ${JSON.stringify(r.errorSamples ?? r.errorDetail)}` : ''));
+        }
+      }
+      for (const client of clients) {
+        const row = { concurrency: c, client };
+        for (const side of opt.sides) {
+          const xs = runs.get(`${client}/${side}`);
+          row[side] = {
+            throughput: median(xs.map((r) => r.throughput)), p50: median(xs.map((r) => r.p50)),
+            cpuUs: median(xs.map((r) => r.serverCpuUsPerRequest)), errors: xs.reduce((s, r) => s + r.errors, 0),
+            rounds: xs.map((r) => ({ throughput: r.throughput, p50: r.p50, cpuUs: r.serverCpuUsPerRequest })),
+          };
+        }
+        rows.push(row);
+      }
+    }
+  } finally {
+    for (const s of Object.values(servers)) await s.stop();
+    rmSync(repo, { recursive: true, force: true });
+  }
+  return { rows, load: [loadBefore, loadavg()[0]] };
+}
+
+/** Nereid from `root` (its bin/nereid.js and dist/) with HTTP and gRPC on free ports. */
+async function startNereid(root, repo) {
+  const httpPort = await freePort();
+  const grpcPort = await freePort();
+  const args = nereidArgs(repo, httpPort).filter((x) => x !== '--allow-grpc=false');
+  args[0] = join(root, 'bin', 'nereid.js');
+  const s = await startServer(root === ROOT ? 'nereid' : 'before', [...args, '--grpc-port', String(grpcPort), '--grpc-address', HOST, '--log-info=false'], httpPort);
+  s.grpcPort = grpcPort;
+  return s;
+}
+
+/** The goal lines: each gRPC side against HTTP binary, per client and concurrency, throughput and CPU. */
+export function grpcVerdicts(rows) {
+  const out = [];
+  for (const r of rows) {
+    if (!r.http) continue;
+    for (const side of ['nereid', 'stream']) {
+      if (!r[side]) continue;
+      const rpc = side === 'nereid' ? 'ModelInfer' : 'ModelStreamInfer';
+      const ratio = r[side].throughput / r.http.throughput;
+      out.push({ name: `gRPC ${rpc} req/s / HTTP binary, ${r.client}, c=${r.concurrency}`, value: ratio, goal: `>= ${GOALS.grpcOverHttp}`, pass: ratio >= GOALS.grpcOverHttp });
+      const cpu = r[side].cpuUs / r.http.cpuUs;
+      out.push({
+        name: `gRPC ${rpc} CPU/req / HTTP binary, ${r.client}, c=${r.concurrency} (${r[side].cpuUs.toFixed(0)} vs ${r.http.cpuUs.toFixed(0)} µs)`,
+        value: cpu, goal: `<= ${GOALS.cpuOverHttp}`, pass: cpu <= GOALS.cpuOverHttp,
+      });
+    }
+  }
+  return out;
+}
+
+/** The table of medians: one line per client and concurrency, req/s, p50 µs and server CPU µs per request per side. */
+export function printGrpcTable(rows, sides, print = console.log) {
+  print(`client  ${'c'.padStart(3)} | ${sides.map((s) => `${s} req/s  p50  cpu`).join(' | ')}`);
+  for (const r of rows) {
+    const cells = sides.map((s) => `${r[s].throughput.toFixed(0).padStart(6)} ${(r[s].p50 * 1000).toFixed(0).padStart(5)} ${r[s].cpuUs.toFixed(0).padStart(4)}${r[s].errors ? ` (${r[s].errors} errors)` : ''}`);
+    print(`${r.client.padEnd(7)} ${String(r.concurrency).padStart(3)} | ${cells.join(' | ')}`);
+  }
+}

@@ -1,0 +1,298 @@
+import type { IncomingHttpHeaders, OutgoingHttpHeaders, ServerHttp2Stream } from 'node:http2';
+import { ACCEPT_ENCODING, compress, decompress, type ResponseCompression } from './compression.js';
+import { Status, type CallStatus } from './codes.js';
+import { frame, MessageReader } from './framing.js';
+
+/**
+ * One gRPC call on its HTTP/2 stream (PROTOCOL-HTTP2.md): request messages in, response headers, messages and
+ * the status trailers out. A call ends once: by this side's status, by its deadline, or by the client's
+ * RST_STREAM (or its connection going away), which cancels it. Listeners are shared functions that find the
+ * call on the stream, so a call costs no closures beyond its own object.
+ */
+
+/** What calls share: set once per server. */
+export interface CallSettings {
+  /** The largest message accepted, compressed or not, checked from its length prefix. */
+  readonly maxMessageBytes: number;
+  /** The most bytes a compressed message may inflate to. */
+  readonly maxDecompressedBytes: number;
+  /** A thrown value as the status to end with (the frontend's one table). */
+  errorStatus(e: unknown): CallStatus;
+}
+
+/**
+ * A call's metadata as the frontend reads it: a key's first text value, and every key with its first value,
+ * text or, for a `-bin` key, the bytes its base64 stands for.
+ */
+export interface Metadata {
+  get(key: string): string | undefined;
+  getMap(): Record<string, string | Buffer>;
+}
+
+/** Headers that carry the protocol itself, not the application's metadata. */
+const TRANSPORT_HEADERS = new Set(['content-type', 'te', 'grpc-timeout', 'grpc-encoding', 'grpc-accept-encoding', 'accept-encoding']);
+
+const CALL = Symbol('grpc call');
+type CallStream = ServerHttp2Stream & { [CALL]?: ServerCall };
+
+const RESPONSE_HEADERS: OutgoingHttpHeaders = {
+  ':status': 200,
+  'content-type': 'application/grpc',
+  'grpc-accept-encoding': ACCEPT_ENCODING,
+};
+const WITH_TRAILERS = { waitForTrailers: true };
+const END = { endStream: true };
+const OK_TRAILERS: OutgoingHttpHeaders = { 'grpc-status': '0' };
+
+export class ServerCall implements Metadata {
+  /** True once the call has ended, either way: nothing more is sent. */
+  ended = false;
+  private headersSent = false;
+  private trailers: OutgoingHttpHeaders = OK_TRAILERS;
+  private timer: NodeJS.Timeout | null = null;
+  private cancelHandler: (() => void) | null = null;
+  private onMessage: ((message: Buffer) => void) | null = null;
+  private onHalfClose: (() => void) | null = null;
+  private reader: MessageReader | null = null;
+  /** Set while a compressed message inflates: later messages and the half-close wait their turn. */
+  private pending: Promise<void> | null = null;
+  /** How responses are compressed, when they are. */
+  private compression: ResponseCompression | null = null;
+  /** Set while a response compresses: later responses and the status wait their turn. */
+  private sending: Promise<void> | null = null;
+
+  constructor(
+    readonly stream: ServerHttp2Stream,
+    readonly headers: IncomingHttpHeaders,
+    private readonly settings: CallSettings,
+    /** The request's grpc-encoding, for messages marked compressed. */
+    private readonly encoding: string,
+  ) {
+    (stream as CallStream)[CALL] = this;
+    stream.once('close', onClose);
+  }
+
+  /** The first value of a metadata key (a text key, in lower case). */
+  get(key: string): string | undefined {
+    const v = this.headers[key];
+    return Array.isArray(v) ? v[0] : v;
+  }
+
+  getMap(): Record<string, string | Buffer> {
+    const out: Record<string, string | Buffer> = {};
+    const headers = this.headers;
+    for (const key in headers) {
+      if (key.charCodeAt(0) === 0x3a || TRANSPORT_HEADERS.has(key)) continue;
+      const v = headers[key];
+      const first = Array.isArray(v) ? v[0] : v;
+      if (first === undefined) continue;
+      out[key] = key.endsWith('-bin') ? Buffer.from(first.split(',')[0]!, 'base64') : first;
+    }
+    return out;
+  }
+
+  /** Ends the call with DEADLINE_EXCEEDED after `ms`, cancelling its work. */
+  setDeadline(ms: number): void {
+    this.timer = setTimeout(expire, ms, this);
+  }
+
+  /** Called once if the call is cancelled (client, connection or deadline) before it ended. */
+  onCancel(handler: () => void): void {
+    this.cancelHandler = handler;
+  }
+
+  /** Starts delivering the request messages in order, then the half-close (the client's END_STREAM). */
+  read(onMessage: (message: Buffer) => void, onHalfClose: () => void): void {
+    this.onMessage = onMessage;
+    this.onHalfClose = onHalfClose;
+    this.reader = new MessageReader(this.settings.maxMessageBytes, (m, compressed) => this.received(m, compressed));
+    this.stream.on('data', onData);
+    this.stream.once('end', onEnd);
+  }
+
+  /** Compresses the call's responses from now on (--grpc-infer-response-compression-level). */
+  compressResponses(c: ResponseCompression | null): void {
+    this.compression = c;
+  }
+
+  /** A response message (already framed); the response headers go first. */
+  write(framed: Buffer): void {
+    if (this.ended) return;
+    const c = this.compression;
+    if (c === null) {
+      this.send(framed);
+      return;
+    }
+    const compressed = compress(c, framed.subarray(5));
+    this.sending = (this.sending ?? Promise.resolve()).then(async () => {
+      const m = await compressed;
+      if (!this.ended) this.send(frame(m, true));
+    }).catch((e: unknown) => this.fail(e));
+  }
+
+  private send(framed: Buffer): void {
+    if (!this.headersSent) {
+      this.headersSent = true;
+      this.stream.respond(this.compression === null ? RESPONSE_HEADERS : { ...RESPONSE_HEADERS, 'grpc-encoding': this.compression.encoding }, WITH_TRAILERS);
+      this.stream.once('wantTrailers', onWantTrailers);
+    }
+    this.stream.write(framed);
+  }
+
+  /** The one response of a unary call and status OK. */
+  respond(framed: Buffer): void {
+    if (this.compression !== null || this.headersSent || this.ended) {
+      this.write(framed);
+      this.end(OK);
+      return;
+    }
+    // The usual case in one go: headers, the message with the end of the data, then the OK trailers.
+    this.ended = true;
+    if (this.timer !== null) clearTimeout(this.timer);
+    const stream = this.stream;
+    if (stream.destroyed || stream.closed) return;
+    this.headersSent = true;
+    stream.respond(RESPONSE_HEADERS, WITH_TRAILERS);
+    stream.once('wantTrailers', onWantTrailers);
+    stream.end(framed);
+  }
+
+  /** Ends the call with `status`: trailers after the response, or a trailers-only response when nothing was sent. */
+  end(status: CallStatus): void {
+    if (this.ended) return;
+    const sending = this.sending;
+    if (sending !== null) {
+      // Responses still compressing go first; a failure (not OK) ends the call at once.
+      this.sending = null;
+      if (status.code === Status.OK) {
+        void sending.then(() => this.end(status));
+        return;
+      }
+    }
+    this.ended = true;
+    if (this.timer !== null) clearTimeout(this.timer);
+    const stream = this.stream;
+    if (stream.destroyed || stream.closed) return;
+    // Whatever the client still sends is read and dropped, so that its stream can close.
+    if (this.reader === null) stream.resume();
+    if (this.headersSent) {
+      if (status.code !== Status.OK) this.trailers = statusHeaders(status, {});
+      stream.end();
+    } else {
+      stream.respond(statusHeaders(status, { ...RESPONSE_HEADERS }), END);
+    }
+  }
+
+  /** Ends the call with the status of a thrown value. */
+  fail(e: unknown): void {
+    this.end(this.settings.errorStatus(e));
+  }
+
+  /** The client cancelled, the connection went, or the deadline passed: the work for the call is abandoned. */
+  cancel(status: CallStatus | null): void {
+    if (this.ended) return;
+    if (status !== null) this.end(status);
+    else {
+      this.ended = true;
+      if (this.timer !== null) clearTimeout(this.timer);
+    }
+    const handler = this.cancelHandler;
+    this.cancelHandler = null;
+    handler?.();
+  }
+
+  sendTrailers(): void {
+    this.stream.sendTrailers(this.trailers);
+  }
+
+  chunk(data: Buffer): void {
+    if (this.ended) return;
+    try {
+      this.reader!.push(data);
+    } catch (e) {
+      this.fail(e);
+    }
+  }
+
+  halfClose(): void {
+    if (this.ended) return;
+    if (!this.reader!.idle) {
+      this.end({ code: Status.INTERNAL, details: 'Incomplete message: the stream ended inside a message' });
+      return;
+    }
+    if (this.pending === null) this.onHalfClose!();
+    else this.pending = this.pending.then(() => {
+      if (!this.ended) this.onHalfClose!();
+    });
+  }
+
+  private received(message: Buffer, compressed: boolean): void {
+    if (!compressed && this.pending === null) {
+      this.onMessage!(message);
+      return;
+    }
+    const encoding = this.encoding;
+    if (compressed && encoding !== 'gzip' && encoding !== 'deflate') {
+      this.end({ code: Status.INTERNAL, details: 'Compressed message received without a grpc-encoding that compresses' });
+      return;
+    }
+    const settings = this.settings;
+    const inflated = compressed ? decompress(encoding as 'gzip' | 'deflate', message, settings.maxDecompressedBytes) : null;
+    this.pending = (this.pending ?? Promise.resolve()).then(async () => {
+      const m = inflated === null ? message : await inflated;
+      if (!this.ended) this.onMessage!(m);
+    }).catch((e: unknown) => this.fail(e));
+  }
+}
+
+const OK: CallStatus = { code: Status.OK, details: '' };
+
+function statusHeaders(status: CallStatus, into: OutgoingHttpHeaders): OutgoingHttpHeaders {
+  into['grpc-status'] = String(status.code);
+  if (status.details !== '') into['grpc-message'] = percentEncode(status.details);
+  return into;
+}
+
+/**
+ * grpc-message as the spec writes it: UTF-8, with every byte outside printable ASCII (0x20-0x7E) and '%'
+ * itself as %XX.
+ */
+export function percentEncode(text: string): string {
+  let plain = true;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 0x20 || c > 0x7e || c === 0x25) {
+      plain = false;
+      break;
+    }
+  }
+  if (plain) return text;
+  let out = '';
+  for (const b of Buffer.from(text, 'utf8')) {
+    out += b < 0x20 || b > 0x7e || b === 0x25 ? `%${b.toString(16).toUpperCase().padStart(2, '0')}` : String.fromCharCode(b);
+  }
+  return out;
+}
+
+function onData(this: CallStream, data: Buffer): void {
+  this[CALL]!.chunk(data);
+}
+
+function onEnd(this: CallStream): void {
+  this[CALL]!.halfClose();
+}
+
+function onWantTrailers(this: CallStream): void {
+  this[CALL]!.sendTrailers();
+}
+
+function onClose(this: CallStream): void {
+  const call = this[CALL]!;
+  if (!call.ended) call.cancel(null);
+}
+
+const DEADLINE: CallStatus = { code: Status.DEADLINE_EXCEEDED, details: 'Deadline Exceeded' };
+
+function expire(call: ServerCall): void {
+  call.cancel(DEADLINE);
+}
