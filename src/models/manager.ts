@@ -87,7 +87,7 @@ export class ModelManager {
     private readonly namespacing = false,
     cacheDir?: string,
   ) {
-    this.sources = openSources(repositories, { logger: logger.child('repository'), ...(cacheDir ? { cacheDir } : {}) });
+    this.sources = openSources(repositories, { logger: logger.child('source.ts'), ...(cacheDir ? { cacheDir } : {}) });
     this.opts = {
       ...opts,
       resolveModel: (name, version) => this.resolve(name, version),

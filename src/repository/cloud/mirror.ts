@@ -33,6 +33,8 @@ export interface MirrorOptions {
   readonly url: string;
   /** Progress is logged for a download that runs longer than this. */
   readonly progressMs?: number;
+  /** A download that receives nothing for this long is dropped and tried again (a connection gone silent). */
+  readonly idleMs?: number;
 }
 
 type Manifest = Record<string, { etag: string; size: number }>;
@@ -70,7 +72,7 @@ export async function mirrorModel(store: ObjectStore, prefix: string, paths: Mir
   }, opts.progressMs ?? 5000).unref();
   try {
     const results = await Promise.allSettled(stale.map(([rel, o]) => opts.pool(() =>
-      withRetries(() => download(store, o, join(paths.dir, rel), paths.partial, (n) => (done += n)), opts.retry, retryLog(`downloading ${opts.url}/${rel}`))
+      withRetries(() => download(store, o, join(paths.dir, rel), paths.partial, opts.idleMs ?? 30_000, (n) => (done += n)), opts.retry, retryLog(`downloading ${opts.url}/${rel}`))
         .then(() => { manifest[rel] = { etag: o.etag, size: o.size }; }))));
     for (const rel of Object.keys(manifest)) if (!files.has(rel)) delete manifest[rel];
     await writeManifest(paths.manifest, manifest);
@@ -99,12 +101,14 @@ export function relativeKey(key: string, prefix: string, url: string): string | 
   return segments.join(sep);
 }
 
-async function download(store: ObjectStore, o: StoredObject, target: string, partialDir: string, progress: (n: number) => void): Promise<void> {
+async function download(store: ObjectStore, o: StoredObject, target: string, partialDir: string, idleMs: number, progress: (n: number) => void): Promise<void> {
   const tmp = join(partialDir, `${randomBytes(8).toString('hex')}.partial`);
   const md5 = o.md5 ? createHash('md5') : undefined;
   let bytes = 0;
+  let idle: NodeJS.Timeout | undefined;
   const count = new Transform({
     transform(chunk: Buffer, _enc, cb) {
+      idle?.refresh();
       bytes += chunk.length;
       progress(chunk.length);
       md5?.update(chunk);
@@ -113,6 +117,7 @@ async function download(store: ObjectStore, o: StoredObject, target: string, par
   });
   try {
     const body = await store.read(o.key);
+    idle = setTimeout(() => body.destroy(new StoreError(`${o.key}: nothing received for ${Math.round(idleMs / 1000)} s`, true)), idleMs);
     await pipeline(body, count, createWriteStream(tmp, { flags: 'wx' }));
     if (bytes !== o.size) throw new StoreError(`${o.key}: received ${bytes} bytes, the store listed ${o.size}`, true);
     if (md5 && md5.digest('hex') !== o.md5) throw new StoreError(`${o.key}: the bytes received do not match the store's MD5`, true);
@@ -122,6 +127,8 @@ async function download(store: ObjectStore, o: StoredObject, target: string, par
     progress(-bytes);
     await rm(tmp, { force: true });
     throw e;
+  } finally {
+    clearTimeout(idle);
   }
 }
 

@@ -8,8 +8,8 @@ export interface RetryPolicy {
   readonly firstDelayMs: number;
 }
 
-/** About 8 s of waiting in all: long enough for a store restarting or a connection dropped, short for a start. */
-export const DEFAULT_RETRY: RetryPolicy = { attempts: 6, firstDelayMs: 250 };
+/** About 16 s of waiting in all: long enough for a store restarting or a connection dropped, short for a start. */
+export const DEFAULT_RETRY: RetryPolicy = { attempts: 7, firstDelayMs: 250 };
 
 /** Runs `op` until it succeeds, a failure is not transient, or the attempts are spent. */
 export async function withRetries<T>(op: () => Promise<T>, policy: RetryPolicy, onRetry: (e: unknown, attempt: number, delayMs: number) => void): Promise<T> {
