@@ -12,6 +12,7 @@
  * Where tritonserver's own parser is loose (std::stoi accepts "12abc") Nereid is strict: integers must be whole.
  */
 import { re2Pattern } from '../frontends/re2-pattern.js';
+import { isCloudUrl, parseCloudUrl } from '../repository/cloud/url.js';
 import type { LogFormat, LogSettings } from '../observability/logger.js';
 import { DEFAULT_SERVER_ID, type ModelControlMode, type ServerOptions } from '../server/options.js';
 import { DEFAULT_MAX_MAPPED_BYTES, DEFAULT_MAX_REGIONS } from '../sharedmemory/registry.js';
@@ -49,6 +50,7 @@ interface ServerDraft {
   modelControlMode: ModelControlMode;
   loadModels: string[];
   repositoryPollSecs: number;
+  repositoryCacheDir?: string;
   strictModelConfig: boolean;
   modelConfigName: string;
   exitOnError: boolean;
@@ -377,8 +379,10 @@ const FLAGS: readonly FlagSpec[] = [
   flag(LOGGING, 'log-file', '<path>', "'' (stderr)", 'Append log lines to this file instead of printing them on stderr.', (d, v) => { d.log.file = v; }),
 
   noted(flag(REPO, 'model-store', '<path>', '', 'Same as --model-repository.', addRepository, 'model-repository'), 'same as --model-repository'),
-  noted(flag(REPO, 'model-repository', '<path>', '', 'A model repository directory. Required; repeat it to serve several repositories (a model name must then be unique across all of them, unless --model-namespacing). Local directories only: a URL such as s3://, gs:// or as:// is refused.', addRepository),
-    'local directories; a URL (s3://, gs://, as://, any scheme://) is refused'),
+  noted(flag(REPO, 'model-repository', '<path>', '', 'A model repository: a directory, or s3://bucket/path, s3://host:port/bucket/path, s3://https://host:port/bucket/path, gs://bucket/path, as://account/container/path. Required; repeat it to serve several repositories (a model name must then be unique across all of them, unless --model-namespacing).', addRepository),
+    'models at URLs download into a cache kept between starts (--repository-cache-dir), where Triton downloads afresh at each load'),
+  noted(flag(REPO, 'repository-cache-dir', '<path>', "'' (nereid-repository-cache in the OS temp dir)", "Where models of s3://, gs:// and as:// repositories are downloaded and kept between starts: an unchanged file is not downloaded again. TRITON_AWS_MOUNT_DIRECTORY, TRITON_GCS_MOUNT_DIRECTORY and TRITON_AZURE_MOUNT_DIRECTORY win for their store. Nereid's own flag.",
+    (d, v) => { if (v === '') throw new BadValue('a directory path'); d.server.repositoryCacheDir = v; }), NEREID_OWN),
   flag(REPO, 'exit-on-error', BOOL_ARG, 'true', 'Fail the start when anything, such as a model load, fails during initialization.', (d, v) => { d.server.exitOnError = bool(v); }),
   flag(REPO, 'disable-auto-complete-config', null, '', 'Do not fill in missing model configuration from the model files: every model needs a complete config.pbtxt. Implies --strict-model-config=true.',
     (d) => { d.disableAutoComplete = true; }),
@@ -552,8 +556,15 @@ const FLAGS: readonly FlagSpec[] = [
 function addRepository(d: Draft, v: string): void {
   if (v === '') throw new BadValue('a directory path');
   const url = /^([A-Za-z][A-Za-z0-9+.-]*):\/\//.exec(v);
+  if (url && !isCloudUrl(v)) {
+    throw new FlagError(`--model-repository ${v}: ${url[1]}:// is not a repository scheme; give a directory or an s3://, gs:// or as:// URL`);
+  }
   if (url) {
-    throw new FlagError(`--model-repository ${v}: repositories at URLs (${url[1]}://) are not supported yet, only local directories; copy the models to a directory and give its path`);
+    try {
+      parseCloudUrl(v);
+    } catch (e) {
+      throw new FlagError(`--model-repository ${(e as Error).message}`);
+    }
   }
   // tritonserver keeps repositories in a set: giving one twice serves it once.
   if (!d.server.modelRepositories.includes(v)) d.server.modelRepositories.push(v);

@@ -2,7 +2,8 @@ import { NereidError, invalidArg, isNereidError, notFound, unavailable } from '.
 import type { ModelConfig } from '../config/types.js';
 import { modelConfigToJson } from '../config/index.js';
 import type { Logger } from '../observability/logger.js';
-import { assertModelName, listVersions, modelKey, modelTimestamps, scanRepositories, selectVersions, type ModelLocation, type RepositoryScan } from '../repository/local.js';
+import { assertModelName, listVersions, modelKey, modelTimestamps, selectVersions, type ModelLocation, type RepositoryScan } from '../repository/local.js';
+import { openSources, scanSources, type RepositorySource } from '../repository/source.js';
 import { writeOverrides, type OverrideDir } from '../repository/overrides.js';
 import { redactPaths, shownPaths, type PathShown } from '../repository/redact.js';
 import { loadVersion, prepareModel, readConfig, type LoaderOptions, type PreparedModel } from './loader.js';
@@ -83,13 +84,17 @@ export class ModelManager {
   private readonly live = new Set<ModelVersion>();
 
   private readonly opts: LoaderOptions;
+  private readonly sources: RepositorySource[];
 
+  /** `cacheDir`: where models of repositories at URLs are downloaded (--repository-cache-dir). */
   constructor(
-    private readonly repositories: readonly string[],
+    repositories: readonly string[],
     opts: LoaderOptions,
     private readonly logger: Logger,
     private readonly namespacing = false,
+    cacheDir?: string,
   ) {
+    this.sources = openSources(repositories, { logger: logger.child('source.ts'), ...(cacheDir ? { cacheDir } : {}) });
     this.opts = {
       ...opts,
       resolveModel: (name, version) => this.resolve(name, version),
@@ -269,7 +274,7 @@ export class ModelManager {
    * has tried to load (a model never loaded is listed by name only); `readyOnly` keeps READY versions only.
    */
   async index(readyOnly: boolean): Promise<IndexEntry[]> {
-    const scan = await scanRepositories(this.repositories, this.namespacing).catch(() => undefined);
+    const scan = await scanSources(this.sources, this.namespacing).catch(() => undefined);
     const keys = new Set([...this.entries.keys(), ...(scan?.models.keys() ?? []), ...(scan?.duplicates.keys() ?? [])]);
     const nameOf = (key: string): string => this.entries.get(key)?.name ?? scan?.models.get(key)?.name ?? key;
     // By name; with namespacing one name may come once per repository, each with its own versions.
@@ -306,7 +311,7 @@ export class ModelManager {
 
   /** Loads every model in the repositories (modes none and poll), or the named ones. Returns the failures. */
   async loadAll(names?: readonly string[]): Promise<Map<string, string>> {
-    const scan = await scanRepositories(this.repositories, this.namespacing);
+    const scan = await scanSources(this.sources, this.namespacing);
     for (const [name, repos] of scan.duplicates) {
       this.entry(name).failure = `model '${name}' is not unique across all model repositories: ${repos.join(', ')}`;
     }
@@ -324,6 +329,14 @@ export class ModelManager {
     }
     const failures = new Map<string, string>();
     for (const name of scan.duplicates.keys()) if (!names || names.includes(name)) failures.set(name, this.entry(name).failure);
+    // Models of repositories at URLs are downloaded first; one that cannot be fails alone.
+    await runLimited(wanted, this.opts.loadThreads, async (key) => {
+      const location = scan.models.get(key);
+      const reason = location && (await this.fetchModel(location));
+      if (reason === undefined) return;
+      failures.set(location!.name, this.fail(key, reason, location!.name));
+      wanted = wanted.filter((k) => k !== key);
+    });
     // Ensembles load after the models they run on, as Triton orders them.
     const ensembles = new Set<string>();
     for (const key of wanted) {
@@ -336,7 +349,7 @@ export class ModelManager {
   }
 
   /** Loads models with at most --model-load-thread-count at once; ensembles wait until the others are done. */
-  private async loadNames(ordered: string[], ensembles: Set<string>, scan: Awaited<ReturnType<typeof scanRepositories>>, failures: Map<string, string>): Promise<void> {
+  private async loadNames(ordered: string[], ensembles: Set<string>, scan: RepositoryScan, failures: Map<string, string>): Promise<void> {
     const load = async (key: string): Promise<void> => {
       const location = scan.models.get(key);
       if (!location) {
@@ -368,6 +381,7 @@ export class ModelManager {
     const out = [...names];
     for (let i = 0; i < out.length; i++) {
       for (const location of locationsOf(scan, out[i]!)) {
+        await this.fetchModel(location);
         for (const d of await this.dependencies(location.name, location.dir)) if (!out.includes(d)) out.push(d);
       }
     }
@@ -405,8 +419,13 @@ export class ModelManager {
     if (!req.files || req.files.size === 0) {
       scan = await this.scanForLoad(name);
       if (scan.duplicates.has(name)) throw invalidArg(`failed to load '${name}', ${POLL_FAILED}: model is not unique across all model repositories`);
-      locations = locationsOf(scan, name);
-      if (locations.length === 0) throw invalidArg(`failed to load '${name}', ${POLL_FAILED}`);
+      const found = locationsOf(scan, name);
+      if (found.length === 0) throw invalidArg(`failed to load '${name}', ${POLL_FAILED}`);
+      locations = found;
+      for (const location of found) {
+        const reason = await this.fetchModel(location);
+        if (reason !== undefined) throw new NereidError('INTERNAL', `failed to load '${name}', ${this.fail(location.key, reason, name)}`);
+      }
     }
     // With namespacing every repository's model of that name loads.
     for (const location of locations) {
@@ -431,7 +450,7 @@ export class ModelManager {
   /** The repositories as a load sees them; one that cannot be read is Triton's failed poll, its path logged only. */
   private async scanForLoad(name: string): Promise<RepositoryScan> {
     try {
-      return await scanRepositories(this.repositories, this.namespacing);
+      return await scanSources(this.sources, this.namespacing);
     } catch (e) {
       this.logger.error(`failed to poll the model repositories for '${name}': ${reasonOf(e)}`);
       throw new NereidError('INTERNAL', `failed to load '${name}', ${POLL_FAILED}`);
@@ -559,7 +578,7 @@ export class ModelManager {
 
   /** Poll mode: one pass over the repositories, loading what appeared or changed and unloading what went. */
   async poll(): Promise<void> {
-    const scan = await scanRepositories(this.repositories, this.namespacing);
+    const scan = await scanSources(this.sources, this.namespacing);
     const work: Promise<unknown>[] = [];
     // What went first: with namespacing a name that stays in one repository stops being ambiguous.
     for (const [key, entry] of this.entries) {
@@ -572,12 +591,27 @@ export class ModelManager {
       const entry = this.entries.get(key);
       if (entry?.overrides) continue; // a model loaded from overrides is not the repository's
       if (entry?.waiting) continue; // it loads again when its steps can run (settleEnsembles)
+      // A model that cannot be downloaded now keeps serving what it served.
+      if ((await this.fetchModel(location)) !== undefined) continue;
       const stamps = await modelTimestamps(location.dir);
       if (entry && sameStamps(entry.timestamps, stamps) && entry.location?.dir === location.dir) continue;
       work.push(this.withEntry(key, (e) => this.loadEntry(e, location, {}), location.name));
     }
     await Promise.all(work);
     await this.settleEnsembles();
+  }
+
+  /** Brings a model of a repository at a URL into its local folder; the reason when that failed. */
+  private async fetchModel(location: ModelLocation): Promise<string | undefined> {
+    if (!location.fetch) return undefined;
+    try {
+      await location.fetch();
+      return undefined;
+    } catch (e) {
+      const reason = reasonOf(e);
+      this.logger.error(`failed to fetch '${location.name}': ${reason}`);
+      return reason;
+    }
   }
 
   /** Answers every queued request of every model with `error`; running executions finish. */
@@ -621,8 +655,8 @@ export class ModelManager {
     return e;
   }
 
-  private fail(name: string, reason: string): string {
-    const e = this.entry(name);
+  private fail(key: string, reason: string, name = key): string {
+    const e = this.entry(key, name);
     if (e.versions.size === 0) e.failure = reason;
     return reason;
   }

@@ -10,12 +10,17 @@ import { invalidArg } from '../errors.js';
 
 export interface ModelLocation {
   readonly name: string;
+  /** The repository as given: a resolved folder or a URL. */
   readonly repository: string;
+  /** The local folder the model's folder is in (for a URL repository, the download cache's). */
+  readonly root: string;
   readonly dir: string;
   /** The repository with --model-namespacing, else '': models are told apart by namespace and name. */
   readonly namespace: string;
   /** The model's identity in the server: its name, preceded by its namespace when it has one. */
   readonly key: string;
+  /** For a repository at a URL: brings the model's files into `dir` (see repository/source.ts). */
+  readonly fetch?: () => Promise<void>;
 }
 
 /** A model's identity: the name alone without namespacing, as Triton collapses the namespace then. */
@@ -31,36 +36,6 @@ export interface RepositoryScan {
   readonly models: Map<string, ModelLocation>;
   /** Names found in more than one repository: Triton loads none of them. */
   readonly duplicates: Map<string, string[]>;
-}
-
-/** With `namespacing` each repository is a namespace, so no name is a duplicate. */
-export async function scanRepositories(repositories: readonly string[], namespacing = false): Promise<RepositoryScan> {
-  const models = new Map<string, ModelLocation>();
-  const duplicates = new Map<string, string[]>();
-  for (const repository of new Set(repositories.map((r) => resolve(r)))) {
-    let entries;
-    try {
-      entries = await readdir(repository, { withFileTypes: true });
-    } catch (e) {
-      throw invalidArg(`failed to stat file ${repository}: ${(e as Error).message}`);
-    }
-    for (const e of entries) {
-      if (!e.isDirectory()) continue;
-      if (namespacing) {
-        const key = modelKey(repository, e.name);
-        models.set(key, { name: e.name, repository, dir: join(repository, e.name), namespace: repository, key });
-        continue;
-      }
-      const prev = models.get(e.name);
-      if (prev || duplicates.has(e.name)) {
-        duplicates.set(e.name, [...(duplicates.get(e.name) ?? [prev!.repository]), repository]);
-        models.delete(e.name);
-        continue;
-      }
-      models.set(e.name, { name: e.name, repository, dir: join(repository, e.name), namespace: '', key: e.name });
-    }
-  }
-  return { models, duplicates };
 }
 
 /** Version numbers present in a model folder, by Triton's rules: digits only, no leading zero but for "0". */

@@ -16,7 +16,7 @@ export interface PathShown {
 export function shownPaths(name: string, overrideRoot: string | undefined, location: ModelLocation | undefined): PathShown[] {
   const out: PathShown[] = [];
   if (overrideRoot !== undefined) out.push({ path: join(overrideRoot, name), shown: name }, { path: overrideRoot, shown: '' });
-  if (location) out.push({ path: location.dir, shown: name }, { path: location.repository, shown: '' });
+  if (location) out.push({ path: location.dir, shown: name }, { path: location.root, shown: '' });
   return out;
 }
 

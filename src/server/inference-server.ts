@@ -1,4 +1,5 @@
 import { NereidError, invalidArg, isNereidError, toNereidError, unavailable, unsupported } from '../errors.js';
+import { isCloudUrl, parseCloudUrl } from '../repository/cloud/url.js';
 import type { ModelConfig } from '../config/types.js';
 import { modelConfigToJson } from '../config/index.js';
 import type { ModelCalls } from '../backends/backend.js';
@@ -146,7 +147,7 @@ export class InferenceServer {
       responseCache: this.cache,
       calls: this.modelCalls(ownSharedMemory),
       ...(this.metrics ? { metrics: this.metrics } : {}),
-    }, this.logger.child('manager.ts'), options.modelNamespacing ?? false);
+    }, this.logger.child('manager.ts'), options.modelNamespacing ?? false, options.repositoryCacheDir);
     this.metadataValue = { name: options.id ?? DEFAULT_SERVER_ID, version: NEREID_VERSION, extensions: EXTENSIONS };
   }
 
@@ -184,8 +185,9 @@ export class InferenceServer {
    */
   static async create(options: ServerOptions, created: CreateOptions = {}): Promise<InferenceServer> {
     if (options.modelRepositories.length === 0) throw invalidArg('at least one model repository is required');
-    const url = options.modelRepositories.find((r) => /^[A-Za-z][A-Za-z0-9+.-]*:\/\//.test(r));
-    if (url !== undefined) throw invalidArg(`model repository ${url}: repositories at URLs are not supported yet, only local directories`);
+    const url = options.modelRepositories.find((r) => /^[A-Za-z][A-Za-z0-9+.-]*:\/\//.test(r) && !isCloudUrl(r));
+    if (url !== undefined) throw invalidArg(`model repository ${url}: a repository is a local directory or an s3://, gs:// or as:// URL`);
+    for (const r of options.modelRepositories) if (isCloudUrl(r)) parseCloudUrl(r);
     // prom-client is loaded only when metrics are on.
     const Metrics = options.metrics ? (await import('../observability/metrics/server-metrics.js')).ServerMetrics : undefined;
     const server = new InferenceServer(options, created, Metrics);

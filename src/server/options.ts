@@ -6,8 +6,14 @@
 export type ModelControlMode = 'none' | 'poll' | 'explicit';
 
 export interface ServerOptions {
-  /** Model repository directories (--model-repository, repeatable); local only, a URL is refused. */
+  /** Model repositories (--model-repository, repeatable): local directories, or s3://, gs:// and as:// URLs. */
   modelRepositories: string[];
+  /**
+   * --repository-cache-dir (Nereid's): where models of repositories at URLs are downloaded and kept between
+   * starts (default: nereid-repository-cache under the OS temp dir). TRITON_AWS_MOUNT_DIRECTORY,
+   * TRITON_GCS_MOUNT_DIRECTORY and TRITON_AZURE_MOUNT_DIRECTORY win for their store.
+   */
+  repositoryCacheDir?: string;
   /** --model-control-mode (default 'none'). */
   modelControlMode?: ModelControlMode;
   /** --load-model (explicit mode only); ['*'] loads every model. */

@@ -69,14 +69,16 @@ test('--model-load-retry-count and --model-namespacing reach the server options'
   assert.deepEqual(o.warnings, []);
 });
 
-test('a repository given as a URL is refused at start: exit 2 and what to do instead', async () => {
-  for (const url of ['s3://my-bucket/models', 'gs://bucket/m', 'as://account/container', 'https://example.com/models']) {
-    assert.throws(() => parseServeFlags(['--model-repository', url]), (e: unknown) =>
-      e instanceof FlagError && e.message.includes(url) && /not supported yet, only local directories/.test(e.message), url);
+test('a repository URL of an unknown scheme or a malformed one is refused at start: exit 2; s3://, gs:// and as:// are taken', async () => {
+  for (const url of ['https://example.com/models', 'ftp://host/models', 's3://', 'as://account-only']) {
+    assert.throws(() => parseServeFlags(['--model-repository', url]), (e: unknown) => e instanceof FlagError && e.message.includes('--model-repository'), url);
   }
-  const run = await runNereid(['serve', '--model-repository', EXAMPLES, '--model-repository=s3://my-bucket', '--allow-metrics=false']);
+  for (const url of ['s3://my-bucket/models', 's3://127.0.0.1:9000/bucket/m', 's3://https://host:443/bucket', 'gs://bucket/m', 'as://account/container']) {
+    assert.deepEqual(parseServeFlags(['--model-repository', url]).server.modelRepositories, [url]);
+  }
+  const run = await runNereid(['serve', '--model-repository', EXAMPLES, '--model-repository=https://example.com/models', '--allow-metrics=false']);
   assert.equal(run.code, 2);
-  assert.match(run.out, /s3:\/\/my-bucket: repositories at URLs \(s3:\/\/\) are not supported yet/);
+  assert.match(run.out, /https:\/\/example.com\/models: https:\/\/ is not a repository scheme/);
   assert.doesNotMatch(run.out, /failed to stat/);
   const sagemaker = await runNereid(['serve', '--model-repository', EXAMPLES, '--allow-sagemaker=true']);
   assert.equal(sagemaker.code, 2);

@@ -1,0 +1,171 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { createWriteStream } from 'node:fs';
+import { mkdir, readdir, readFile, rename, rm, rmdir, stat, writeFile } from 'node:fs/promises';
+import { dirname, join, posix, sep } from 'node:path';
+import { Transform } from 'node:stream';
+import { pipeline } from 'node:stream/promises';
+import type { Logger } from '../../observability/logger.js';
+import { isInside } from '../local.js';
+import { withRetries, type RetryPolicy } from './retry.js';
+import { describeError, StoreError, type ObjectStore, type StoredObject } from './store.js';
+
+/**
+ * The download cache: a model's objects mirrored into a local folder. Each file is written under a temporary
+ * name beside the cache, checked (size, and MD5 where the store states one), then renamed into place, so no
+ * half-written file is ever in a model folder. A manifest per model records the ETag each local file was
+ * downloaded at; a file whose ETag and size are unchanged is not downloaded again, across restarts too.
+ */
+export interface MirrorPaths {
+  /** The model's local folder. */
+  readonly dir: string;
+  /** The model's manifest file. */
+  readonly manifest: string;
+  /** Where partial downloads live until complete; on the same file system as `dir`. */
+  readonly partial: string;
+}
+
+export interface MirrorOptions {
+  readonly logger: Logger;
+  readonly retry: RetryPolicy;
+  /** Runs a download when the source's pool has room. */
+  readonly pool: <T>(fn: () => Promise<T>) => Promise<T>;
+  /** The model's URL, for messages. */
+  readonly url: string;
+  /** Progress is logged for a download that runs longer than this. */
+  readonly progressMs?: number;
+  /** A download that receives nothing for this long is dropped and tried again (a connection gone silent). */
+  readonly idleMs?: number;
+}
+
+type Manifest = Record<string, { etag: string; size: number }>;
+
+export interface MirrorResult {
+  readonly downloaded: number;
+  readonly bytes: number;
+}
+
+/** Brings `paths.dir` in line with the objects under `prefix` (which ends in '/'). */
+export async function mirrorModel(store: ObjectStore, prefix: string, paths: MirrorPaths, opts: MirrorOptions): Promise<MirrorResult> {
+  const retryLog = (what: string) => (e: unknown, attempt: number, delay: number) =>
+    opts.logger.warn(`${what} failed (attempt ${attempt} of ${opts.retry.attempts}), retrying in ${delay} ms: ${describeError(e)}`);
+  const objects = await withRetries(() => store.listObjects(prefix), opts.retry, retryLog(`listing ${opts.url}`));
+  const files = new Map<string, StoredObject>();
+  for (const o of objects) {
+    const rel = relativeKey(o.key, prefix, opts.url);
+    if (rel !== undefined) files.set(rel, o);
+  }
+  if (files.size === 0) throw new StoreError(`${opts.url} holds no files`, false);
+  await mkdir(paths.dir, { recursive: true });
+  await mkdir(paths.partial, { recursive: true });
+  const manifest = await readManifest(paths.manifest);
+  const stale: [string, StoredObject][] = [];
+  for (const [rel, o] of files) {
+    const had = manifest[rel];
+    const local = await stat(join(paths.dir, rel)).catch(() => undefined);
+    if (!had || had.etag !== o.etag || had.size !== o.size || !local?.isFile() || local.size !== o.size) stale.push([rel, o]);
+  }
+  const total = stale.reduce((n, [, o]) => n + o.size, 0);
+  let done = 0;
+  const started = Date.now();
+  const progress = stale.length === 0 ? undefined : setInterval(() => {
+    opts.logger.info(`downloading ${opts.url}: ${mb(done)} of ${mb(total)} MB in ${Math.round((Date.now() - started) / 1000)} s`);
+  }, opts.progressMs ?? 5000).unref();
+  try {
+    const results = await Promise.allSettled(stale.map(([rel, o]) => opts.pool(() =>
+      withRetries(() => download(store, o, join(paths.dir, rel), paths.partial, opts.idleMs ?? 30_000, (n) => (done += n)), opts.retry, retryLog(`downloading ${opts.url}/${rel}`))
+        .then(() => { manifest[rel] = { etag: o.etag, size: o.size }; }))));
+    for (const rel of Object.keys(manifest)) if (!files.has(rel)) delete manifest[rel];
+    await writeManifest(paths.manifest, manifest);
+    const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+    if (failed) throw failed.reason;
+  } finally {
+    if (progress) clearInterval(progress);
+  }
+  await removeOthers(paths.dir, new Set(files.keys()));
+  if (stale.length > 0) opts.logger.info(`downloaded ${stale.length} file(s) of ${opts.url}, ${mb(total)} MB in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  return { downloaded: stale.length, bytes: total };
+}
+
+/**
+ * The object's path inside the model folder, or undefined for a folder marker. A key that would leave the
+ * folder (`..`, an absolute or empty segment, a backslash) is refused: the model does not load.
+ */
+export function relativeKey(key: string, prefix: string, url: string): string | undefined {
+  if (!key.startsWith(prefix)) throw new StoreError(`${url}: the store listed '${key}', outside the model's prefix`, false);
+  const rel = key.slice(prefix.length);
+  if (rel === '' || rel.endsWith('/')) return undefined;
+  const segments = rel.split('/');
+  if (rel.includes('\\') || rel.includes('\0') || segments.some((s) => s === '' || s === '.' || s === '..') || posix.isAbsolute(rel) || !isInside('/m', join('/m', rel))) {
+    throw new StoreError(`${url}: the object '${rel}' would be written outside the model's folder; refused`, false);
+  }
+  return segments.join(sep);
+}
+
+async function download(store: ObjectStore, o: StoredObject, target: string, partialDir: string, idleMs: number, progress: (n: number) => void): Promise<void> {
+  const tmp = join(partialDir, `${randomBytes(8).toString('hex')}.partial`);
+  const md5 = o.md5 ? createHash('md5') : undefined;
+  let bytes = 0;
+  let idle: NodeJS.Timeout | undefined;
+  const count = new Transform({
+    transform(chunk: Buffer, _enc, cb) {
+      idle?.refresh();
+      bytes += chunk.length;
+      progress(chunk.length);
+      md5?.update(chunk);
+      cb(null, chunk);
+    },
+  });
+  try {
+    const body = await store.read(o.key);
+    idle = setTimeout(() => body.destroy(new StoreError(`${o.key}: nothing received for ${Math.round(idleMs / 1000)} s`, true)), idleMs);
+    await pipeline(body, count, createWriteStream(tmp, { flags: 'wx' }));
+    if (bytes !== o.size) throw new StoreError(`${o.key}: received ${bytes} bytes, the store listed ${o.size}`, true);
+    if (md5 && md5.digest('hex') !== o.md5) throw new StoreError(`${o.key}: the bytes received do not match the store's MD5`, true);
+    await mkdir(dirname(target), { recursive: true });
+    await rename(tmp, target);
+  } catch (e) {
+    progress(-bytes);
+    await rm(tmp, { force: true });
+    throw e;
+  } finally {
+    clearTimeout(idle);
+  }
+}
+
+/** Deletes local files the store no longer has, and folders left empty. */
+async function removeOthers(dir: string, keep: ReadonlySet<string>, rel = ''): Promise<boolean> {
+  const entries = await readdir(join(dir, rel), { withFileTypes: true }).catch(() => []);
+  let empty = true;
+  for (const e of entries) {
+    const r = rel === '' ? e.name : join(rel, e.name);
+    if (e.isDirectory()) {
+      if (await removeOthers(dir, keep, r)) await rmdir(join(dir, r)).catch(() => undefined);
+      else empty = false;
+    } else if (!keep.has(r)) {
+      await rm(join(dir, r), { force: true });
+    } else {
+      empty = false;
+    }
+  }
+  return empty;
+}
+
+async function readManifest(path: string): Promise<Manifest> {
+  try {
+    const m = JSON.parse(await readFile(path, 'utf8')) as unknown;
+    return m && typeof m === 'object' ? (m as Manifest) : {};
+  } catch {
+    return {};
+  }
+}
+
+async function writeManifest(path: string, m: Manifest): Promise<void> {
+  await mkdir(dirname(path), { recursive: true });
+  const tmp = `${path}.${randomBytes(4).toString('hex')}.tmp`;
+  await writeFile(tmp, JSON.stringify(m));
+  await rename(tmp, path);
+}
+
+function mb(n: number): string {
+  return (n / 1e6).toFixed(1);
+}

@@ -1,0 +1,56 @@
+import type { Readable } from 'node:stream';
+import type { S3Credential } from './credentials.js';
+import type { ObjectStore, StoredObject } from './store.js';
+import type { CloudUrl } from './url.js';
+
+/**
+ * S3 through @aws-sdk/client-s3. As in Triton: explicit keys first, then a profile, then the SDK's default
+ * chain (environment, web identity, instance metadata); a custom endpoint is addressed path-style.
+ * AWS_DEFAULT_REGION is Triton's region variable, which the v3 SDK does not read.
+ */
+export async function s3Store(url: CloudUrl, cred: S3Credential, env: NodeJS.ProcessEnv): Promise<ObjectStore> {
+  const { S3Client, ListObjectsV2Command, GetObjectCommand } = await import('@aws-sdk/client-s3');
+  const region = cred.region ?? env.AWS_REGION ?? env.AWS_DEFAULT_REGION ?? 'us-east-1';
+  let credentials;
+  if (cred.keyId && cred.secretKey) {
+    credentials = { accessKeyId: cred.keyId, secretAccessKey: cred.secretKey, ...(cred.sessionToken ? { sessionToken: cred.sessionToken } : {}) };
+  }
+  const client = new S3Client({
+    region,
+    maxAttempts: 1, // the repository retries, the same way for every store
+    ...(credentials ? { credentials } : cred.profile ? { profile: cred.profile } : {}),
+    ...(url.endpoint ? { endpoint: url.endpoint, forcePathStyle: true } : {}),
+  });
+  const bucket = url.bucket;
+  return {
+    async listFolders(prefix) {
+      const out: string[] = [];
+      let token: string | undefined;
+      do {
+        const r = await client.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, Delimiter: '/', ContinuationToken: token }));
+        for (const p of r.CommonPrefixes ?? []) if (p.Prefix) out.push(p.Prefix.slice(prefix.length).replace(/\/$/, ''));
+        token = r.IsTruncated ? r.NextContinuationToken : undefined;
+      } while (token);
+      return out;
+    },
+    async listObjects(prefix) {
+      const out: StoredObject[] = [];
+      let token: string | undefined;
+      do {
+        const r = await client.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ContinuationToken: token }));
+        for (const o of r.Contents ?? []) {
+          if (!o.Key) continue;
+          const etag = (o.ETag ?? '').replace(/"/g, '');
+          // A single-part upload's ETag is the MD5 of its bytes; a multipart one (with a '-') is not.
+          out.push({ key: o.Key, size: o.Size ?? 0, etag, ...(/^[0-9a-f]{32}$/.test(etag) ? { md5: etag } : {}) });
+        }
+        token = r.IsTruncated ? r.NextContinuationToken : undefined;
+      } while (token);
+      return out;
+    },
+    async read(key) {
+      const r = await client.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
+      return r.Body as Readable;
+    },
+  };
+}

@@ -1,0 +1,80 @@
+import type { Logger } from '../../observability/logger.js';
+import { credentialFor, secretsOf, type AsCredential, type GcsCredential, type S3Credential } from './credentials.js';
+import { mirrorModel, type MirrorPaths } from './mirror.js';
+import { boundedPool } from './pool.js';
+import { DEFAULT_RETRY, withRetries, type RetryPolicy } from './retry.js';
+import { describeError, type ObjectStore } from './store.js';
+import type { CloudUrl } from './url.js';
+
+/**
+ * A repository in an object store. This module, and the SDK of the store it talks to, load only when a
+ * repository is a URL: a server on local folders never pays for them.
+ */
+export interface CloudSourceOptions {
+  readonly logger: Logger;
+  readonly env?: NodeJS.ProcessEnv;
+  /** Files downloading at once from this repository. */
+  readonly parallel?: number;
+  readonly retry?: RetryPolicy;
+}
+
+export class CloudRepository {
+  private store: Promise<ObjectStore> | undefined;
+  private secrets: string[] = [];
+  private readonly pool;
+  private readonly retry: RetryPolicy;
+  private readonly env: NodeJS.ProcessEnv;
+
+  constructor(private readonly url: CloudUrl, private readonly opts: CloudSourceOptions) {
+    this.pool = boundedPool(opts.parallel ?? 8);
+    this.retry = opts.retry ?? DEFAULT_RETRY;
+    this.env = opts.env ?? process.env;
+  }
+
+  private prefix(): string {
+    return this.url.prefix === '' ? '' : `${this.url.prefix}/`;
+  }
+
+  async listModels(): Promise<string[]> {
+    return this.guard(`failed to list ${this.url.url}`, async (store) => withRetries(() => store.listFolders(this.prefix()), this.retry,
+      (e, attempt, delay) => this.opts.logger.warn(this.scrub(`listing ${this.url.url} failed (attempt ${attempt} of ${this.retry.attempts}), retrying in ${delay} ms: ${describeError(e)}`))));
+  }
+
+  async fetchModel(name: string, paths: MirrorPaths): Promise<void> {
+    const url = `${this.url.url}/${name}`;
+    await this.guard(`failed to download ${url}`, (store) => mirrorModel(store, `${this.prefix()}${name}/`, paths, {
+      logger: this.opts.logger, retry: this.retry, pool: this.pool, url,
+    }));
+  }
+
+  /** Runs `op` on the store; a failure becomes one line naming the URL and the cause, secrets scrubbed. */
+  private async guard<T>(what: string, op: (store: ObjectStore) => Promise<T>): Promise<T> {
+    try {
+      return await op(await this.open());
+    } catch (e) {
+      throw new Error(this.scrub(`${what}: ${describeError(e)}`));
+    }
+  }
+
+  private open(): Promise<ObjectStore> {
+    this.store ??= this.connect().catch((e) => {
+      this.store = undefined; // a later poll tries again (a credential file fixed, say)
+      throw e;
+    });
+    return this.store;
+  }
+
+  private async connect(): Promise<ObjectStore> {
+    const cred = await credentialFor(this.url, this.env);
+    this.secrets = secretsOf(cred);
+    if (this.url.scheme === 's3') return (await import('./s3.js')).s3Store(this.url, cred as S3Credential, this.env);
+    if (this.url.scheme === 'gs') return (await import('./gcs.js')).gcsStore(this.url, cred as GcsCredential);
+    return (await import('./azure.js')).azureStore(this.url, cred as AsCredential, this.env);
+  }
+
+  private scrub(text: string): string {
+    let out = text;
+    for (const s of this.secrets) out = out.split(s).join('***');
+    return out;
+  }
+}

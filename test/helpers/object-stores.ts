@@ -1,0 +1,121 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createServer, type AddressInfo, type Server, type Socket, connect as tcpConnect } from 'node:net';
+import { readdir, readFile } from 'node:fs/promises';
+import { join, relative, sep } from 'node:path';
+import { ROOT } from './paths.js';
+
+/**
+ * Real storage servers for the repository tests, each in a child process on a free loopback port, so that a
+ * test can kill one mid-download and start it again on the same port and data.
+ */
+export interface StoreProcess {
+  readonly port: number;
+  readonly child: ChildProcess;
+  kill(): Promise<void>;
+}
+
+export async function freePort(): Promise<number> {
+  const s = createServer();
+  await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
+  const port = (s.address() as AddressInfo).port;
+  await new Promise((resolve) => s.close(resolve));
+  return port;
+}
+
+/** Runs node with `args` from the project's folder until it prints `ready`. */
+async function startNode(args: string[], ready: string, port: number): Promise<StoreProcess> {
+  const child = spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  await new Promise<void>((resolve, reject) => {
+    const onData = (b: Buffer): void => {
+      out += b.toString();
+      if (out.includes(ready)) resolve();
+    };
+    child.stdout!.on('data', onData);
+    child.stderr!.on('data', onData);
+    child.once('exit', (code) => reject(new Error(`storage server exited with ${code}:\n${out}`)));
+  });
+  return {
+    port, child,
+    kill: async () => {
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGKILL');
+      await exited;
+    },
+  };
+}
+
+export const S3_KEY = { accessKeyId: 'S3RVER', secretAccessKey: 'S3RVER' };
+
+/** s3rver, an S3-compatible server, keeping its objects in `dir`. */
+export function startS3rver(dir: string, port: number, buckets: string[]): Promise<StoreProcess> {
+  return startNode(['--input-type=module', '-e', `
+    import S3rver from 's3rver';
+    const s = new S3rver({ port: ${port}, address: '127.0.0.1', silent: true, directory: ${JSON.stringify(dir)},
+      configureBuckets: ${JSON.stringify(buckets.map((name) => ({ name })))} });
+    await s.run();
+    console.log('READY');
+  `], 'READY', port);
+}
+
+export const AZURITE_ACCOUNT = 'devstoreaccount1';
+export const AZURITE_KEY = 'Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==';
+
+/** Azurite's blob service, keeping its data in `dir`. */
+export function startAzurite(dir: string, port: number): Promise<StoreProcess> {
+  return startNode([join(ROOT, 'node_modules', 'azurite', 'dist', 'src', 'blob', 'main.js'), '--blobHost', '127.0.0.1', '--blobPort', String(port),
+    '--location', dir, '--skipApiVersionCheck', '--loose'], 'successfully listens', port);
+}
+
+/** Every file under `dir`, as [key relative to dir with '/', absolute path]. */
+export async function filesUnder(dir: string): Promise<[string, string][]> {
+  const out: [string, string][] = [];
+  for (const e of await readdir(dir, { recursive: true, withFileTypes: true })) {
+    if (!e.isFile()) continue;
+    const abs = join(e.parentPath, e.name);
+    out.push([relative(dir, abs).split(sep).join('/'), abs]);
+  }
+  return out;
+}
+
+export async function fileBytes(path: string): Promise<Buffer> {
+  return readFile(path);
+}
+
+/**
+ * A TCP relay to a store that, once `stallAfter` bytes of one response passed, stops relaying that connection's
+ * bytes and calls `onStall`: the test then kills the store while a download is half done.
+ */
+export async function startStallingProxy(target: number, stallAfter: number, onStall: () => void): Promise<{ port: number; close(): Promise<void> }> {
+  let stalled = false;
+  // The connection that passed the mark: what the store sends on it from then on is dropped, not relayed.
+  const held = new Set<Socket>();
+  const sockets = new Set<Socket>();
+  const server: Server = createServer((client) => {
+    const upstream = tcpConnect(target, '127.0.0.1');
+    sockets.add(client).add(upstream);
+    let seen = 0;
+    upstream.on('data', (b: Buffer) => {
+      seen += b.length;
+      if (!stalled && seen > stallAfter) {
+        stalled = true;
+        held.add(upstream);
+        onStall();
+      }
+      if (!held.has(upstream)) client.write(b);
+    });
+    client.on('data', (b: Buffer) => upstream.write(b));
+    const end = () => { client.destroy(); upstream.destroy(); };
+    upstream.on('end', end).on('close', end).on('error', end);
+    client.on('close', end).on('error', end);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    port: (server.address() as AddressInfo).port,
+    close: async () => {
+      for (const s of sockets) s.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
