@@ -140,7 +140,8 @@ test('an execution waiting in the stub behind another: the execute timeout count
     for (const r of both) assert.deepEqual(int32s(output(r.outputs, 'OUT')), [10]);
     const st = (s.server.statistics('faulty').model_stats[0] as any).inference_stats;
     const ms = (k: string): number => Number(st[k].ns) / 1e6;
-    assert.ok(ms('queue') >= 900, `the second one's wait is queue time (${ms('queue')} ms)`);
+    // The second waits for the first's 0.9 s less the moments between their arrivals at the stub: most of it.
+    assert.ok(ms('queue') >= 700, `the second one's wait is queue time (${ms('queue')} ms)`);
     assert.ok(ms('compute_infer') >= 1800, `compute infer is the two executions (${ms('compute_infer')} ms)`);
     // Counted once: queue and compute infer add up to no more than the requests' own durations (the 0.9 s wait
     // counted as queue and again as compute would not fit).
