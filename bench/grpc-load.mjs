@@ -10,7 +10,7 @@ import * as grpc from '@grpc/grpc-js';
 import protobuf from 'protobufjs';
 import { simpleBodies } from './bodies.mjs';
 import { runLoad } from './loadgen.mjs';
-import { BENCH_DIR, HOST, ROOT, cpuMs } from './servers.mjs';
+import { BENCH_DIR, HOST, PIN, ROOT, cpuMs } from './servers.mjs';
 
 export const SIMPLE = join(ROOT, 'examples', 'model_repository', 'simple');
 export const INFER_PATH = '/inference.GRPCInferenceService/ModelInfer';
@@ -228,8 +228,11 @@ function h2load(pid, warmup, args, duration) {
  * node:http2; ready when it prints the port it serves on.
  */
 export function startReference(transport = 'grpc-js') {
-  const proc = spawn(process.execPath, [join(BENCH_DIR, 'grpc-reference-server.mjs'), '--model', join(SIMPLE, '1', 'model.onnx'), '--host', HOST, '--port', '0', '--transport', transport],
-    { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] });
+  const args = [join(BENCH_DIR, 'grpc-reference-server.mjs'), '--model', join(SIMPLE, '1', 'model.onnx'), '--host', HOST, '--port', '0', '--transport', transport];
+  // On the servers' core, as startServer places every server (see PIN).
+  const proc = PIN
+    ? spawn('taskset', ['-c', PIN.server, process.execPath, ...args], { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] })
+    : spawn(process.execPath, args, { cwd: ROOT, stdio: ['ignore', 'ignore', 'pipe'] });
   return new Promise((resolve, reject) => {
     let tail = '';
     const onData = (chunk) => {

@@ -4,6 +4,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import { readFileSync, existsSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
+import os from 'node:os';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { performance } from 'node:perf_hooks';
@@ -12,6 +13,26 @@ import { setTimeout as sleep } from 'node:timers/promises';
 export const BENCH_DIR = dirname(fileURLToPath(import.meta.url));
 export const ROOT = join(BENCH_DIR, '..');
 export const HOST = '127.0.0.1';
+
+/**
+ * Where the processes run. On a machine of few cores the scheduler may put a server and the load generator on
+ * one core in one run and on two in the next, and at concurrency 1 that alone moves throughput by half. So each
+ * server runs on the last core and this process (the load generator, and any client it spawns) on the others,
+ * the same for every side: `taskset`, when the machine has it and two cores or more. NEREID_BENCH_PIN=0 turns
+ * it off.
+ */
+export const PIN = pinning();
+
+function pinning() {
+  const cores = os.availableParallelism();
+  if (process.env.NEREID_BENCH_PIN === '0' || process.platform !== 'linux' || cores < 2) return undefined;
+  try {
+    execFileSync('taskset', ['-p', '-c', `0-${cores - 2}`, String(process.pid)], { stdio: 'ignore' });
+  } catch {
+    return undefined;
+  }
+  return { server: String(cores - 1), client: `0-${cores - 2}` };
+}
 
 /** A free TCP port on the loopback address (bound then released; the server takes it right after). */
 export function freePort() {
@@ -75,7 +96,9 @@ export async function startServer(name, nodeArgs, port, { timeoutMs = 120_000 } 
     tail = (tail + chunk.toString()).slice(-16_384);
   };
   const t0 = performance.now();
-  const proc = spawn(process.execPath, nodeArgs, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = PIN
+    ? spawn('taskset', ['-c', PIN.server, process.execPath, ...nodeArgs], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] })
+    : spawn(process.execPath, nodeArgs, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
   proc.stdout.on('data', keep);
   proc.stderr.on('data', keep);
   let exited = null;
