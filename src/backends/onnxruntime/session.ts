@@ -94,6 +94,9 @@ export async function openSession(path: string, options: ort.InferenceSession.Se
   return new SyncSession(s);
 }
 
+/** Run options: none, the same (empty, frozen) object for every run. */
+const NO_RUN_OPTIONS = Object.freeze({});
+
 class SyncSession implements OrtSession {
   readonly synchronous = true;
   readonly inputMetadata: readonly ort.InferenceSession.ValueMetadata[];
@@ -108,19 +111,26 @@ class SyncSession implements OrtSession {
   }
 
   run(feeds: OrtFeeds, fetches: readonly string[]): OrtResults {
-    if (fetches !== this.lastFetches) {
+    // Requests that list their outputs bring a new array each time, with the same names as the last one.
+    if (fetches !== this.lastFetches && !sameNames(fetches, this.lastFetches)) {
       const f: Record<string, null> = {};
       for (const name of fetches) f[name] = null;
       this.fetchObject = f;
       this.lastFetches = fetches;
     }
-    return this.s.run(feeds, this.fetchObject, {});
+    return this.s.run(feeds, this.fetchObject, NO_RUN_OPTIONS);
   }
 
   release(): Promise<void> {
     this.s.dispose();
     return Promise.resolve();
   }
+}
+
+function sameNames(a: readonly string[], b: readonly string[]): boolean {
+  if (a.length !== b.length) return false;
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return false;
+  return true;
 }
 
 function metadata(m: RawMetadata): ort.InferenceSession.ValueMetadata {
