@@ -3,7 +3,8 @@
 //
 //   1. `simple`, JSON and binary tensors, at concurrency 1, 8 and 32: rounds alternate Nereid and the reference;
 //      medians of rounds and the ratios Nereid/reference for throughput, p50 and p99.
-//      Goals: throughput ≥ 0.9× the reference at every concurrency; p50 at concurrency 1 ≤ 1.1× the reference.
+//      Goals (issue 17): throughput ≥ 1.0× the reference at every concurrency; p50 at concurrency 1 ≤ 1.05× the
+//      reference; server CPU per request ≤ the reference's.
 //   2. A 1 MiB FP32 identity, binary vs JSON (Nereid; the reference for context). Goal: binary ≥ 5× JSON.
 //   3. Cold start (spawn → first 200 from /v2/health/ready) and idle RSS of Nereid on the bundled
 //      examples/model_repository without tiny_llm vs the reference loading `simple`. Goals: ≤ 3× and ≤ 1.5×.
@@ -75,7 +76,7 @@ const IDENTITY = join(ROOT, 'test', 'fixtures', 'big', 'identity_fp32_1m');
 const BUNDLED = join(ROOT, 'examples', 'model_repository');
 const INFER = (model) => `/v2/models/${model}/infer`;
 
-const GOALS = { throughputRatio: 0.9, p50RatioAtC1: 1.1, binaryOverJson: 5, coldStartRatio: 3, idleRssRatio: 1.5 };
+const GOALS = { throughputRatio: 1.0, p50RatioAtC1: 1.05, cpuRatio: 1.0, binaryOverJson: 5, coldStartRatio: 3, idleRssRatio: 1.5 };
 
 const log = (s) => process.stderr.write(s + '\n');
 const median = (xs) => {
@@ -226,12 +227,14 @@ async function httpSection() {
       if (servers.length === 2) {
         const n = row.median.nereid;
         const r = row.median.reference;
-        row.ratio = { throughput: n.throughput / r.throughput, p50: n.p50 / r.p50, p99: n.p99 / r.p99 };
+        row.ratio = { throughput: n.throughput / r.throughput, p50: n.p50 / r.p50, p99: n.p99 / r.p99, cpu: n.serverCpuUsPerRequest / r.serverCpuUsPerRequest };
         verdict(`simple ${enc} c=${c} throughput nereid/reference`, row.ratio.throughput, `>= ${GOALS.throughputRatio}`,
           row.ratio.throughput >= GOALS.throughputRatio);
         if (c === 1) {
           verdict(`simple ${enc} c=1 p50 nereid/reference`, row.ratio.p50, `<= ${GOALS.p50RatioAtC1}`, row.ratio.p50 <= GOALS.p50RatioAtC1);
         }
+        verdict(`simple ${enc} c=${c} server CPU/req nereid/reference (${fmt(n.serverCpuUsPerRequest)} vs ${fmt(r.serverCpuUsPerRequest)} µs)`, row.ratio.cpu,
+          `<= ${GOALS.cpuRatio}`, row.ratio.cpu <= GOALS.cpuRatio);
       }
       for (const s of servers) {
         const m = row.median[s.name];
@@ -261,7 +264,7 @@ function printHttp(section) {
     }
     if (row.ratio) {
       const thrOk = row.ratio.throughput >= GOALS.throughputRatio;
-      const p50Ok = row.concurrency !== 1 || row.ratio.p50 <= GOALS.p50RatioAtC1;
+      const p50Ok = (row.concurrency !== 1 || row.ratio.p50 <= GOALS.p50RatioAtC1) && row.ratio.cpu <= GOALS.cpuRatio;
       line += ` | ${pad('', 10)} ${pad(fmt(row.ratio.throughput, 2), 5)} ${pad(fmt(row.ratio.p50, 2), 6)} ${pad(fmt(row.ratio.p99, 2), 6)}  ` +
         (thrOk && p50Ok ? 'pass' : 'FAIL');
     }
