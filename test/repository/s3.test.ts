@@ -176,6 +176,25 @@ test('wrong credentials fail the start at once, naming the URL and the store\'s 
   }
 });
 
+test('no credentials anywhere: the requests go unsigned, and a store that allows anonymous access serves the models', async () => {
+  await putSimple('anon', 'simple_anon');
+  // Nothing for the SDK's chain to find: no keys, no profile files, no instance metadata.
+  const none = join(tmpdir(), 'nereid-no-such-aws-file');
+  setEnv({ AWS_SHARED_CREDENTIALS_FILE: none, AWS_CONFIG_FILE: none });
+  const cache = await cacheDir();
+  try {
+    const server = await startTestServer({ modelRepositories: [url('anon')], repositoryCacheDir: cache });
+    try {
+      assert.equal(await infer(server, 'simple_anon'), 200);
+    } finally {
+      await server.close();
+    }
+  } finally {
+    setEnv({ AWS_ACCESS_KEY_ID: S3_KEY.accessKeyId, AWS_SECRET_ACCESS_KEY: S3_KEY.secretAccessKey });
+    await rm(cache, { recursive: true, force: true });
+  }
+});
+
 test('the store killed mid-download and started again: the download is retried and the model loads whole', async () => {
   const big = Buffer.alloc(24 * 1024 * 1024);
   for (let i = 0; i < big.length; i += 4096) big.writeUInt32LE(i, i);

@@ -15,19 +15,31 @@ export async function s3Store(url: CloudUrl, cred: S3Credential, env: NodeJS.Pro
   if (cred.keyId && cred.secretKey) {
     credentials = { accessKeyId: cred.keyId, secretAccessKey: cred.secretKey, ...(cred.sessionToken ? { sessionToken: cred.sessionToken } : {}) };
   }
-  const client = new S3Client({
+  const common = {
     region,
     maxAttempts: 1, // the repository retries, the same way for every store
-    ...(credentials ? { credentials } : cred.profile ? { profile: cred.profile } : {}),
     ...(url.endpoint ? { endpoint: url.endpoint, forcePathStyle: true } : {}),
-  });
+  };
+  let client = new S3Client({ ...common, ...(credentials ? { credentials } : cred.profile ? { profile: cred.profile } : {}) });
+  // With no credentials given, the default chain is tried first; when it finds none at all, requests go unsigned,
+  // which a public bucket (or a store without authentication) answers: anonymous access where the store allows it.
+  const mayGoAnonymous = !credentials && !cred.profile;
+  const call = async <T>(op: (c: typeof client) => Promise<T>): Promise<T> => {
+    try {
+      return await op(client);
+    } catch (e) {
+      if (!mayGoAnonymous || (e as Error).name !== 'CredentialsProviderError') throw e;
+      client = new S3Client({ ...common, credentials: { accessKeyId: '', secretAccessKey: '' }, signer: { sign: async (request) => request } });
+      return await op(client);
+    }
+  };
   const bucket = url.bucket;
   return {
     async listFolders(prefix) {
       const out: string[] = [];
       let token: string | undefined;
       do {
-        const r = await client.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, Delimiter: '/', ContinuationToken: token }));
+        const r = await call((c) => c.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, Delimiter: '/', ContinuationToken: token })));
         for (const p of r.CommonPrefixes ?? []) if (p.Prefix) out.push(p.Prefix.slice(prefix.length).replace(/\/$/, ''));
         token = r.IsTruncated ? r.NextContinuationToken : undefined;
       } while (token);
@@ -37,7 +49,7 @@ export async function s3Store(url: CloudUrl, cred: S3Credential, env: NodeJS.Pro
       const out: StoredObject[] = [];
       let token: string | undefined;
       do {
-        const r = await client.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ContinuationToken: token }));
+        const r = await call((c) => c.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, ContinuationToken: token })));
         for (const o of r.Contents ?? []) {
           if (!o.Key) continue;
           const etag = (o.ETag ?? '').replace(/"/g, '');
@@ -49,7 +61,7 @@ export async function s3Store(url: CloudUrl, cred: S3Credential, env: NodeJS.Pro
       return out;
     },
     async read(key) {
-      const r = await client.send(new GetObjectCommand({ Bucket: bucket, Key: key }));
+      const r = await call((c) => c.send(new GetObjectCommand({ Bucket: bucket, Key: key })));
       return r.Body as Readable;
     },
   };
