@@ -27,13 +27,6 @@ export async function azureStore(url: CloudUrl, cred: AsCredential, env: NodeJS.
   }
   const container = service.getContainerClient(url.bucket);
   return {
-    async listFolders(prefix) {
-      const out: string[] = [];
-      for await (const item of container.listBlobsByHierarchy('/', { prefix })) {
-        if (item.kind === 'prefix') out.push(item.name.slice(prefix.length).replace(/\/$/, ''));
-      }
-      return out;
-    },
     async listObjects(prefix) {
       const out: StoredObject[] = [];
       for await (const b of container.listBlobsFlat({ prefix })) {

@@ -25,11 +25,6 @@ export async function gcsStore(url: CloudUrl, cred: GcsCredential): Promise<Obje
     } while (pageToken);
   };
   return {
-    async listFolders(prefix) {
-      const out: string[] = [];
-      await pages(prefix, '/', (p) => { for (const x of p.prefixes ?? []) out.push(x.slice(prefix.length).replace(/\/$/, '')); });
-      return out;
-    },
     async listObjects(prefix) {
       const out: StoredObject[] = [];
       await pages(prefix, undefined, (p) => {

@@ -44,11 +44,14 @@ export interface MirrorResult {
   readonly bytes: number;
 }
 
-/** Brings `paths.dir` in line with the objects under `prefix` (which ends in '/'). */
-export async function mirrorModel(store: ObjectStore, prefix: string, paths: MirrorPaths, opts: MirrorOptions): Promise<MirrorResult> {
+/**
+ * Brings `paths.dir` in line with the objects under `prefix` (which ends in '/'): those given in `listed`, from
+ * a listing just made, or else listed here.
+ */
+export async function mirrorModel(store: ObjectStore, prefix: string, paths: MirrorPaths, opts: MirrorOptions, listed?: readonly StoredObject[]): Promise<MirrorResult> {
   const retryLog = (what: string) => (e: unknown, attempt: number, delay: number) =>
     opts.logger.warn(`${what} failed (attempt ${attempt} of ${opts.retry.attempts}), retrying in ${delay} ms: ${describeError(e)}`);
-  const objects = await withRetries(() => store.listObjects(prefix), opts.retry, retryLog(`listing ${opts.url}`));
+  const objects = listed ?? await withRetries(() => store.listObjects(prefix), opts.retry, retryLog(`listing ${opts.url}`));
   const files = new Map<string, StoredObject>();
   for (const o of objects) {
     const rel = relativeKey(o.key, prefix, opts.url);

@@ -35,16 +35,6 @@ export async function s3Store(url: CloudUrl, cred: S3Credential, env: NodeJS.Pro
   };
   const bucket = url.bucket;
   return {
-    async listFolders(prefix) {
-      const out: string[] = [];
-      let token: string | undefined;
-      do {
-        const r = await call((c) => c.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: prefix, Delimiter: '/', ContinuationToken: token })));
-        for (const p of r.CommonPrefixes ?? []) if (p.Prefix) out.push(p.Prefix.slice(prefix.length).replace(/\/$/, ''));
-        token = r.IsTruncated ? r.NextContinuationToken : undefined;
-      } while (token);
-      return out;
-    },
     async listObjects(prefix) {
       const out: StoredObject[] = [];
       let token: string | undefined;

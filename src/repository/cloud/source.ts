@@ -3,7 +3,7 @@ import { credentialFor, secretsOf, type AsCredential, type GcsCredential, type S
 import { mirrorModel, type MirrorPaths } from './mirror.js';
 import { boundedPool } from './pool.js';
 import { DEFAULT_RETRY, withRetries, type RetryPolicy } from './retry.js';
-import { describeError, type ObjectStore } from './store.js';
+import { describeError, type ObjectStore, type StoredObject } from './store.js';
 import type { CloudUrl } from './url.js';
 
 /**
@@ -21,6 +21,8 @@ export interface CloudSourceOptions {
 export class CloudRepository {
   private store: Promise<ObjectStore> | undefined;
   private secrets: string[] = [];
+  /** The last listing's objects per model, each taken by the model's next fetch (see listModels). */
+  private listed = new Map<string, StoredObject[]>();
   private readonly pool;
   private readonly retry: RetryPolicy;
   private readonly env: NodeJS.ProcessEnv;
@@ -35,16 +37,36 @@ export class CloudRepository {
     return this.url.prefix === '' ? '' : `${this.url.prefix}/`;
   }
 
+  /**
+   * The model folders, from one listing of every object under the repository (paged by the store): the scan
+   * that follows fetches each model from it rather than listing each model again, so a restart with an
+   * unchanged bucket costs one listing, not one per model. Each model's part is used once, by the fetch of
+   * the scan that listed it; a later fetch lists afresh.
+   */
   async listModels(): Promise<string[]> {
-    return this.guard(`failed to list ${this.url.url}`, async (store) => withRetries(() => store.listFolders(this.prefix()), this.retry,
+    const prefix = this.prefix();
+    const objects = await this.guard(`failed to list ${this.url.url}`, async (store) => withRetries(() => store.listObjects(prefix), this.retry,
       (e, attempt, delay) => this.opts.logger.warn(this.scrub(`listing ${this.url.url} failed (attempt ${attempt} of ${this.retry.attempts}), retrying in ${delay} ms: ${describeError(e)}`))));
+    const byModel = new Map<string, StoredObject[]>();
+    for (const o of objects) {
+      const slash = o.key.indexOf('/', prefix.length);
+      if (slash <= prefix.length) continue; // an object beside the model folders, not in one
+      const name = o.key.slice(prefix.length, slash);
+      let list = byModel.get(name);
+      if (!list) byModel.set(name, (list = []));
+      list.push(o);
+    }
+    this.listed = byModel;
+    return [...byModel.keys()];
   }
 
   async fetchModel(name: string, paths: MirrorPaths): Promise<void> {
     const url = `${this.url.url}/${name}`;
+    const listed = this.listed.get(name);
+    this.listed.delete(name);
     await this.guard(`failed to download ${url}`, (store) => mirrorModel(store, `${this.prefix()}${name}/`, paths, {
       logger: this.opts.logger, retry: this.retry, pool: this.pool, url,
-    }));
+    }, listed));
   }
 
   /** Runs `op` on the store; a failure becomes one line naming the URL and the cause, secrets scrubbed. */

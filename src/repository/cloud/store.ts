@@ -11,8 +11,6 @@ export interface StoredObject {
 }
 
 export interface ObjectStore {
-  /** The names of the "folders" right under `prefix` ('' or ending in '/'). */
-  listFolders(prefix: string): Promise<string[]>;
   /** Every object under `prefix`, at any depth. */
   listObjects(prefix: string): Promise<StoredObject[]>;
   /** The object's bytes as a stream, never whole in memory. */
