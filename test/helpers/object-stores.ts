@@ -87,7 +87,9 @@ export async function fileBytes(path: string): Promise<Buffer> {
  * A TCP relay to a store that, once `stallAfter` bytes of one response passed, stops relaying that connection's
  * bytes and calls `onStall`: the test then kills the store while a download is half done.
  */
-export async function startStallingProxy(target: number, stallAfter: number, onStall: () => void): Promise<{ port: number; close(): Promise<void> }> {
+export async function startStallingProxy(target: number, stallAfter: number, onStall: () => void): Promise<{ port: number; requests: string[]; close(): Promise<void> }> {
+  /** The request lines relayed ("GET /bucket/key?… "), in order, for tests that count what a client asked. */
+  const requests: string[] = [];
   let stalled = false;
   // The connection that passed the mark: what the store sends on it from then on is dropped, not relayed.
   const held = new Set<Socket>();
@@ -105,7 +107,10 @@ export async function startStallingProxy(target: number, stallAfter: number, onS
       }
       if (!held.has(upstream)) client.write(b);
     });
-    client.on('data', (b: Buffer) => upstream.write(b));
+    client.on('data', (b: Buffer) => {
+      for (const m of b.toString('latin1').matchAll(/^(GET|HEAD|PUT|POST|DELETE) (\S+) HTTP\/1\.1\r$/gm)) requests.push(`${m[1]} ${m[2]}`);
+      upstream.write(b);
+    });
     const end = () => { client.destroy(); upstream.destroy(); };
     upstream.on('end', end).on('close', end).on('error', end);
     client.on('close', end).on('error', end);
@@ -113,6 +118,7 @@ export async function startStallingProxy(target: number, stallAfter: number, onS
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
     port: (server.address() as AddressInfo).port,
+    requests,
     close: async () => {
       for (const s of sockets) s.destroy();
       await new Promise((resolve) => server.close(resolve));

@@ -195,6 +195,30 @@ test('no credentials anywhere: the requests go unsigned, and a store that allows
   }
 });
 
+test('a scan lists the repository once: a restart with an unchanged bucket of three models asks for one listing and no object', async () => {
+  for (const name of ['listed_a', 'listed_b', 'listed_c']) await putSimple('listed', name);
+  const cache = await cacheDir();
+  // Counts what the server asks the store, through a relay that never stalls.
+  const proxy = await startStallingProxy(port, Number.MAX_SAFE_INTEGER, () => undefined);
+  try {
+    const first = await startTestServer({ modelRepositories: [url('listed', proxy.port)], repositoryCacheDir: cache });
+    await first.close();
+    proxy.requests.length = 0;
+    const second = await startTestServer({ modelRepositories: [url('listed', proxy.port)], repositoryCacheDir: cache });
+    try {
+      for (const name of ['listed_a', 'listed_b', 'listed_c']) assert.equal(await infer(second, name), 200);
+    } finally {
+      await second.close();
+    }
+    const listings = proxy.requests.filter((r) => r.includes('list-type=2'));
+    assert.equal(listings.length, 1, proxy.requests.join('\n'));
+    assert.equal(proxy.requests.length, 1, `no object is read again:\n${proxy.requests.join('\n')}`);
+  } finally {
+    await proxy.close();
+    await rm(cache, { recursive: true, force: true });
+  }
+});
+
 test('the store killed mid-download and started again: the download is retried and the model loads whole', async () => {
   const big = Buffer.alloc(24 * 1024 * 1024);
   for (let i = 0; i < big.length; i += 4096) big.writeUInt32LE(i, i);
