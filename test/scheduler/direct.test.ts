@@ -146,3 +146,55 @@ test("a request after drain() is refused in Triton's words, its id in front (cor
   s.enqueue({ ...job('late', new Map()), reject: (e: Error) => void (refused = e) });
   assert.equal(refused?.message, '[request id: late] Server is stopping, scheduler for model has stopped accepting new inference requests');
 });
+
+/** A synchronous instance (an inline ONNX Runtime session): executeNow answers before it returns. */
+class SyncInstance implements BackendInstance {
+  readonly synchronous = true;
+  readonly ran: string[] = [];
+
+  executeNow(requests: readonly BackendRequest[]): ExecutionTimes {
+    for (const r of requests) this.ran.push(r.id!);
+    return { inputNs: 0, inferNs: 0, outputNs: 0 };
+  }
+
+  execute(requests: readonly BackendRequest[]): Promise<ExecutionTimes> {
+    return Promise.resolve(this.executeNow(requests));
+  }
+
+  close(): Promise<void> {
+    return Promise.resolve();
+  }
+}
+
+test('synchronous instances: requests wait for the end of the turn, run as they arrive after many single-request turns, and wait again once a turn brings two', async () => {
+  const a = new SyncInstance();
+  const s = new DirectScheduler([a], () => undefined);
+  const starts = new Map<string, bigint>();
+  // One request a turn, as from one client at a time: each waits for the end of its turn at first.
+  let n = 0;
+  s.enqueue(job(String(n++), starts));
+  assert.equal(a.ran.length, 0, 'the first request waits for the end of the turn');
+  await turn();
+  assert.equal(a.ran.length, 1);
+  for (let i = 0; i < 80; i++) {
+    s.enqueue(job(String(n++), starts));
+    await turn();
+  }
+  assert.equal(a.ran.length, n);
+  // Turn after turn brought one request: the next one runs as it arrives.
+  s.enqueue(job(String(n++), starts));
+  assert.equal(a.ran.length, n, 'a request runs as it arrives once waiting batches nothing');
+  await turn();
+  // Now two requests in every turn: a watched turn sees the second, and requests wait for the turn's end again.
+  for (let i = 0; i < 80; i++) {
+    s.enqueue(job(String(n++), starts));
+    s.enqueue(job(String(n++), starts));
+    await turn();
+  }
+  const before = a.ran.length;
+  s.enqueue(job(String(n++), starts));
+  assert.equal(a.ran.length, before, 'waiting again: the request runs at the end of the turn');
+  await turn();
+  assert.equal(a.ran.length, n);
+  await s.drain();
+});
