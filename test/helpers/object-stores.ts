@@ -125,3 +125,26 @@ export async function startStallingProxy(target: number, stallAfter: number, onS
     },
   };
 }
+
+/** The files of the example model `simple` renamed `name`: [path under the model folder, bytes] pairs. */
+export async function simpleModelFiles(examples: string, name: string): Promise<[string, Buffer][]> {
+  const out: [string, Buffer][] = [];
+  for (const [rel, abs] of await filesUnder(join(examples, 'simple'))) {
+    const body = await readFile(abs);
+    out.push([rel, rel === 'config.pbtxt' ? Buffer.from(body.toString().replace('name: "simple"', `name: "${name}"`)) : body]);
+  }
+  return out;
+}
+
+/** The HTTP status of one inference on a `simple`-like model (optionally a given version). */
+export async function inferSimpleStatus(url: string, model: string, version?: number): Promise<number> {
+  const data = Array.from({ length: 16 }, (_, i) => i);
+  const path = version === undefined ? model : `${model}/versions/${version}`;
+  const r = await fetch(`${url}/v2/models/${path}/infer`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data }, { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data }] }),
+  });
+  await r.arrayBuffer();
+  return r.status;
+}

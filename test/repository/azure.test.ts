@@ -6,8 +6,8 @@ import { join } from 'node:path';
 import { BlobServiceClient, StorageSharedKeyCredential, type ContainerClient } from '@azure/storage-blob';
 import { EXAMPLES } from '../helpers/paths.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-import { postJson, request } from '../helpers/http.js';
-import { AZURITE_ACCOUNT, AZURITE_KEY, filesUnder, freePort, startAzurite, type StoreProcess } from '../helpers/object-stores.js';
+import { request } from '../helpers/http.js';
+import { AZURITE_ACCOUNT, AZURITE_KEY, freePort, startAzurite, type StoreProcess, inferSimpleStatus, simpleModelFiles } from '../helpers/object-stores.js';
 
 // as:// repositories against Azurite, Microsoft's storage emulator, in a child process on a loopback port.
 // AZURE_STORAGE_BLOB_ENDPOINT points the SDK at it instead of https://<account>.blob.core.windows.net.
@@ -46,21 +46,10 @@ async function put(key: string, body: Buffer | string): Promise<void> {
 }
 
 async function putSimple(prefix: string, name: string): Promise<void> {
-  for (const [rel, abs] of await filesUnder(join(EXAMPLES, 'simple'))) {
-    let body: Buffer | string = await readFile(abs);
-    if (rel === 'config.pbtxt') body = body.toString().replace('name: "simple"', `name: "${name}"`);
-    await put(`${prefix}/${name}/${rel}`, body);
-  }
+  for (const [rel, body] of await simpleModelFiles(EXAMPLES, name)) await put(`${prefix}/${name}/${rel}`, body);
 }
 
-async function infer(server: TestServer, model: string, version?: number): Promise<number> {
-  const data = Array.from({ length: 16 }, (_, i) => i);
-  const path = version === undefined ? model : `${model}/versions/${version}`;
-  const r = await postJson(`${server.url}/v2/models/${path}/infer`, {
-    inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data }, { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data }],
-  });
-  return r.status;
-}
+const infer = (server: TestServer, model: string, version?: number): Promise<number> => inferSimpleStatus(server.url, model, version);
 
 test('as://account/container/path: models load with the account key from the environment; poll picks up a new version and a removed model', async () => {
   await putSimple('poll', 'simple_a');

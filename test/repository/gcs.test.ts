@@ -5,8 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EXAMPLES } from '../helpers/paths.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
-import { postJson, request } from '../helpers/http.js';
-import { filesUnder } from '../helpers/object-stores.js';
+import { request } from '../helpers/http.js';
+import { inferSimpleStatus, simpleModelFiles } from '../helpers/object-stores.js';
 import { startGcsStandIn, type GcsStandIn } from '../helpers/gcs-stand-in.js';
 
 // gs:// repositories through @google-cloud/storage pointed (STORAGE_EMULATOR_HOST) at a small local server that
@@ -28,21 +28,10 @@ after(async () => {
 });
 
 async function putSimple(prefix: string, name: string): Promise<void> {
-  for (const [rel, abs] of await filesUnder(join(EXAMPLES, 'simple'))) {
-    let body = await readFile(abs);
-    if (rel === 'config.pbtxt') body = Buffer.from(body.toString().replace('name: "simple"', `name: "${name}"`));
-    gcs.objects.set(`${prefix}/${name}/${rel}`, body);
-  }
+  for (const [rel, body] of await simpleModelFiles(EXAMPLES, name)) gcs.objects.set(`${prefix}/${name}/${rel}`, body);
 }
 
-async function infer(server: TestServer, model: string, version?: number): Promise<number> {
-  const data = Array.from({ length: 16 }, (_, i) => i);
-  const path = version === undefined ? model : `${model}/versions/${version}`;
-  const r = await postJson(`${server.url}/v2/models/${path}/infer`, {
-    inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data }, { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data }],
-  });
-  return r.status;
-}
+const infer = (server: TestServer, model: string, version?: number): Promise<number> => inferSimpleStatus(server.url, model, version);
 
 test('gs://bucket/path: models load through listings of several pages; poll picks up a new version and a removed model', async () => {
   await putSimple('repo', 'simple_a');

@@ -7,7 +7,7 @@ import { DeleteObjectsCommand, ListObjectsV2Command, PutObjectCommand, S3Client 
 import { EXAMPLES } from '../helpers/paths.js';
 import { startTestServer, tempRepository, type TestServer } from '../helpers/server.js';
 import { postJson, request } from '../helpers/http.js';
-import { filesUnder, freePort, S3_KEY, startS3rver, startStallingProxy, type StoreProcess } from '../helpers/object-stores.js';
+import { filesUnder, freePort, S3_KEY, startS3rver, startStallingProxy, type StoreProcess, inferSimpleStatus, simpleModelFiles } from '../helpers/object-stores.js';
 
 // s3:// repositories against s3rver, a real S3-compatible server, in a child process on a loopback port.
 
@@ -49,12 +49,7 @@ async function put(key: string, body: Buffer | string): Promise<void> {
 
 /** Uploads the example model `simple` as `name` under `prefix`, with extra files if given. */
 async function putSimple(prefix: string, name: string, extra: Record<string, Buffer> = {}): Promise<void> {
-  const dir = join(EXAMPLES, 'simple');
-  for (const [rel, abs] of await filesUnder(dir)) {
-    let body: Buffer | string = await readFile(abs);
-    if (rel === 'config.pbtxt') body = body.toString().replace('name: "simple"', `name: "${name}"`);
-    await put(`${prefix}/${name}/${rel}`, body);
-  }
+  for (const [rel, body] of await simpleModelFiles(EXAMPLES, name)) await put(`${prefix}/${name}/${rel}`, body);
   for (const [rel, body] of Object.entries(extra)) await put(`${prefix}/${name}/${rel}`, body);
 }
 
@@ -64,14 +59,7 @@ async function removeUnder(prefix: string): Promise<void> {
   if (keys.length > 0) await s3.send(new DeleteObjectsCommand({ Bucket: BUCKET, Delete: { Objects: keys } }));
 }
 
-async function infer(server: TestServer, model: string, version?: number): Promise<number> {
-  const data = Array.from({ length: 16 }, (_, i) => i);
-  const path = version === undefined ? model : `${model}/versions/${version}`;
-  const r = await postJson(`${server.url}/v2/models/${path}/infer`, {
-    inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data }, { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data }],
-  });
-  return r.status;
-}
+const infer = (server: TestServer, model: string, version?: number): Promise<number> => inferSimpleStatus(server.url, model, version);
 
 async function cacheDir(): Promise<string> {
   return mkdtemp(join(tmpdir(), 'nereid-s3-cache-'));

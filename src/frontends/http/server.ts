@@ -184,8 +184,7 @@ async function handleInfer(ctx: Context, model: string, version: number | undefi
   if (signal.aborted) return;
   const encoded = ctx.json.encode(response, decoded.binaryOutputs, decoded.binaryDefault);
   const { json: header, blobs } = encoded instanceof Promise ? await encoded : encoded;
-  const accept = req.headers['accept-encoding'];
-  const answer = accept === undefined ? 'identity' : negotiate(accept);
+  const answer = negotiate(req.headers['accept-encoding'] as string | undefined);
   if (answer === 'identity') sendInfer(res, header, blobs);
   else await sendCompressed(res, header, blobs, answer);
 }
