@@ -75,7 +75,7 @@ function cloudSource(url: CloudUrl, opts: SourceOptions): RepositorySource {
   const open = () => (repo ??= (async () => {
     await ensureOwnFolder(base, own);
     const { CloudRepository } = await import('./cloud/source.js');
-    return new CloudRepository(url, { logger: opts.logger, env });
+    return new CloudRepository(url, { models: root, manifests: join(own, 'manifests'), partial: join(own, 'partial') }, { logger: opts.logger, env });
   })().catch((e) => {
     repo = undefined;
     throw e;
@@ -84,7 +84,7 @@ function cloudSource(url: CloudUrl, opts: SourceOptions): RepositorySource {
     id: url.url,
     root,
     listModels: async () => (await open()).listModels(),
-    fetchModel: async (name) => (await open()).fetchModel(name, { dir: join(root, name), manifest: join(own, 'manifests', `${name}.json`), partial: join(own, 'partial') }),
+    fetchModel: async (name) => (await open()).fetchModel(name),
   };
 }
 

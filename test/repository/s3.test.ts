@@ -95,6 +95,9 @@ test('poll mode picks up a new version and a removed model from the bucket', asy
     await server.server.pollRepository();
     assert.equal(await infer(server, 'simple_a', 2), 200, 'version 2 loaded from the bucket');
     assert.equal((await request(`${server.url}/v2/models/simple_b/ready`)).status, 400, 'simple_b unloaded');
+    const cached = (await filesUnder(cache)).map(([k]) => k);
+    assert.ok(cached.some((k) => k.includes('simple_a')), 'simple_a stays in the cache');
+    assert.deepEqual(cached.filter((k) => k.includes('simple_b')), [], 'the removed model left the cache: folder and manifest');
   } finally {
     await server.close();
     await rm(cache, { recursive: true, force: true });
@@ -115,6 +118,26 @@ test('explicit mode: a model loads from the bucket on request, with a config ove
     assert.equal(await infer(server, 'simple_a'), 200);
     const missing = await postJson(`${server.url}/v2/repository/models/nothere/load`, {});
     assert.equal(missing.status, 400);
+  } finally {
+    await server.close();
+    await rm(cache, { recursive: true, force: true });
+  }
+});
+
+test('explicit mode: file overrides load a model from the request, not the bucket, as for a local repository', async () => {
+  await putSimple('files', 'simple_a');
+  const cache = await cacheDir();
+  const server = await startTestServer({ modelRepositories: [url('files')], modelControlMode: 'explicit', repositoryCacheDir: cache });
+  try {
+    const config = JSON.stringify({ name: 'simple_a', backend: 'onnxruntime', max_batch_size: 3 });
+    const model = (await readFile(join(EXAMPLES, 'simple', '1', 'model.onnx'))).toString('base64');
+    const load = await postJson(`${server.url}/v2/repository/models/simple_a/load`, { parameters: { config, 'file:7/model.onnx': model } });
+    assert.equal(load.status, 200, load.body.toString());
+    const got = (await request(`${server.url}/v2/models/simple_a/config`)).json() as { max_batch_size: number };
+    assert.equal(got.max_batch_size, 3, 'the config of the request');
+    assert.equal(await infer(server, 'simple_a', 7), 200, 'version 7 from the request');
+    assert.equal(await infer(server, 'simple_a', 1), 404, 'the bucket\'s version 1 is not loaded');
+    assert.deepEqual(await filesUnder(cache), [], 'nothing was downloaded');
   } finally {
     await server.close();
     await rm(cache, { recursive: true, force: true });

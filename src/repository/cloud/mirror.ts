@@ -77,8 +77,15 @@ export async function mirrorModel(store: ObjectStore, prefix: string, paths: Mir
     const results = await Promise.allSettled(stale.map(([rel, o]) => opts.pool(() =>
       withRetries(() => download(store, o, join(paths.dir, rel), paths.partial, opts.idleMs ?? 30_000, (n) => (done += n)), opts.retry, retryLog(`downloading ${opts.url}/${rel}`))
         .then(() => { manifest[rel] = { etag: o.etag, size: o.size }; }))));
-    for (const rel of Object.keys(manifest)) if (!files.has(rel)) delete manifest[rel];
-    await writeManifest(paths.manifest, manifest);
+    let changed = stale.length > 0;
+    for (const rel of Object.keys(manifest)) {
+      if (!files.has(rel)) {
+        delete manifest[rel];
+        changed = true;
+      }
+    }
+    // An unchanged model costs a restart no write: the manifest already says what the folder holds.
+    if (changed) await writeManifest(paths.manifest, manifest);
     const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
     if (failed) throw failed.reason;
   } finally {
@@ -87,6 +94,36 @@ export async function mirrorModel(store: ObjectStore, prefix: string, paths: Mir
   await removeOthers(paths.dir, new Set(files.keys()));
   if (stale.length > 0) opts.logger.info(`downloaded ${stale.length} file(s) of ${opts.url}, ${mb(total)} MB in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   return { downloaded: stale.length, bytes: total };
+}
+
+/** The download cache of one repository: a folder per model, a manifest per model, and partial downloads. */
+export interface CacheLayout {
+  readonly models: string;
+  readonly manifests: string;
+  readonly partial: string;
+}
+
+/** A partial download untouched this long was abandoned (a download receiving nothing is dropped far sooner). */
+const ABANDONED_MS = 10 * 60_000;
+
+/**
+ * Removes what the store no longer has from the cache after a listing: the folders and manifests of models
+ * gone from the repository (Triton keeps no copy of a model once loaded, so a model gone from the store could
+ * not be reloaded from it either), and partial downloads a killed server left behind. Another server sharing
+ * the cache folder may be downloading: only partial files untouched for minutes go.
+ */
+export async function pruneCache(cache: CacheLayout, models: ReadonlySet<string>): Promise<void> {
+  for (const e of await readdir(cache.models, { withFileTypes: true }).catch(() => [])) {
+    if (!models.has(e.name)) await rm(join(cache.models, e.name), { recursive: true, force: true });
+  }
+  for (const e of await readdir(cache.manifests).catch(() => [])) {
+    if (e.endsWith('.json') && !models.has(e.slice(0, -'.json'.length))) await rm(join(cache.manifests, e), { force: true });
+  }
+  const now = Date.now();
+  for (const e of await readdir(cache.partial).catch(() => [])) {
+    const s = await stat(join(cache.partial, e)).catch(() => undefined);
+    if (s && now - s.mtimeMs > ABANDONED_MS) await rm(join(cache.partial, e), { force: true });
+  }
 }
 
 /**

@@ -1,6 +1,7 @@
+import { join } from 'node:path';
 import type { Logger } from '../../observability/logger.js';
 import { credentialFor, secretsOf, type AsCredential, type GcsCredential, type S3Credential } from './credentials.js';
-import { mirrorModel, type MirrorPaths } from './mirror.js';
+import { mirrorModel, pruneCache, type CacheLayout } from './mirror.js';
 import { boundedPool } from './pool.js';
 import { DEFAULT_RETRY, withRetries, type RetryPolicy } from './retry.js';
 import { describeError, type ObjectStore, type StoredObject } from './store.js';
@@ -27,7 +28,7 @@ export class CloudRepository {
   private readonly retry: RetryPolicy;
   private readonly env: NodeJS.ProcessEnv;
 
-  constructor(private readonly url: CloudUrl, private readonly opts: CloudSourceOptions) {
+  constructor(private readonly url: CloudUrl, private readonly cache: CacheLayout, private readonly opts: CloudSourceOptions) {
     this.pool = boundedPool(opts.parallel ?? 8);
     this.retry = opts.retry ?? DEFAULT_RETRY;
     this.env = opts.env ?? process.env;
@@ -57,13 +58,16 @@ export class CloudRepository {
       list.push(o);
     }
     this.listed = byModel;
+    // Only after a listing that succeeded: a store briefly unreachable must not empty the cache.
+    await pruneCache(this.cache, new Set(byModel.keys()));
     return [...byModel.keys()];
   }
 
-  async fetchModel(name: string, paths: MirrorPaths): Promise<void> {
+  async fetchModel(name: string): Promise<void> {
     const url = `${this.url.url}/${name}`;
     const listed = this.listed.get(name);
     this.listed.delete(name);
+    const paths = { dir: join(this.cache.models, name), manifest: join(this.cache.manifests, `${name}.json`), partial: this.cache.partial };
     await this.guard(`failed to download ${url}`, (store) => mirrorModel(store, `${this.prefix()}${name}/`, paths, {
       logger: this.opts.logger, retry: this.retry, pool: this.pool, url,
     }, listed));
