@@ -63,9 +63,9 @@ export const AZURITE_ACCOUNT = 'devstoreaccount1';
 export const AZURITE_KEY = 'Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==';
 
 /** Azurite's blob service, keeping its data in `dir`. */
-export function startAzurite(dir: string, port: number): Promise<StoreProcess> {
+export function startAzurite(dir: string, port: number, extra: string[] = []): Promise<StoreProcess> {
   return startNode([join(ROOT, 'node_modules', 'azurite', 'dist', 'src', 'blob', 'main.js'), '--blobHost', '127.0.0.1', '--blobPort', String(port),
-    '--location', dir, '--skipApiVersionCheck', '--loose'], 'successfully listens', port);
+    '--location', dir, '--skipApiVersionCheck', '--loose', ...extra], 'successfully listens', port);
 }
 
 /** Every file under `dir`, as [key relative to dir with '/', absolute path]. */

@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import { NereidError } from '../../errors.js';
 import type { Logger } from '../../observability/logger.js';
 import { credentialFor, secretsOf, type AsCredential, type GcsCredential, type S3Credential } from './credentials.js';
 import { mirrorModel, pruneCache, type CacheLayout } from './mirror.js';
@@ -78,7 +79,8 @@ export class CloudRepository {
     try {
       return await op(await this.open());
     } catch (e) {
-      throw new Error(this.scrub(`${what}: ${describeError(e)}`));
+      // A value with a code, like every refusal: the command line prints the message, not a stack.
+      throw new NereidError('UNAVAILABLE', this.scrub(`${what}: ${describeError(e)}`));
     }
   }
 

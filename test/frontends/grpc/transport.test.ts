@@ -1,7 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
@@ -10,38 +9,18 @@ import { readSslFiles } from '../../../src/frontends/grpc/options.js';
 import { EXAMPLES, FIXTURES } from '../../helpers/paths.js';
 import { failure, InferenceClient, int32Bytes, int32s, rawCall, requestType, responseType, startGrpcTestServer, unary, type Client } from '../../helpers/grpc.js';
 import { tempRepository } from '../../helpers/server.js';
+import { makeCertificates, opensslSkip } from '../../helpers/certificates.js';
 
 // The gRPC frontend's transport flags through a real server: TLS and mutual TLS (--grpc-use-ssl*), and
 // --grpc-header-forward-pattern handing call metadata to the model as request parameters, and
 // --grpc-infer-response-compression-level.
 
-function hasOpenssl(): boolean {
-  try {
-    execFileSync('openssl', ['version'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
-// Outside CI a missing openssl skips the TLS tests; in CI, which installs it (.ci/run), they run and fail.
-const skip = hasOpenssl() || process.env['CI'] === 'true' ? false : 'openssl is not installed: no certificates to test TLS with (install it, or run in CI where it is required)';
-
-/** A CA, a server certificate for 127.0.0.1 and a client certificate, all signed by the CA (EC keys: fast). */
-async function certificates(dir: string): Promise<void> {
-  const ssl = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: 'ignore' });
-  const key = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
-  ssl('req', '-x509', ...key, '-keyout', 'ca.key', '-out', 'ca.crt', '-days', '2', '-subj', '/CN=nereid-test-ca');
-  await writeFile(join(dir, 'san.ext'), 'subjectAltName=DNS:localhost,IP:127.0.0.1\n');
-  for (const who of ['server', 'client']) {
-    ssl('req', ...key, '-keyout', `${who}.key`, '-out', `${who}.csr`, '-subj', `/CN=${who}`);
-    ssl('x509', '-req', '-in', `${who}.csr`, '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', `${who}.crt`, '-days', '2', '-extfile', 'san.ext');
-  }
-}
+const skip = opensslSkip();
 
 test('--grpc-use-ssl serves TLS; --grpc-use-ssl-mutual also requires a client certificate', { skip }, async () => {
   const dir = await mkdtemp(join(tmpdir(), 'nereid-tls-'));
   try {
-    await certificates(dir);
+    await makeCertificates(dir);
     const file = (f: string) => readFile(join(dir, f));
     const [ca, clientKey, clientCert] = await Promise.all([file('ca.crt'), file('client.key'), file('client.crt')]);
     const tlsClient = (port: number, withCert: boolean): Client =>
