@@ -204,12 +204,33 @@ export interface BackendInstance {
   /** Whether the instance can serve, and if not why (what ready() says, with the reason). */
   status?(): InstanceStatus;
   /**
+   * The load of the text-generation engine behind the instance, for the gauges an LLM-aware load balancer
+   * reads (waiting and running requests, KV-cache use); absent, or undefined, where the engine reports none.
+   * Never rejects.
+   */
+  engineLoad?(): Promise<EngineLoad | undefined>;
+  /**
    * Ends the instance at once, without waiting for anything it runs (shutdown past --exit-timeout-secs): the
    * process or worker behind it is killed, every request it holds is answered with `error`, and every
    * execute() it has not resolved resolves. It is not started again; close() then returns at once.
    */
   kill?(error: NereidError): void;
   close(): Promise<void>;
+}
+
+/** An engine's load as one instance sees it. */
+export interface EngineLoad {
+  /** The engine itself: instances that share one engine return the same object, and it counts once. */
+  readonly engine: object;
+  /** Requests the engine holds that are not generating yet (Nereid's own queue is counted apart). */
+  readonly waiting: number;
+  /** Requests generating. */
+  readonly running: number;
+  /**
+   * The KV cache: the share in use (0 to 1) and its size, which weighs engines against each other (1 when the
+   * engine gives only the share); absent when the engine does not report it.
+   */
+  readonly kvCache?: { readonly usage: number; readonly capacity: number };
 }
 
 /**

@@ -1,5 +1,5 @@
 import { NereidError, invalidArg, isNereidError } from '../errors.js';
-import { instanceStatus, type BackendInstance, type ExecutionTimes } from '../backends/backend.js';
+import { instanceStatus, type BackendInstance, type EngineLoad, type ExecutionTimes } from '../backends/backend.js';
 import type { InferenceRequest, InferenceResponse, Parameters, RequestedOutput } from '../inference/index.js';
 import type { InstanceStatistics, ModelStatistics } from '../observability/statistics.js';
 import type { FailureReason, Job, Scheduler } from '../scheduler/scheduler.js';
@@ -110,6 +110,32 @@ export class ModelVersion {
   /** Requests accepted but not yet executing (nv_inference_pending_request_count). */
   waiting(): number {
     return this.scheduler.waiting();
+  }
+
+  /**
+   * The load of the engines behind a text model's instances (see BackendInstance.engineLoad), each engine
+   * counted once, with the requests still in Nereid's queue added to those waiting in the engines: undefined
+   * for a model whose backend reports none.
+   */
+  async engineLoad(): Promise<{ waiting: number; running: number; kvCacheUsage: number | undefined } | undefined> {
+    if (!this.instances.some((i) => i.engineLoad)) return undefined;
+    const loads = await Promise.all(this.instances.map((i) => i.engineLoad?.()));
+    const engines = new Map<object, EngineLoad>();
+    for (const l of loads) if (l && !engines.has(l.engine)) engines.set(l.engine, l);
+    if (engines.size === 0) return undefined;
+    let waiting = this.scheduler.waiting();
+    let running = 0;
+    let kvUsed = 0;
+    let kvCapacity = 0;
+    for (const l of engines.values()) {
+      waiting += l.waiting;
+      running += l.running;
+      if (l.kvCache) {
+        kvUsed += l.kvCache.usage * l.kvCache.capacity;
+        kvCapacity += l.kvCache.capacity;
+      }
+    }
+    return { waiting, running, kvCacheUsage: kvCapacity > 0 ? kvUsed / kvCapacity : undefined };
   }
 
   infer(request: InferenceRequest): Promise<InferenceResponse> {

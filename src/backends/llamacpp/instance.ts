@@ -4,7 +4,7 @@ import type { Parameters } from '../../inference/index.js';
 import type { Logger } from '../../observability/logger.js';
 import { utf8 } from '../../tensor/bytes.js';
 import type { Tensor } from '../../tensor/tensor.js';
-import type { BackendInstance, BackendRequest, ExecutionTimes } from '../backend.js';
+import type { BackendInstance, BackendRequest, EngineLoad, ExecutionTimes } from '../backend.js';
 import { MESSAGES_PARAMETER, applyChatTemplate, parseMessages } from './chat.js';
 import { readSampling, type Sampling } from './sampling.js';
 import { SequencePool } from './sequence-pool.js';
@@ -65,6 +65,20 @@ export class LlamaInstance implements BackendInstance {
   /** Sequences in use: requests generating now. */
   get busySequences(): number {
     return this.pool.busy;
+  }
+
+  /**
+   * Its context as an engine: requests waiting for a sequence, sequences generating, and the KV cache's use
+   * (tokens held by all sequences over the context's cells, each sequence having contextSize of its own).
+   */
+  engineLoad(): Promise<EngineLoad> {
+    const capacity = this.context.contextSize * this.context.totalSequences;
+    return Promise.resolve({
+      engine: this,
+      waiting: this.pool.queued,
+      running: this.pool.busy,
+      kvCache: { usage: capacity > 0 ? Math.min(1, this.pool.cachedTokens / capacity) : 0, capacity },
+    });
   }
 
   async execute(requests: readonly BackendRequest[]): Promise<ExecutionTimes> {

@@ -11,19 +11,33 @@ import { unavailable } from '../../errors.js';
  * asynchronously, so disposing and asking again could find the context still full.
  */
 export class SequencePool {
+  private readonly all: LlamaContextSequence[] = [];
   private readonly free: LlamaContextSequence[] = [];
   private readonly waiting: { resolve(s: LlamaContextSequence): void; reject(e: Error): void }[] = [];
   private readonly size: number;
   private closed = false;
 
   constructor(context: LlamaContext) {
-    while (context.sequencesLeft > 0) this.free.push(context.getSequence());
-    this.size = this.free.length;
+    while (context.sequencesLeft > 0) this.all.push(context.getSequence());
+    this.free.push(...this.all);
+    this.size = this.all.length;
   }
 
   /** Sequences taken and not yet given back (cleared): for tests and statistics. */
   get busy(): number {
     return this.size - this.free.length;
+  }
+
+  /** Requests waiting for a sequence. */
+  get queued(): number {
+    return this.waiting.length;
+  }
+
+  /** Tokens held in the KV cache by all sequences (a released sequence holds none once cleared). */
+  get cachedTokens(): number {
+    let n = 0;
+    for (const s of this.all) n += s.nextTokenIndex;
+    return n;
   }
 
   acquire(): Promise<LlamaContextSequence> {

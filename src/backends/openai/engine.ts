@@ -1,6 +1,7 @@
 import { Pool, errors as undiciErrors, type Dispatcher } from 'undici';
 import { NereidError, invalidArg, unavailable } from '../../errors.js';
 import { EventReader } from './sse.js';
+import { engineMetrics, type EngineMetrics } from './engine-metrics.js';
 
 /** Where an engine is and how to talk to it: from the model's config parameters. */
 export interface EngineSettings {
@@ -28,6 +29,12 @@ export interface Completion {
 /** The JSON body of /v1/completions or /v1/chat/completions, without `model` and `stream`. */
 export type EngineBody = Record<string, unknown>;
 
+/**
+ * How long one reading of the engine's /metrics serves: a scrape asks once per gauge family and instance, all
+ * within a few milliseconds; a scraper's next visit, seconds later, reads afresh.
+ */
+const LOAD_REUSE_MS = 250;
+
 const CONNECT_ERRORS = new Set(['ECONNREFUSED', 'ECONNRESET', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'ENOTFOUND', 'UND_ERR_SOCKET', 'UND_ERR_CONNECT_TIMEOUT']);
 
 /**
@@ -39,6 +46,7 @@ export class Engine {
   private readonly pool: Pool;
   private readonly root: URL;
   private readonly headers: Record<string, string>;
+  private lastLoad: { at: number; value: Promise<EngineMetrics | undefined> } | undefined;
 
   constructor(readonly settings: EngineSettings) {
     this.root = new URL(settings.baseUrl.replace(/\/+$/, '').replace(/\/v1$/, ''));
@@ -64,6 +72,32 @@ export class Engine {
       }
     }
     return false;
+  }
+
+  /**
+   * The load the engine reports on GET /metrics (vLLM, SGLang, TGI, TensorRT-LLM; llama-server with --metrics),
+   * for the model this engine serves: undefined when there is no such endpoint or it says nothing of requests.
+   * Never rejects; one reading serves every caller for LOAD_REUSE_MS.
+   */
+  load(): Promise<EngineMetrics | undefined> {
+    const now = Date.now();
+    if (this.lastLoad && now - this.lastLoad.at < LOAD_REUSE_MS) return this.lastLoad.value;
+    const value = this.readLoad();
+    this.lastLoad = { at: now, value };
+    return value;
+  }
+
+  private async readLoad(): Promise<EngineMetrics | undefined> {
+    try {
+      const r = await this.pool.request({ method: 'GET', path: this.path('/metrics'), headers: this.headers, headersTimeout: 2000, bodyTimeout: 2000 });
+      if (r.statusCode < 200 || r.statusCode >= 300) {
+        await r.body.dump();
+        return undefined;
+      }
+      return engineMetrics(await r.body.text(), this.settings.modelId);
+    } catch {
+      return undefined;
+    }
   }
 
   /** One whole answer (stream false). */

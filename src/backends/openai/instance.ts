@@ -3,7 +3,7 @@ import { NO_RESPONSE, type Parameters } from '../../inference/index.js';
 import type { Logger } from '../../observability/logger.js';
 import { utf8 } from '../../tensor/bytes.js';
 import type { Tensor } from '../../tensor/tensor.js';
-import type { BackendInstance, BackendRequest, ExecutionTimes, InstanceSpec } from '../backend.js';
+import type { BackendInstance, BackendRequest, EngineLoad, ExecutionTimes, InstanceSpec } from '../backend.js';
 import type { Completion, Engine, EngineBody } from './engine.js';
 
 /** Request parameters passed to the engine as they are (OpenAI's names). */
@@ -45,6 +45,18 @@ export class GatewayInstance implements BackendInstance {
 
   ready(): boolean {
     return this.healthy;
+  }
+
+  /** What the engine reports of its load (shared by every instance on it); undefined where it reports none. */
+  async engineLoad(): Promise<EngineLoad | undefined> {
+    const m = await this.engine.load();
+    if (!m) return undefined;
+    return {
+      engine: this.engine,
+      waiting: m.waiting ?? 0,
+      running: m.running ?? 0,
+      ...(m.kvCacheUsage !== undefined ? { kvCache: { usage: m.kvCacheUsage, capacity: 1 } } : {}),
+    };
   }
 
   async execute(requests: readonly BackendRequest[]): Promise<ExecutionTimes> {

@@ -35,11 +35,12 @@ export class ScrapeFamily {
     readonly name: string,
     readonly help: string,
     readonly type: FamilyType,
-    private readonly read: () => Sample[],
+    /** The samples now; a promise for families that ask an engine (see engineLoadFamilies). */
+    private readonly read: () => Sample[] | Promise<Sample[]>,
   ) {}
 
-  get(): Promise<{ name: string; help: string; type: FamilyType; aggregator: string; values: Sample[] }> {
-    return Promise.resolve({ name: this.name, help: this.help, type: this.type, aggregator: this.aggregator, values: this.read() });
+  async get(): Promise<{ name: string; help: string; type: FamilyType; aggregator: string; values: Sample[] }> {
+    return { name: this.name, help: this.help, type: this.type, aggregator: this.aggregator, values: await this.read() };
   }
 
   /** Registry.resetMetrics() calls this; the values belong to the statistics, which are not reset. */
@@ -166,4 +167,39 @@ export function nereidFamilies(versions: Versions): ScrapeFamily[] {
 export function limitRefusalFamily(refusals: () => Iterable<[string, number]>): ScrapeFamily {
   return new ScrapeFamily('nereid_limit_refusal_count', 'Number of requests refused by each of the server\'s limits', 'counter', () =>
     [...refusals()].map(([limit, value]) => ({ value, labels: { limit } })));
+}
+
+/** What a text model's engine reports of its load, summed over the engines of one model version. */
+export interface EngineGauges {
+  /** Requests accepted and not generating yet: in Nereid's queue and in the engine's. */
+  readonly waiting: number;
+  /** Requests generating now. */
+  readonly running: number;
+  /** Share of the KV cache in use, 0 to 1; undefined when the engine does not report it. */
+  readonly kvCacheUsage: number | undefined;
+}
+
+export interface ScrapedLoad {
+  readonly labels: Labels;
+  readonly gauges: EngineGauges;
+}
+
+/**
+ * The three gauges of the Gateway API Inference Extension's model-server protocol (waiting requests, running
+ * requests, KV-cache utilisation), per model version, under the names Triton's TensorRT-LLM backend gives them,
+ * which the extension's endpoint picker reads from Triton: nv_trt_llm_request_metrics{request_type="waiting"
+ * or "scheduled"} and nv_trt_llm_kv_cache_block_metrics{kv_cache_block_type="fraction"}. Only versions whose
+ * backend reports an engine's load have samples; the KV-cache gauge only where the engine reports it.
+ */
+export function engineLoadFamilies(loads: () => Promise<ScrapedLoad[]>): ScrapeFamily[] {
+  return [
+    new ScrapeFamily('nv_trt_llm_request_metrics', 'Requests of text models by state: waiting (accepted, not generating yet) and scheduled (generating)', 'gauge', async () =>
+      (await loads()).flatMap(({ labels, gauges }) => [
+        { value: gauges.waiting, labels: sortedLabels({ ...labels, request_type: 'waiting' }) },
+        { value: gauges.running, labels: sortedLabels({ ...labels, request_type: 'scheduled' }) },
+      ])),
+    new ScrapeFamily('nv_trt_llm_kv_cache_block_metrics', "Share of a text model's KV cache in use (kv_cache_block_type fraction, 0 to 1)", 'gauge', async () =>
+      (await loads()).filter((l) => l.gauges.kvCacheUsage !== undefined)
+        .map(({ labels, gauges }) => ({ value: gauges.kvCacheUsage!, labels: sortedLabels({ ...labels, kv_cache_block_type: 'fraction' }) }))),
+  ];
 }

@@ -1,7 +1,7 @@
 import { Gauge, Registry, type Metric } from 'prom-client';
 import type { ModelStatistics } from '../statistics.js';
 import { CpuPoller } from './cpu.js';
-import { cacheFamilies, histogramFamilies, inferenceFamilies, limitRefusalFamily, nereidFamilies, summaryFamilies, type ScrapeFamily, type ScrapedVersion } from './families.js';
+import { cacheFamilies, engineLoadFamilies, histogramFamilies, inferenceFamilies, limitRefusalFamily, nereidFamilies, summaryFamilies, type EngineGauges, type ScrapeFamily, type ScrapedLoad, type ScrapedVersion } from './families.js';
 import { MetricModelReporter, type VersionInfo } from './reporter.js';
 import { DEFAULT_METRICS_SETTINGS, type MetricsSettings } from './settings.js';
 import { AGE_BUCKETS, SUMMARY_MAX_AGE_MS } from './summary.js';
@@ -15,6 +15,8 @@ export interface MetricsVersion {
   inflight(): number;
   /** Its instances hung past the execute timeout (see ModelVersion.status()). */
   status(): { readonly hung: number };
+  /** A text model's engine load (see engineLoadFamilies); absent or undefined: not reported. */
+  engineLoad?(): Promise<EngineGauges | undefined>;
 }
 
 export interface MetricsOptions {
@@ -62,6 +64,7 @@ export class ServerMetrics {
       this.cpuGauges(this.cpu);
     }
     for (const f of nereidFamilies(scraped)) this.registry.registerMetric(f as unknown as Metric);
+    for (const f of engineLoadFamilies(() => this.loads())) this.registry.registerMetric(f as unknown as Metric);
     const refusals = options.limitRefusals;
     if (refusals) this.registry.registerMetric(limitRefusalFamily(refusals) as unknown as Metric);
     if (this.settings.summaryLatencies) {
@@ -102,6 +105,17 @@ export class ServerMetrics {
       if (reporter) out.push({ stats: v.stats, reporter, waiting: v.waiting(), inflight: v.inflight(), hung: v.status().hung });
     }
     return out;
+  }
+
+  /** The engine load of every version that reports one, asked at scrape time. */
+  private async loads(): Promise<ScrapedLoad[]> {
+    const asked: Promise<ScrapedLoad | undefined>[] = [];
+    for (const v of this.versions()) {
+      const reporter = this.reporters.get(v.stats);
+      if (!reporter || !v.engineLoad) continue;
+      asked.push(v.engineLoad().then((gauges) => (gauges ? { labels: reporter.labels, gauges } : undefined), () => undefined));
+    }
+    return (await Promise.all(asked)).filter((l): l is ScrapedLoad => l !== undefined);
   }
 
   private rotate(): void {
