@@ -25,6 +25,9 @@ const NOT_RUN: { has: string; why: string }[] = [
   { has: '--model-repository /path/to/models', why: 'a placeholder path; the flags are tested in test/cli' },
   { has: 'scrape_configs:', why: "Prometheus's config, not Nereid's; test/frontends/metrics/prometheus.test.ts scrapes with one like it" },
   { has: 'llama_vllm/generate_stream', why: 'needs a vLLM engine at http://vllm:8000' },
+  { has: 'docker build -f deploy/Dockerfile', why: 'no container engine on the test machines; test/deploy/dockerfile.test.ts checks the Dockerfile and test/scripts/runtime-tree.test.ts serves its runtime tree' },
+  { has: 'kubectl apply', why: 'needs a Kubernetes cluster; test/deploy/kubernetes.test.ts renders and validates every kustomization' },
+  { has: 'newName: registry.example.com/nereid', why: "a reader's own overlay, rendered the same way by kubectl kustomize" },
 ];
 
 function readmeBlocks(text: string): Block[] {
