@@ -1,19 +1,19 @@
 import type { Tensor } from '../../tensor/tensor.js';
+import { typedView } from '../../tensor/view.js';
 
 /**
  * A tensor's data as Triton's TENSORS level writes it: elements joined by ',' (BOOL as 1 / 0, floats with six
  * significant digits as C++ streams print them), BYTES elements each in escaped quotes, FP16 and BF16 empty.
  */
 export function tensorDataText(t: Tensor): string {
-  const d = t.data as unknown;
+  if (t.datatype === 'BYTES') {
+    const out: string[] = [];
+    for (const b of t.data) out.push(`"${Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('utf8')}"`);
+    return out.join(',');
+  }
+  if (t.datatype === 'FP16' || t.datatype === 'BF16') return '';
+  const d = typedView(t.datatype, t.data) as unknown;
   switch (t.datatype) {
-    case 'FP16': case 'BF16': return '';
-    case 'BYTES': {
-      const items = d as readonly (Uint8Array | string)[];
-      const out: string[] = [];
-      for (const b of items) out.push(`"${typeof b === 'string' ? b : Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('utf8')}"`);
-      return out.join(',');
-    }
     case 'BOOL': {
       const a = d as ArrayLike<number | boolean>;
       const out: string[] = [];
