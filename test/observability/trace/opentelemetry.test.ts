@@ -12,6 +12,7 @@ import { PYTHON_EXAMPLES, PYTHON_FIXTURES, pythonSkip } from '../../backends/pyt
 import { InferenceServer } from '../../../src/server/inference-server.js';
 import { startHttpFrontend, type HttpFrontend } from '../../../src/frontends/http/server.js';
 import { startGrpcFrontend, type GrpcFrontend } from '../../../src/frontends/grpc/server.js';
+import { startOpenAiFrontend, type OpenAiFrontend } from '../../../src/frontends/openai/server.js';
 import { NOOP_LOGGER } from '../../../src/observability/logger.js';
 
 // OpenTelemetry mode against a real OTLP/HTTP receiver on loopback that decodes the exporter's protobuf.
@@ -23,6 +24,7 @@ let receiver: OtlpReceiver;
 let server: InferenceServer;
 let http: HttpFrontend;
 let grpcFrontend: GrpcFrontend;
+let openai: OpenAiFrontend;
 let client: Client;
 let repo: { dir: string; remove(): Promise<void> };
 let url: string;
@@ -30,7 +32,7 @@ let url: string;
 before(async () => {
   receiver = await OtlpReceiver.start();
   repo = await tempRepository([
-    ...['simple', 'digits_pipeline', 'digits_preprocess', 'digits', 'digits_postprocess'].map((m) => ({ from: join(EXAMPLES, m) })),
+    ...['simple', 'digits_pipeline', 'digits_preprocess', 'digits', 'digits_postprocess', 'tiny_llm'].map((m) => ({ from: join(EXAMPLES, m) })),
     ...(pythonMissing ? [] : [{ from: join(PYTHON_FIXTURES, 'bls_traced') }, { from: join(PYTHON_EXAMPLES, 'add_sub') }]),
   ]);
   server = await InferenceServer.create({
@@ -40,6 +42,7 @@ before(async () => {
   }, { logger: NOOP_LOGGER });
   http = await startHttpFrontend(server, { port: 0, address: '127.0.0.1', maxInputSize: 1 << 24 }, NOOP_LOGGER);
   grpcFrontend = await startGrpcFrontend(server, { port: 0, address: '127.0.0.1' }, NOOP_LOGGER);
+  openai = await startOpenAiFrontend(server, { port: 0, address: '127.0.0.1' }, NOOP_LOGGER);
   client = connect(grpcFrontend.port);
   url = `http://127.0.0.1:${http.port}`;
 });
@@ -49,6 +52,7 @@ after(async () => {
   await server?.close(5);
   await http?.close();
   await grpcFrontend?.close();
+  await openai?.close();
   await receiver?.close();
   await repo?.remove();
 });
@@ -161,6 +165,20 @@ test('gRPC: traceparent metadata continues the client’s trace; the root span h
   assert.equal(root.parentSpanId, c.spanId);
   assert.deepEqual(eventNames(root), ['GRPC_WAITREAD_START', 'GRPC_WAITREAD_END', 'GRPC_SEND_START', 'GRPC_SEND_END']);
   assert.equal(one(spans, 'simple').attributes['triton.request_id'], 'grpc-1');
+});
+
+test('the llama.cpp backend’s prompt and generation are spans of their own with nereid_stage_spans, in that order', async () => {
+  const c = clientContext();
+  const r = await postJson(`http://127.0.0.1:${openai.port}/v1/completions`, { model: 'tiny_llm', prompt: 'Once upon a time', max_tokens: 4, temperature: 0 }, { traceparent: c.traceparent });
+  assert.equal(r.status, 200, r.body.toString());
+  const spans = await spansOf(c.traceId, ['InferRequest', 'tiny_llm', 'prompt', 'generation']);
+  const model = one(spans, 'tiny_llm');
+  const prompt = one(spans, 'prompt');
+  const generation = one(spans, 'generation');
+  assert.equal(prompt.parentSpanId, model.spanId);
+  assert.equal(generation.parentSpanId, model.spanId);
+  assert.ok(prompt.endNs <= generation.startNs);
+  assert.equal(one(spans, 'InferRequest').parentSpanId, c.spanId);
 });
 
 test('the trace settings in OpenTelemetry mode show its options and no file keys', async () => {
