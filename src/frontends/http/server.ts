@@ -144,7 +144,8 @@ async function handleModel(ctx: Context, r: Extract<Route, { kind: 'model' }>, r
     case 'nereid_instance_stats': return sendJson(res, 200, JSON.stringify(s.instanceStatistics(r.model, r.version)));
     case 'infer': return handleInfer(ctx, r.model, r.version, req, res);
     case 'generate': case 'generate_stream':
-      return handleGenerate(s, r.model, r.version, r.action === 'generate_stream', req, res, ctx.options.maxInputSize, connectionSignal(req.socket), ctx.parseBody);
+      return handleGenerate(s, r.model, r.version, r.action === 'generate_stream', req, res, ctx.options.maxInputSize, connectionSignal(req.socket), ctx.parseBody,
+        s.traces.active ? sampleHttp(ctx, r.model, req, res) : null);
   }
 }
 
@@ -159,6 +160,18 @@ async function handleInfer(ctx: Context, model: string, version: number | undefi
 
 /** A sampled request: the frontend's timestamps around it, and its trace ended once the answer has gone. */
 function tracedInfer(ctx: Context, model: string, version: number | undefined, req: IncomingMessage, res: ServerResponse, trace: RootTrace): Promise<void> {
+  followAnswer(trace, res);
+  return infer(ctx, model, version, req, res, trace);
+}
+
+/** generate / generate_stream: the request's trace when sampled, followed to the end of its answer. */
+function sampleHttp(ctx: Context, model: string, req: IncomingMessage, res: ServerResponse): RootTrace | null {
+  const trace = ctx.server.traces.sample(model, traceCarrier(req.headers));
+  if (trace !== null) followAnswer(trace, res);
+  return trace;
+}
+
+function followAnswer(trace: RootTrace, res: ServerResponse): void {
   trace.stamp('HTTP_RECV_START', process.hrtime.bigint());
   let ended = false;
   const end = (): void => {
@@ -171,7 +184,6 @@ function tracedInfer(ctx: Context, model: string, version: number | undefined, r
     end();
   });
   res.once('close', end);
-  return infer(ctx, model, version, req, res, trace);
 }
 
 async function infer(ctx: Context, model: string, version: number | undefined, req: IncomingMessage, res: ServerResponse, trace: RootTrace | null): Promise<void> {

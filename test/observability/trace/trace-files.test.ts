@@ -95,6 +95,17 @@ test('Triton mode without log-frequency: the traces go to the file itself, one J
   });
 });
 
+test('generate requests are traced as infer requests are', async () => {
+  await withServer(['level=TIMESTAMPS', 'rate=1', 'triton,file=$DIR/trace.json'], async (s, dir) => {
+    const r = await postJson(`${s.url}/v2/models/simple/generate`, { INPUT0: SIMPLE.inputs[0]!.data, INPUT1: SIMPLE.inputs[1]!.data });
+    assert.equal(r.status, 200, r.body.toString());
+    await s.close();
+    const [t] = [...byId(await readTraces(join(dir, 'trace.json'))).values()];
+    assert.equal(t!.header!.model_name, 'simple');
+    for (const name of ['HTTP_RECV_START', 'HTTP_RECV_END', 'REQUEST_START', 'COMPUTE_END', 'REQUEST_END', 'HTTP_SEND_END']) assert.ok(t!.stamps.has(name), name);
+  });
+});
+
 test('an ensemble’s steps are child traces with parent_id, with their own compute timestamps; the ensemble has none', async () => {
   await withServer(['level=TIMESTAMPS', 'rate=1', 'triton,file=$DIR/trace.json'], async (s, dir) => {
     await infer(s, 'digits_pipeline', PIPELINE);
