@@ -749,7 +749,8 @@ function build(d: Draft): ServeOptions {
     try {
       parseTraceConfig(d.server.trace, {});
     } catch (e) {
-      throw new FlagError((e as Error).message);
+      const m = (e as Error).message;
+      throw new FlagError(m.includes('--trace-config') ? m : `--trace-config: ${m}`);
     }
   }
   return {
