@@ -241,12 +241,12 @@ export class PythonInstance implements BackendInstance {
         return d;
       });
       const cancelled = this.watch(rid, r, batch);
-      return {
+      const w: WireRequest = {
         rid, id: r.id ?? '', corr: r.sequenceId ?? 0, flags: (r.sequenceStart ? 1 : 0) | (r.sequenceEnd ? 2 : 0), timeout: r.timeoutUs ?? 0,
         params: r.parameters ? JSON.stringify(r.parameters, bigintAsNumber) : '{}', outputs: r.outputs, inputs,
         ...(cancelled ? { cancelled } : {}),
-        ...(r.trace !== undefined ? { tr: r.trace.traceparent() } : {}),
       };
+      return r.trace === undefined ? w : { ...w, tr: r.trace.traceparent() };
     });
     return batch;
   }

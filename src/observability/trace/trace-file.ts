@@ -11,6 +11,8 @@ export class TraceFile {
   private opened = false;
   private tail: Promise<void> = Promise.resolve();
   private failed = false;
+  /** Closed with the server: a trace that finishes later is not written (the array is closed). */
+  private closed = false;
 
   constructor(readonly path: string, private readonly onError: (message: string) => void) {}
 
@@ -30,11 +32,12 @@ export class TraceFile {
   /** Closes the array of the file itself and resolves once every write queued has been done. */
   close(): Promise<void> {
     if (this.opened) this.queue(() => appendFile(this.path, ']'));
-    this.opened = false;
+    this.closed = true;
     return this.tail;
   }
 
   private queue(write: () => Promise<void>): void {
+    if (this.closed) return;
     this.tail = this.tail.then(() => (this.failed ? undefined : write())).catch((e: NodeJS.ErrnoException) => {
       if (this.failed) return;
       this.failed = true;
