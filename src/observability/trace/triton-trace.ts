@@ -35,6 +35,8 @@ export class TritonTrace implements RequestTrace {
   }
 
   requestStart(model: string, version: number, requestId: string, ns: bigint): void {
+    // Triton writes the header with REQUEST_START's timestamp: TENSORS alone writes neither.
+    if (!this.stamps) return;
     let header = `{"id":${this.id},"model_name":${JSON.stringify(model)},"model_version":${version}`;
     if (requestId !== '') header += `,"request_id":${JSON.stringify(requestId)}`;
     if (this.parentId !== 0) header += `,"parent_id":${this.parentId}`;
