@@ -167,6 +167,27 @@ test('gRPC: traceparent metadata continues the client’s trace; the root span h
   assert.equal(one(spans, 'simple').attributes['triton.request_id'], 'grpc-1');
 });
 
+test('gRPC ModelStreamInfer: a streamed request with traceparent metadata is traced too', async () => {
+  const c = clientContext();
+  const md = new grpc.Metadata();
+  md.set('traceparent', c.traceparent);
+  const call = client.ModelStreamInfer(md);
+  const got = new Promise<void>((resolve, reject) => {
+    call.on('data', () => resolve());
+    call.on('error', reject);
+  });
+  call.write({
+    model_name: 'simple', id: 'stream-1',
+    inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1, 16] }, { name: 'INPUT1', datatype: 'INT32', shape: [1, 16] }],
+    raw_input_contents: [int32Bytes(Array.from({ length: 16 }, (_, i) => i)), int32Bytes(Array.from({ length: 16 }, () => 1))],
+  });
+  await got;
+  call.end();
+  const spans = await spansOf(c.traceId, ['InferRequest', 'simple', 'compute']);
+  assert.equal(one(spans, 'InferRequest').parentSpanId, c.spanId);
+  assert.equal(one(spans, 'simple').attributes['triton.request_id'], 'stream-1');
+});
+
 test('the llama.cpp backend’s prompt and generation are spans of their own with nereid_stage_spans, in that order', async () => {
   const c = clientContext();
   const r = await postJson(`http://127.0.0.1:${openai.port}/v1/completions`, { model: 'tiny_llm', prompt: 'Once upon a time', max_tokens: 4, temperature: 0 }, { traceparent: c.traceparent });
