@@ -302,6 +302,9 @@ class Runtime:
             "timeout": request.timeout(), "params": request.parameters(), "outputs": request.requested_output_names(),
             "stream": bool(decoupled), "inputs": descs,
         }
+        traced = request.trace()._request
+        if traced is not None:
+            header["trace"] = traced
         send(header, b"".join(parts) if parts else None)
         if decoupled:
             return pb_utils.ResponseIterator(call)
@@ -531,7 +534,8 @@ class Stub:
             inputs = [pb_utils.Tensor(d["n"], self.inputs.array(d), d["d"]) for d in w["inputs"]]
             request = pb_utils.InferenceRequest(
                 request_id=w["id"], correlation_id=w["corr"], inputs=inputs, requested_output_names=w["outputs"],
-                model_name=self.name, flags=w["flags"], timeout=w["timeout"], parameters=w["params"])
+                model_name=self.name, flags=w["flags"], timeout=w["timeout"], parameters=w["params"],
+                trace=pb_utils.InferenceTrace(w["tr"] or None, w["rid"]) if "tr" in w else None)
             ch = Channel(self, w["rid"], set(w["outputs"]))
             self.channels[w["rid"]] = ch
             if w.get("cancelled") or w["rid"] in self.pending_cancels:

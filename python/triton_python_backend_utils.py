@@ -278,8 +278,11 @@ class PreferredMemory:
 
 
 class InferenceTrace:
-    def __init__(self, context=None):
+    # _request: the server's handle of the traced request this trace belongs to; a BLS request given this
+    # trace is traced as that request's child.
+    def __init__(self, context=None, _request=None):
         self._context = context
+        self._request = _request
 
     def get_context(self):
         return self._context

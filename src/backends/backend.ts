@@ -4,7 +4,7 @@ import type { ModelConfig } from '../config/types.js';
 import { modelConfigToJson } from '../config/index.js';
 import type { ModelFolder } from '../config/model-files.js';
 import type { Logger } from '../observability/logger.js';
-import type { InferenceRequest, InferenceResponse, Parameters, ResponseSender } from '../inference/index.js';
+import type { InferenceRequest, InferenceResponse, Parameters, RequestTrace, ResponseSender } from '../inference/index.js';
 import type { ResponseStream } from '../inference/stream.js';
 import type { Tensor } from '../tensor/tensor.js';
 
@@ -155,6 +155,8 @@ export interface BackendRequest {
    * own instead of copying outputs out of it. Absent or false: outputs must stay valid for good.
    */
   readonly borrowOutputs?: boolean;
+  /** The request's trace when it is traced: a backend that calls out (BLS, an engine) hands it on. */
+  readonly trace?: RequestTrace | undefined;
 }
 
 /** Where an execution's time went, for statistics: compute input, compute infer, compute output. */

@@ -11,6 +11,7 @@
  *   flags are checked, since getopt moves non-options to the end.
  * Where tritonserver's own parser is loose (std::stoi accepts "12abc") Nereid is strict: integers must be whole.
  */
+import { parseTraceConfig } from '../observability/trace/config.js';
 import { re2Pattern } from '../frontends/re2-pattern.js';
 import { isCloudUrl, parseCloudUrl } from '../repository/cloud/url.js';
 import type { LogFormat, LogSettings } from '../observability/logger.js';
@@ -69,6 +70,7 @@ interface ServerDraft {
   allowClientShm?: boolean;
   shmMaxRegions?: number;
   shmMaxMappedBytes?: number;
+  trace?: string[];
 }
 
 interface Draft extends Omit<ServeOptions, 'server' | 'metrics' | 'openai'> {
@@ -329,7 +331,6 @@ const TRUE: Values = { test: (v) => bool(v), label: 'true' };
 const NOT_ZERO: Values = { test: (v) => Number(v) !== 0, label: 'other than 0' };
 const NEREID_OWN = "Nereid's own flag";
 const NO_GPU = 'Nereid runs models on the CPU only: there is no GPU or CUDA device to configure';
-const NO_TRACING = 'request tracing is not built in Nereid yet; no trace is written';
 
 const BOOL_ARG = '<boolean>';
 const keepBool: FlagSpec['set'] = (d, v, id) => keep(d, id, String(bool(v)));
@@ -473,8 +474,8 @@ const FLAGS: readonly FlagSpec[] = [
     (d, v) => { d.openai.allow = true; d.openai.port = port(v); }), NEREID_OWN),
   noted(flag(OPENAI, 'openai-address', '<address>', 'the value of --http-address', 'Address the OpenAI-compatible server binds to.', (d, v) => { d.openai.address = v; }), NEREID_OWN),
 
-  warns(flag(TRACING, 'trace-config', '[<mode>,]<setting>=<value>', '', 'A trace setting. Global settings: level (OFF, TIMESTAMPS, TENSORS), rate, count, mode (triton or opentelemetry). With a mode: triton,file / triton,log-frequency; opentelemetry,url / resource / bsp_*. Repeatable. Checked, then ignored with a warning until Nereid has tracing.',
-    (d, v, id) => keep(d, id, traceConfig(v))), NO_TRACING),
+  flag(TRACING, 'trace-config', '[<mode>,]<setting>=<value>', '', "A trace setting. Global settings: level (OFF, TIMESTAMPS, TENSORS; repeatable, they add up), rate (trace one request in N), count (-1: no limit), mode (triton or opentelemetry). With a mode: triton,file / triton,log-frequency; opentelemetry,url / resource=<key>=<value> / bsp_max_queue_size / bsp_schedule_delay / bsp_max_export_batch_size, and Nereid's opentelemetry,nereid_stage_spans=true (a span per stage). Repeatable.",
+    (d, v, id) => trace(d, id, traceConfig(v))),
 
   warns(flag(BACKEND, 'backend-directory', '<path>', '/opt/tritonserver/backends', 'Directory searched for backends. Ignored with a warning: Nereid\'s backends are built in.', keepString),
     "Nereid's backends are built in; it loads no backend libraries from a directory"),
@@ -546,11 +547,11 @@ const FLAGS: readonly FlagSpec[] = [
       keep(d, id, String(int64(v)));
       d.server.responseCache = { local: { size: String(int64(v)) } };
     }),
-  warns(flag(DEPRECATED, 'trace-file', '<path>', '', deprecatedTrace('triton,file=<path>'), (d, v, id) => deprecated(d, id, v)), NO_TRACING),
-  warns(flag(DEPRECATED, 'trace-level', '<level>', 'OFF', deprecatedTrace('level=<OFF|TIMESTAMPS|TENSORS>'), (d, v, id) => deprecated(d, id, choice(v, TRACE_LEVELS))), NO_TRACING),
-  warns(flag(DEPRECATED, 'trace-rate', '<integer>', '1000', deprecatedTrace('rate=<N>'), (d, v, id) => deprecated(d, id, String(int(v)))), NO_TRACING),
-  warns(flag(DEPRECATED, 'trace-count', '<integer>', '-1', deprecatedTrace('count=<N>'), (d, v, id) => deprecated(d, id, String(int(v)))), NO_TRACING),
-  warns(flag(DEPRECATED, 'trace-log-frequency', '<integer>', '0', deprecatedTrace('triton,log-frequency=<N>'), (d, v, id) => deprecated(d, id, String(int(v)))), NO_TRACING),
+  flag(DEPRECATED, 'trace-file', '<path>', '', deprecatedTrace('triton,file=<path>'), (d, v, id) => deprecated(d, id, v, `triton,file=${v}`)),
+  flag(DEPRECATED, 'trace-level', '<level>', 'OFF', deprecatedTrace('level=<OFF|TIMESTAMPS|TENSORS>'), (d, v, id) => deprecated(d, id, choice(v, TRACE_LEVELS), `level=${v}`)),
+  flag(DEPRECATED, 'trace-rate', '<integer>', '1000', deprecatedTrace('rate=<N>'), (d, v, id) => deprecated(d, id, String(int(v)), `rate=${int(v)}`)),
+  flag(DEPRECATED, 'trace-count', '<integer>', '-1', deprecatedTrace('count=<N>'), (d, v, id) => deprecated(d, id, String(int(v)), `count=${int(v)}`)),
+  flag(DEPRECATED, 'trace-log-frequency', '<integer>', '0', deprecatedTrace('triton,log-frequency=<N>'), (d, v, id) => deprecated(d, id, String(int(v)), `triton,log-frequency=${int(v)}`)),
 ];
 
 function addRepository(d: Draft, v: string): void {
@@ -587,9 +588,15 @@ function configName(v: string): string {
   return v;
 }
 
-function deprecated(d: Draft, id: string, v: string): void {
+function deprecated(d: Draft, id: string, v: string, entry: string): void {
   d.warnings.push(`Warning: '--${id}' has been deprecated and will be removed in future releases. Please use '--trace-config' instead.`);
+  trace(d, id, v, entry);
+}
+
+/** A trace setting kept as given (for the flag listing) and as the --trace-config entry the server reads. */
+function trace(d: Draft, id: string, v: string, entry = v): void {
   keep(d, id, v);
+  (d.server.trace ??= []).push(entry);
 }
 
 const BY_NAME = new Map(FLAGS.map((f) => [f.name, f]));
@@ -738,6 +745,14 @@ function checkPortCollision(d: Draft): void {
 }
 
 function build(d: Draft): ServeOptions {
+  if (d.server.trace) {
+    try {
+      parseTraceConfig(d.server.trace, {});
+    } catch (e) {
+      const m = (e as Error).message;
+      throw new FlagError(m.includes('--trace-config') ? m : `--trace-config: ${m}`);
+    }
+  }
   return {
     server: { ...d.server },
     http: d.http,

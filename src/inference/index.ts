@@ -1,2 +1,3 @@
 export * from './request.js';
 export * from './response.js';
+export * from './trace.js';

@@ -1,5 +1,6 @@
 import type { DataType } from '../tensor/datatype.js';
 import type { Tensor } from '../tensor/tensor.js';
+import type { RequestTrace } from './trace.js';
 
 /** A request or response parameter value: JSON scalars, with 64-bit integers as bigint when they do not fit. */
 export type ParameterValue = string | number | boolean | bigint;
@@ -88,4 +89,6 @@ export interface InferenceRequest {
    * response with no release() are the caller's to keep.
    */
   readonly borrowOutputs?: boolean;
+  /** The request's trace when tracing sampled it (a frontend's, or a child of an ensemble's or a BLS caller's). */
+  readonly trace?: RequestTrace | undefined;
 }

@@ -171,7 +171,7 @@ export class EnsembleScheduler extends ForwardingScheduler {
         const model = models[i]!;
         model.infer({
           model: step.model, version: model.version, id: job.id, inputs, outputs: step.requested,
-          parameters: job.parameters, priority: job.priority, timeoutUs: job.timeoutUs, signal: job.signal,
+          parameters: job.parameters, priority: job.priority, timeoutUs: job.timeoutUs, signal: job.signal, trace: job.trace?.child(),
           sequenceId: job.sequenceId, sequenceStart: job.sequenceStart, sequenceEnd: job.sequenceEnd,
         }).then((res) => {
           if (failed) return;
@@ -257,7 +257,7 @@ export class EnsembleScheduler extends ForwardingScheduler {
         const model = models[i]!;
         const request: InferenceRequest = {
           model: step.model, version: model.version, id: job.id, inputs, outputs: step.requested,
-          parameters: job.parameters, priority: job.priority, timeoutUs: job.timeoutUs, signal: job.signal,
+          parameters: job.parameters, priority: job.priority, timeoutUs: job.timeoutUs, signal: job.signal, trace: job.trace?.child(),
           sequenceId: job.sequenceId, sequenceStart: job.sequenceStart, sequenceEnd: job.sequenceEnd,
         };
         const place = (target: Scope, res: InferenceResponse): void => {

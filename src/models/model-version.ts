@@ -15,6 +15,7 @@ import { stringParameter, VERSION_WEIGHTS_PARAMETER } from './router.js';
 import { parseRoutes, WeightedRoutes } from './routing.js';
 import type { InputInfo, OutputInfo } from './context.js';
 import type { RequestBounds } from '../inference/request.js';
+import { TRACE, type RequestTrace } from '../inference/trace.js';
 
 /**
  * One loaded version of a model: its context, instances, scheduler and statistics. Requests that reached it
@@ -153,6 +154,7 @@ export class ModelVersion {
     if (ctx.decoupled) {
       return Promise.reject(new NereidError('UNSUPPORTED', `model '${ctx.name}' uses the decoupled transaction policy: read its responses with inferStream()`));
     }
+    if (request.trace !== undefined) traceQueued(request.trace, ctx, request, start);
     if (this.cache) return this.inferCached(request, outputs, rows, start);
     return this.run(request, outputs, rows, start, request.borrowOutputs === true);
   }
@@ -180,6 +182,7 @@ export class ModelVersion {
       const looked = process.hrtime.bigint();
       if (hit) {
         this.stats.recordCacheHit(Number(looked - start), Number(looked - start));
+        request.trace?.stamp(TRACE.REQUEST_END, looked);
         return Promise.resolve({ model: ctx.name, version: ctx.version, id: request.id ?? '', outputs: hit });
       }
       const lookupNs = Number(looked - start);
@@ -210,6 +213,7 @@ export class ModelVersion {
       // Refused before the model saw it, for any model: a frontend answers such an error as a request error.
       return ResponseStream.failed(forRequest(e, request.id));
     }
+    if (request.trace !== undefined) traceQueued(request.trace, ctx, request, start);
     if (!ctx.decoupled) {
       return ResponseStream.from(this.cache ? this.inferCached(request, outputs, rows, start) : this.run(request, outputs, rows, start, request.borrowOutputs === true));
     }
@@ -287,6 +291,7 @@ class InferJob implements Job {
   readonly sequenceId: number | bigint | string | undefined;
   readonly sequenceStart: boolean;
   readonly sequenceEnd: boolean;
+  readonly trace: RequestTrace | undefined;
   state: 'queued' | 'running' | 'done' = 'queued';
   private result: Tensor[] | undefined;
   private resultParams: Parameters | undefined;
@@ -321,6 +326,7 @@ class InferJob implements Job {
     this.sequenceId = request.sequenceId;
     this.sequenceStart = request.sequenceStart ?? false;
     this.sequenceEnd = request.sequenceEnd ?? false;
+    this.trace = request.trace;
   }
 
   get sender(): this {
@@ -369,6 +375,7 @@ class InferJob implements Job {
     if (this.error || !this.result) {
       this.release?.();
       stats.recordFailure(Number(now - this.enqueuedNs), 'BACKEND');
+      this.trace?.stamp(TRACE.REQUEST_END, now);
       this.rejectPromise(this.error ?? new NereidError('INTERNAL', 'backend sent no response'));
       return;
     }
@@ -378,10 +385,12 @@ class InferJob implements Job {
     } catch (e) {
       this.release?.();
       stats.recordFailure(Number(now - this.enqueuedNs));
+      this.trace?.stamp(TRACE.REQUEST_END, now);
       this.rejectPromise(e as NereidError);
       return;
     }
     stats.recordSuccess(Number(now - this.enqueuedNs), Number(execStartNs - this.enqueuedNs), times.inputNs, times.inferNs, times.outputNs);
+    if (this.trace !== undefined) traceComputed(this.trace, this.model.context, execStartNs, times, outputs, now);
     countTokens(stats, this.resultParams);
     const ctx = this.model.context;
     const release = this.release;
@@ -398,7 +407,9 @@ class InferJob implements Job {
     this.state = 'done';
     if (this.aborted) return;
     this.settled(this);
-    this.model.stats.recordFailure(Number(process.hrtime.bigint() - this.enqueuedNs), reason);
+    const now = process.hrtime.bigint();
+    this.model.stats.recordFailure(Number(now - this.enqueuedNs), reason);
+    this.trace?.stamp(TRACE.REQUEST_END, now);
     this.rejectPromise(error);
   }
 
@@ -435,4 +446,28 @@ class InferJob implements Job {
 function forRequest(e: unknown, id: string | undefined): unknown {
   if (!id || !isNereidError(e)) return e;
   return new NereidError(e.code, `[request id: ${id}] ${e.message}`, { cause: e, limit: e.limit });
+}
+
+/** A traced request reached its model: REQUEST_START with the trace header, QUEUE_START, and at TENSORS level its inputs. */
+function traceQueued(trace: RequestTrace, ctx: ModelContext, request: InferenceRequest, start: bigint): void {
+  trace.requestStart(ctx.name, ctx.version, request.id ?? '', start);
+  trace.stamp(TRACE.QUEUE_START, process.hrtime.bigint());
+  if (trace.tensors) for (const t of request.inputs) trace.tensor(TRACE.TENSOR_QUEUE_INPUT, t);
+}
+
+/**
+ * A traced request's execution, stamped from the times statistics take: compute start, then input, infer and
+ * output one after another. An ensemble runs nothing itself and, as Triton's, shows no compute timestamps.
+ */
+function traceComputed(trace: RequestTrace, ctx: ModelContext, execStartNs: bigint, times: ExecutionTimes, outputs: readonly Tensor[], now: bigint): void {
+  if (ctx.config.platform !== 'ensemble') {
+    const inputEnd = execStartNs + BigInt(Math.round(times.inputNs));
+    const outputStart = inputEnd + BigInt(Math.round(times.inferNs));
+    trace.stamp(TRACE.COMPUTE_START, execStartNs);
+    trace.stamp(TRACE.COMPUTE_INPUT_END, inputEnd);
+    trace.stamp(TRACE.COMPUTE_OUTPUT_START, outputStart);
+    trace.stamp(TRACE.COMPUTE_END, outputStart + BigInt(Math.round(times.outputNs)));
+  }
+  if (trace.tensors) for (const t of outputs) trace.tensor(TRACE.TENSOR_BACKEND_OUTPUT, t);
+  trace.stamp(TRACE.REQUEST_END, now);
 }

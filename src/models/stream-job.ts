@@ -1,4 +1,5 @@
 import { NereidError, toNereidError } from '../errors.js';
+import { TRACE, type RequestTrace } from '../inference/trace.js';
 import type { ExecutionTimes } from '../backends/backend.js';
 import { NO_RESPONSE, type InferenceRequest, type Parameters } from '../inference/index.js';
 import type { ResponseStream } from '../inference/stream.js';
@@ -31,6 +32,7 @@ export class StreamJob implements Job {
   readonly sequenceId: number | bigint | string | undefined;
   readonly sequenceStart: boolean;
   readonly sequenceEnd: boolean;
+  readonly trace: RequestTrace | undefined;
   state: 'queued' | 'running' | 'done' = 'queued';
   private readonly abortController = new AbortController();
   private readonly onClientAbort: (() => void) | undefined;
@@ -60,6 +62,7 @@ export class StreamJob implements Job {
     this.sequenceId = request.sequenceId;
     this.sequenceStart = request.sequenceStart ?? false;
     this.sequenceEnd = request.sequenceEnd ?? false;
+    this.trace = request.trace;
     // The backend sees one signal: aborted when the consumer stops reading, or when the client's own signal
     // fires, which also ends the stream with CANCELLED.
     stream.onCancel = () => this.abortController.abort();
@@ -102,7 +105,9 @@ export class StreamJob implements Job {
   fail(error: NereidError): void {
     if (this.closed) return;
     this.close();
-    this.stats.recordFailure(Number(process.hrtime.bigint() - this.enqueuedNs), error.code === 'CANCELLED' ? 'CANCELED' : 'OTHER');
+    const now = process.hrtime.bigint();
+    this.stats.recordFailure(Number(now - this.enqueuedNs), error.code === 'CANCELLED' ? 'CANCELED' : 'OTHER');
+    this.trace?.stamp(TRACE.REQUEST_END, now);
     this.stream.fail(error);
   }
 
@@ -130,6 +135,12 @@ export class StreamJob implements Job {
     this.finalSeen = false;
     const now = process.hrtime.bigint();
     this.stats.recordSuccess(Number(now - this.enqueuedNs), Number(e.startNs - this.enqueuedNs), e.times.inputNs, e.times.inferNs, e.times.outputNs);
+    const trace = this.trace;
+    if (trace !== undefined) {
+      trace.stamp(TRACE.COMPUTE_START, e.startNs);
+      trace.stamp(TRACE.COMPUTE_END, e.startNs + BigInt(Math.round(e.times.inputNs + e.times.inferNs + e.times.outputNs)));
+      trace.stamp(TRACE.REQUEST_END, now);
+    }
   }
 
   /** Answers now with `error` (shutdown past the exit timeout); later responses are dropped. */

@@ -13,6 +13,7 @@ import { routingKey } from '../models/router.js';
 import type { DataType } from '../tensor/datatype.js';
 import { createLogger, type Logger } from '../observability/logger.js';
 import { LimitRefusals } from '../observability/limit-refusals.js';
+import { TraceManager } from '../observability/trace/manager.js';
 import { RateLimiter } from '../scheduler/rate-limiter.js';
 import { LocalResponseCache } from '../cache/local.js';
 import { RedisResponseCache } from '../cache/redis.js';
@@ -70,10 +71,9 @@ export interface ModelMetadata {
 }
 
 /**
- * Extensions in the order Triton lists them, naming only those Nereid implements: all of Triton's but `trace`
- * (Nereid has no tracing yet). `sequence` is the sequence batcher with its request parameters.
+ * Extensions in the order Triton lists them. `sequence` is the sequence batcher with its request parameters.
  */
-const EXTENSIONS: readonly string[] = ['classification', 'sequence', 'model_repository', 'model_repository(unload_dependents)', 'schedule_policy', 'model_configuration', 'system_shared_memory', 'cuda_shared_memory', 'binary_tensor_data', 'parameters', 'statistics', 'logging'];
+const EXTENSIONS: readonly string[] = ['classification', 'sequence', 'model_repository', 'model_repository(unload_dependents)', 'schedule_policy', 'model_configuration', 'system_shared_memory', 'cuda_shared_memory', 'binary_tensor_data', 'parameters', 'statistics', 'trace', 'logging'];
 
 type ServerState = 'starting' | 'ready' | 'stopping' | 'stopped';
 
@@ -117,9 +117,15 @@ export class InferenceServer {
 
   private readonly metrics: ServerMetrics | undefined;
   private readonly refusals: LimitRefusals;
+  /**
+   * Triton's trace settings and sampling. Frontends read `traces.active` before anything else of a request's
+   * tracing: false while every setting is OFF, so that a request then pays one property read for it.
+   */
+  readonly traces: TraceManager;
 
-  private constructor(private readonly options: ServerOptions, created: CreateOptions, Metrics: typeof ServerMetrics | undefined) {
-    this.logger = created.logger ?? createLogger({ info: true, warning: true, error: true, verbose: 0, format: 'default', file: '' });
+  private constructor(private readonly options: ServerOptions, created: CreateOptions, Metrics: typeof ServerMetrics | undefined, traces: TraceManager) {
+    this.traces = traces;
+    this.logger = created.logger ?? defaultLogger();
     this.log = this.logger.child('inference-server.ts');
     this.refusals = new LimitRefusals(this.logger.child('limit-refusals.ts'));
     const m = options.metrics;
@@ -190,7 +196,9 @@ export class InferenceServer {
     for (const r of options.modelRepositories) if (isCloudUrl(r)) parseCloudUrl(r);
     // prom-client is loaded only when metrics are on.
     const Metrics = options.metrics ? (await import('../observability/metrics/server-metrics.js')).ServerMetrics : undefined;
-    const server = new InferenceServer(options, created, Metrics);
+    const logger = created.logger ?? defaultLogger();
+    const traces = await TraceManager.create(options.trace ?? [], logger.child('trace-file.ts'));
+    const server = new InferenceServer(options, { ...created, logger }, Metrics, traces);
     const mode = options.modelControlMode ?? 'none';
     const load = options.loadModels ?? [];
     let failures: Map<string, string>;
@@ -203,6 +211,7 @@ export class InferenceServer {
       await server.manager.close();
       await server.cache?.close?.();
       server.metrics?.close();
+      await server.traces.close();
       const list = [...failures].map(([m, r]) => `'${m}': ${r}`).join('; ');
       throw unavailable(`failed to load all models: ${list}`);
     }
@@ -535,6 +544,7 @@ export class InferenceServer {
     await this.cache?.close?.();
     this.sharedMemory.close();
     this.metrics?.close();
+    await this.traces.close();
     this.state = 'stopped';
     return clean;
   }
@@ -552,4 +562,8 @@ function responseCache(c: ServerOptions['responseCache'], logger: Logger): Respo
   const size = Number(c['local']?.['size']);
   if (!Number.isSafeInteger(size) || size <= 0) throw invalidArg(`--cache-config local needs size=<bytes> (a positive integer), got '${c['local']?.['size'] ?? ''}'`);
   return new LocalResponseCache(size);
+}
+
+function defaultLogger(): Logger {
+  return createLogger({ info: true, warning: true, error: true, verbose: 0, format: 'default', file: '' });
 }

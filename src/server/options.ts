@@ -80,6 +80,12 @@ export interface ServerOptions {
   shmMaxRegions?: number;
   /** --shm-max-mapped-bytes (Nereid's; default 64 GiB): bytes of those regions mapped at once, in whole pages. */
   shmMaxMappedBytes?: number;
+  /**
+   * --trace-config entries (`<setting>=<value>` or `<mode>,<setting>=<value>`, the deprecated --trace-* flags
+   * turned into them): Triton's trace settings at start, changed later through the trace APIs. Absent: level
+   * OFF, rate 1000, count -1, Triton mode with no file, as tritonserver starts without the flag.
+   */
+  trace?: readonly string[];
 }
 
 export interface MetricsOptions {

@@ -44,11 +44,11 @@ test('a flag whose warning concerns some values only is quiet with the others', 
   }
 });
 
-test('the tracing flags, however many, make one warning line that tracing is not built', () => {
+test('the tracing flags reach the server as --trace-config entries, the deprecated ones turned into theirs', () => {
   const opts = parseServeFlags([...REPO, '--trace-config=level=TIMESTAMPS', '--trace-config=rate=10', '--trace-file=/tmp/t.json', '--trace-level=TENSORS']);
-  const tracing = opts.warnings.filter((w) => /tracing/.test(w));
-  assert.equal(tracing.length, 1, JSON.stringify(opts.warnings));
-  assert.match(tracing[0]!, /^--trace-config, --trace-file, --trace-level have no effect: request tracing is not built/);
+  assert.deepEqual(opts.server.trace, ['level=TIMESTAMPS', 'rate=10', 'triton,file=/tmp/t.json', 'level=TENSORS']);
+  assert.ok(!opts.warnings.some((w) => /have no effect/.test(w) && /trace/.test(w)), JSON.stringify(opts.warnings));
+  assert.equal(opts.warnings.filter((w) => /has been deprecated/.test(w)).length, 2);
 });
 
 test('refused flags stop the parse with a message saying why', () => {

@@ -1,6 +1,6 @@
 import { LlamaCompletion, TokenBias, resolveChatWrapper, type ChatWrapper, type LlamaCompletionGenerationOptions, type LlamaContext, type LlamaContextSequence, type LlamaModel, type LlamaText, type Token } from 'node-llama-cpp';
 import { NereidError, invalidArg, toNereidError } from '../../errors.js';
-import type { Parameters } from '../../inference/index.js';
+import type { Parameters, RequestTrace } from '../../inference/index.js';
 import type { Logger } from '../../observability/logger.js';
 import { utf8 } from '../../tensor/bytes.js';
 import type { Tensor } from '../../tensor/tensor.js';
@@ -152,9 +152,17 @@ export class LlamaInstance implements BackendInstance {
       if (stream) streamed.push(piece);
       else text += piece;
     };
-    const onText = (piece: string): void => {
+    const onPiece = (piece: string): void => {
       emit(stops.push(piece));
       if (stops.stopped) stopper.abort();
+    };
+    // A traced request notes when its first text came (the prompt read, generation begun); others pay nothing.
+    const trace = request.trace;
+    const startNs = trace === undefined ? 0n : process.hrtime.bigint();
+    let firstNs = 0n;
+    const onText = trace === undefined ? onPiece : (piece: string): void => {
+      if (firstNs === 0n) firstNs = process.hrtime.bigint();
+      onPiece(piece);
     };
     const completion = new LlamaCompletion({ contextSequence: sequence });
     try {
@@ -186,6 +194,7 @@ export class LlamaInstance implements BackendInstance {
       sender.fail(request.signal?.aborted ? new NereidError('CANCELLED', 'request cancelled') : toNereidError(e));
     } finally {
       completion.dispose({ disposeSequence: false });
+      if (trace !== undefined) tracePhases(trace, startNs, firstNs, process.hrtime.bigint());
       await this.pool.release(sequence);
     }
   }
@@ -247,4 +256,11 @@ function endOfSequenceBias(model: LlamaModel): TokenBias | undefined {
  */
 function generatedTokens(sequence: LlamaContextSequence, promptTokens: number): number {
   return Math.max(0, sequence.contextTokens.length - promptTokens + 1);
+}
+
+/** Nereid's stage spans (opentelemetry,nereid_stage_spans): reading the prompt, then generating the text. */
+function tracePhases(trace: RequestTrace, startNs: bigint, firstNs: bigint, endNs: bigint): void {
+  if (trace.phase === undefined) return;
+  trace.phase('prompt', startNs, firstNs === 0n ? endNs : firstNs);
+  if (firstNs !== 0n) trace.phase('generation', firstNs, endNs);
 }

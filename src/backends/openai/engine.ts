@@ -101,8 +101,8 @@ export class Engine {
   }
 
   /** One whole answer (stream false). */
-  async complete(kind: 'completions' | 'chat', body: EngineBody, signal?: AbortSignal): Promise<Completion> {
-    const r = await this.send(kind, { ...body, stream: false }, signal);
+  async complete(kind: 'completions' | 'chat', body: EngineBody, signal?: AbortSignal, traceparent?: string): Promise<Completion> {
+    const r = await this.send(kind, { ...body, stream: false }, signal, traceparent);
     const text = await r.body.text();
     const json = parseJson(text, this.description);
     return completionOf(json, kind, this.description);
@@ -113,8 +113,8 @@ export class Engine {
    * arrives, until [DONE]. Events are read from the body's chunks synchronously, as this is the per-token path.
    * Resolves at [DONE] (or the end of the body); rejects on the engine's errors, which name the engine.
    */
-  async stream(kind: 'completions' | 'chat', body: EngineBody, onChunk: (c: Completion) => void, signal?: AbortSignal): Promise<void> {
-    const r = await this.send(kind, { ...body, stream: true, stream_options: { include_usage: true } }, signal);
+  async stream(kind: 'completions' | 'chat', body: EngineBody, onChunk: (c: Completion) => void, signal?: AbortSignal, traceparent?: string): Promise<void> {
+    const r = await this.send(kind, { ...body, stream: true, stream_options: { include_usage: true } }, signal, traceparent);
     const engine = this.description;
     const timeoutMs = this.settings.timeoutMs;
     await new Promise<void>((resolve, reject) => {
@@ -169,13 +169,15 @@ export class Engine {
   }
 
   /** POSTs to the engine, retrying only when the request never reached it; a non-2xx answer becomes an error. */
-  private async send(kind: 'completions' | 'chat', body: EngineBody, signal?: AbortSignal): Promise<Dispatcher.ResponseData> {
+  private async send(kind: 'completions' | 'chat', body: EngineBody, signal?: AbortSignal, traceparent?: string): Promise<Dispatcher.ResponseData> {
     const path = this.path(kind === 'chat' ? '/v1/chat/completions' : '/v1/completions');
     const payload = JSON.stringify({ ...body, model: this.settings.modelId });
+    // A traced request's context goes on to the engine (W3C traceparent), so that its trace continues there.
+    const headers = traceparent ? { ...this.headers, traceparent } : this.headers;
     for (let attempt = 0; ; attempt++) {
       let r: Dispatcher.ResponseData;
       try {
-        r = await this.pool.request({ method: 'POST', path, headers: this.headers, body: payload, signal });
+        r = await this.pool.request({ method: 'POST', path, headers, body: payload, signal });
       } catch (e) {
         if (signal?.aborted) throw new NereidError('CANCELLED', 'request cancelled');
         const code = (e as { code?: string }).code ?? '';

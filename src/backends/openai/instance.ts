@@ -87,10 +87,13 @@ export class GatewayInstance implements BackendInstance {
 
   /** One request to the engine; every outcome ends in the request's sender, never in a throw. */
   private async run(r: BackendRequest): Promise<void> {
+    const trace = r.trace;
+    const started = trace === undefined ? 0n : process.hrtime.bigint();
     try {
       const { kind, body } = engineRequest(r);
+      const traceparent = trace === undefined ? undefined : trace.traceparent();
       if (!this.decoupled) {
-        const c = await this.engine.complete(kind, body, r.signal);
+        const c = await this.engine.complete(kind, body, r.signal, traceparent);
         r.sender.send([this.text(c.text)], true, usageParameters(c));
         return;
       }
@@ -98,13 +101,15 @@ export class GatewayInstance implements BackendInstance {
       await this.engine.stream(kind, body, (c) => {
         if (c.text !== '') r.sender.send([this.text(c.text)], false);
         if (c.usage || c.finishReason) last = { text: '', finishReason: c.finishReason ?? last?.finishReason, usage: c.usage ?? last?.usage };
-      }, r.signal);
+      }, r.signal, traceparent);
       // The usage and finish reason on a last, empty response; without them, the FINAL flag alone.
       if (last) r.sender.send([this.text('')], true, usageParameters(last));
       else r.sender.send(NO_RESPONSE, true);
     } catch (e) {
       if (!isNereidError(e) || e.code !== 'CANCELLED') this.noteFailure(e);
       r.sender.fail(isNereidError(e) ? e : new NereidError('INTERNAL', (e as Error).message));
+    } finally {
+      if (trace !== undefined) trace.phase?.('engine', started, process.hrtime.bigint());
     }
   }
 

@@ -1,6 +1,6 @@
 import { isNereidError, toNereidError, type ErrorCode } from '../../errors.js';
 import { modelConfigFromJson } from '../../config/index.js';
-import type { InferenceRequest, InferenceResponse, Parameters } from '../../inference/index.js';
+import type { InferenceRequest, InferenceResponse, Parameters, RequestTrace } from '../../inference/index.js';
 import type { ResponseStream } from '../../inference/stream.js';
 import { serializeBytes } from '../../tensor/bytes.js';
 import type { DataType } from '../../tensor/datatype.js';
@@ -20,7 +20,11 @@ export class StubCalls {
   private readonly families: CustomMetricFamily[] = [];
   private readonly metrics: CustomMetric[] = [];
 
-  constructor(private readonly calls: ModelCalls | undefined) {}
+  constructor(
+    private readonly calls: ModelCalls | undefined,
+    /** The trace of a request the stub is executing, by its rid. */
+    private readonly traceOf: (rid: number) => RequestTrace | undefined = () => undefined,
+  ) {}
 
   handle(m: BlsCall | ModelCall | MetricCall | { t: 'bls-cancel'; call: number }, tail: Buffer | undefined, send: Send): void {
     switch (m.t) {
@@ -42,6 +46,10 @@ export class StubCalls {
     let request: InferenceRequest;
     try {
       request = blsRequest(m, tail);
+      if (m.trace !== undefined) {
+        const parent = this.traceOf(m.trace);
+        if (parent !== undefined) request = { ...request, trace: parent.child() };
+      }
     } catch (e) {
       return sendError(send, m.call, 'INVALID_ARG', toNereidError(e).message);
     }

@@ -105,7 +105,7 @@ export class PythonInstance implements BackendInstance {
   private constructor(private readonly opts: PythonInstanceOptions) {
     this.pipelineDepth = opts.pipelineDepth;
     this.arena = new InputArena(opts.shmPrefix, opts.shmDefaultBytes, opts.shmGrowthBytes, (name) => this.life?.stub.send({ t: 'drop', r: name }));
-    this.calls = new StubCalls(opts.calls);
+    this.calls = new StubCalls(opts.calls, (rid) => this.open.get(rid)?.request.trace);
   }
 
   /** Starts the stub and runs initialize(); rejects with initialize's error and traceback. */
@@ -241,11 +241,12 @@ export class PythonInstance implements BackendInstance {
         return d;
       });
       const cancelled = this.watch(rid, r, batch);
-      return {
+      const w: WireRequest = {
         rid, id: r.id ?? '', corr: r.sequenceId ?? 0, flags: (r.sequenceStart ? 1 : 0) | (r.sequenceEnd ? 2 : 0), timeout: r.timeoutUs ?? 0,
         params: r.parameters ? JSON.stringify(r.parameters, bigintAsNumber) : '{}', outputs: r.outputs, inputs,
         ...(cancelled ? { cancelled } : {}),
       };
+      return r.trace === undefined ? w : { ...w, tr: r.trace.traceparent() };
     });
     return batch;
   }

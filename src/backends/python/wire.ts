@@ -29,6 +29,8 @@ export interface WireRequest {
   readonly outputs: readonly string[];
   readonly inputs: readonly TensorDesc[];
   readonly cancelled?: boolean;
+  /** A traced request: its trace context for request.trace(), whose BLS requests then become child traces. */
+  readonly tr?: string;
 }
 
 export interface StubInit {
@@ -99,6 +101,8 @@ export interface BlsCall {
   readonly outputs: readonly string[];
   readonly stream: boolean;
   readonly inputs: readonly TensorDesc[];
+  /** The request (its rid) whose trace() the BLS request was given: the call is traced as its child. */
+  readonly trace?: number;
 }
 
 /** load_model / unload_model / is_model_ready. A load's files are in the tail, `sizes` long, in `files` order. */

@@ -148,3 +148,8 @@ export interface LogSettingValueMsg {
 export interface LogSettingsRequestMsg {
   readonly settings: Readonly<Record<string, LogSettingValueMsg>>;
 }
+
+export interface TraceSettingRequestMsg {
+  readonly settings?: Readonly<Record<string, { readonly value: readonly string[] }>>;
+  readonly model_name?: string;
+}

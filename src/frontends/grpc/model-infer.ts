@@ -1,5 +1,5 @@
 import { unsupported } from '../../errors.js';
-import type { InferenceRequest, Parameters } from '../../inference/index.js';
+import type { InferenceRequest, Parameters, RootTrace, TraceContextCarrier } from '../../inference/index.js';
 import type { InferenceServer } from '../../server/inference-server.js';
 import type { ServerCall } from './call.js';
 import { Status, type CallStatus } from './codes.js';
@@ -37,6 +37,11 @@ export function handleModelInfer(ctx: InferContext): (call: ServerCall, message:
     }
     // Only a request still running is aborted: an abort builds a DOMException, which would be work for nothing.
     call.onCancel(() => abort.abort());
+    const traces = server.traces;
+    if (traces.active) {
+      const trace = traces.sample(request.model, grpcTraceCarrier(call));
+      if (trace !== null) return tracedInfer(server, call, { ...request, trace }, msg, trace);
+    }
     server.infer(request, msg.resolved).then(
       (res) => {
         try {
@@ -50,6 +55,40 @@ export function handleModelInfer(ctx: InferContext): (call: ServerCall, message:
       (e: unknown) => call.fail(e),
     );
   };
+}
+
+/**
+ * A sampled request, with the frontend's timestamps: its message has been read whole when the handler runs,
+ * so the read's start and end are one moment.
+ */
+function tracedInfer(server: InferenceServer, call: ServerCall, request: InferenceRequest, msg: ModelInferRequestMsg, trace: RootTrace): void {
+  const read = process.hrtime.bigint();
+  trace.stamp('GRPC_WAITREAD_START', read);
+  trace.stamp('GRPC_WAITREAD_END', read);
+  server.infer(request, msg.resolved).then(
+    (res) => {
+      try {
+        trace.stamp('GRPC_SEND_START', process.hrtime.bigint());
+        call.respond(inferResponseFrame(res));
+        trace.stamp('GRPC_SEND_END', process.hrtime.bigint());
+      } catch (e) {
+        call.fail(e);
+      } finally {
+        res.release?.();
+        trace.end();
+      }
+    },
+    (e: unknown) => {
+      call.fail(e);
+      trace.end();
+    },
+  );
+}
+
+/** A client's W3C trace context from the call's metadata, read only for requests of a server that traces. */
+export function grpcTraceCarrier(call: ServerCall): TraceContextCarrier | null {
+  const traceparent = call.get('traceparent');
+  return traceparent === undefined ? null : { traceparent, tracestate: call.get('tracestate') };
 }
 
 /** The message, or null once the call has ended INTERNAL for bytes that are not one (as gRPC servers answer). */

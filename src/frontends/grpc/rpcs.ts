@@ -6,12 +6,13 @@ import { configOverrideError } from '../../server/config-override.js';
 import type { InferenceServer } from '../../server/inference-server.js';
 import { int64ToNumber } from './int64.js';
 import type {
-  CudaShmRegisterMsg, LogSettingsRequestMsg, ModelRefMsg, NameMsg, RepositoryIndexRequestMsg, RepositoryModelRequestMsg,
+  CudaShmRegisterMsg, LogSettingsRequestMsg, TraceSettingRequestMsg, ModelRefMsg, NameMsg, RepositoryIndexRequestMsg, RepositoryModelRequestMsg,
   SystemShmRegisterMsg,
 } from './messages.js';
 import { parseVersion } from './infer-request.js';
 import type { Protos } from './proto.js';
 import * as shm from './shared-memory.js';
+import { settingEntries, traceSetting, type GivenSetting, type GivenValue } from '../trace-setting.js';
 
 /**
  * The unary RPCs other than ModelInfer: each takes the decoded request message and returns the response
@@ -70,10 +71,7 @@ export const RPCS = {
     shm.unregisterCuda(ctx.server);
     return EMPTY;
   },
-  // Nereid has no tracing yet, so it answers as a Triton built without tracing, in that build's words.
-  TraceSetting: () => {
-    throw unavailable('the server does not support trace');
-  },
+  TraceSetting: (ctx: RpcContext, r: TraceSettingRequestMsg) => grpcTraceSetting(ctx.server, r),
   LogSettings: (ctx: RpcContext, r: LogSettingsRequestMsg) => logSettings(ctx.logger, r),
 } satisfies Record<string, Rpc>;
 
@@ -150,4 +148,23 @@ function logSettings(logger: Logger, r: LogSettingsRequestMsg): object {
       log_format: { string_param: s.log_format },
     },
   };
+}
+
+/** TraceSetting: a key with an empty list of values clears the setting; the answer is the setting in force. */
+function grpcTraceSetting(server: InferenceServer, r: TraceSettingRequestMsg): { settings: Record<string, { value: string[] }> } {
+  const model = r.model_name ?? '';
+  if (model !== '' && !server.isModelReady(model)) throw invalidArg(`Request for unknown model : ${model}`);
+  const s = r.settings ?? {};
+  const keys = Object.keys(s);
+  const given = (key: string): GivenValue => {
+    const v = s[key];
+    if (v === undefined) return undefined;
+    return v.value.length === 0 ? null : v.value;
+  };
+  const update: GivenSetting | null = keys.length === 0 ? null : {
+    level: given('trace_level'), rate: given('trace_rate'), count: given('trace_count'), logFrequency: given('log_frequency'), file: 'trace_file' in s,
+  };
+  const settings: Record<string, { value: string[] }> = {};
+  for (const [k, v] of settingEntries(traceSetting(server, model, update))) settings[k] = { value: Array.isArray(v) ? v : [v] };
+  return { settings };
 }

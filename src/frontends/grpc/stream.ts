@@ -5,7 +5,7 @@ import { Status } from './codes.js';
 import { decodeInferRequest } from './infer-request.js';
 import { inferResponseFrame } from './infer-response.js';
 import type { InferParameterOut, ModelInferRequestMsg, ModelStreamInferResponseOut } from './messages.js';
-import { decodeOrEnd, type InferContext } from './model-infer.js';
+import { decodeOrEnd, grpcTraceCarrier, type InferContext } from './model-infer.js';
 import type { ErrorContext } from './status.js';
 import { toServiceError } from './status.js';
 
@@ -89,6 +89,21 @@ class InferStream {
       this.fail(e, msg, false);
       return;
     }
+    const traces = server.traces;
+    if (traces.active) {
+      const trace = traces.sample(request.model, grpcTraceCarrier(this.call));
+      if (trace !== null) {
+        const read = process.hrtime.bigint();
+        trace.stamp('GRPC_WAITREAD_START', read);
+        trace.stamp('GRPC_WAITREAD_END', read);
+        return this.answer(msg, { ...request, trace }, emptyFinal).finally(() => trace.end());
+      }
+    }
+    return this.answer(msg, request, emptyFinal);
+  }
+
+  private async answer(msg: ModelInferRequestMsg, request: InferenceRequest, emptyFinal: boolean): Promise<void> {
+    const server = this.ctx.server;
     const resolved = msg.resolved;
     if (resolved === undefined || !resolved.decoupled) {
       try {

@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { RootTrace } from '../../inference/trace.js';
 import { invalidArg, isNereidError, NereidError } from '../../errors.js';
 import type { InferenceRequest, InferenceResponse } from '../../inference/index.js';
 import type { InferenceServer, ResolvedModel } from '../../server/inference-server.js';
@@ -19,7 +20,8 @@ import { HTTP_STATUS } from './status.js';
  * on both paths.
  */
 export async function handleGenerate(server: InferenceServer, model: string, version: number | undefined, stream: boolean,
-  req: IncomingMessage, res: ServerResponse, maxInputSize: number, signal: AbortSignal, parseBody: (body: Buffer, exact: boolean) => Promise<unknown>): Promise<void> {
+  req: IncomingMessage, res: ServerResponse, maxInputSize: number, signal: AbortSignal, parseBody: (body: Buffer, exact: boolean) => Promise<unknown>,
+  trace: RootTrace | null = null): Promise<void> {
   const encoding = req.headers['content-encoding'];
   if (encoding !== undefined && encoding !== 'identity') throw invalidArg(`Unsupported content-encoding, only 'identity' is supported. (got '${String(encoding)}')`);
   const body = await readBody(req, maxInputSize);
@@ -28,7 +30,9 @@ export async function handleGenerate(server: InferenceServer, model: string, ver
   const resolved = server.resolveModel(model, version);
   const repeated = firstRepeatedKey(body, (k, inParameters) => resolved.inputs.has(k) && (inParameters || (k !== 'parameters' && k !== 'id')));
   if (repeated !== undefined) throw invalidArg(`input '${repeated}' already exists in request`);
-  const responses = server.inferStream(generateRequest(resolved, model, version, json, signal), resolved);
+  if (trace !== null) trace.stamp('HTTP_RECV_END', process.hrtime.bigint());
+  const request = generateRequest(resolved, model, version, json, signal);
+  const responses = server.inferStream(trace === null ? request : { ...request, trace }, resolved);
   // A request refused before the model saw it is an ordinary error reply. On generate_stream an error the model
   // answers first is an event, under that error's status, as Triton sends it.
   const first = await responses.next().catch((e: unknown) => {

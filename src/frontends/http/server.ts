@@ -18,6 +18,8 @@ import { HTTP_ERROR_HEADERS, HTTP_STATUS } from './status.js';
 import { handleGenerate } from './generate.js';
 import { handleLoad, handleRepoIndex, handleUnload } from './repository.js';
 import { JSON_HEADERS, releaseWhenDone, sendEmpty, sendJson } from './reply.js';
+import type { RootTrace, TraceContextCarrier } from '../../inference/trace.js';
+import { settingEntries, traceSetting, wrongJsonType, type GivenSetting, type GivenValue } from '../trace-setting.js';
 
 export interface HttpOptions {
   port: number;
@@ -114,8 +116,7 @@ async function handle(ctx: Context, req: IncomingMessage, res: ServerResponse): 
       return r.action === 'load'
         ? handleLoad(s, r.model, await readJson(ctx, req), res, ctx.parseBody)
         : handleUnload(s, r.model, await readJson(ctx, req), res);
-    // Nereid has no tracing yet: a Triton built without tracing answers this (HTTP says "tracing", gRPC "trace").
-    case 'trace': throw unavailable('the server does not support tracing');
+    case 'trace': return handleTrace(ctx, r.model ?? '', req, res, method);
     case 'shm': return handleSharedMemory(ctx, r, req, res);
     case 'model': return handleModel(ctx, r, req, res);
   }
@@ -143,11 +144,49 @@ async function handleModel(ctx: Context, r: Extract<Route, { kind: 'model' }>, r
     case 'nereid_instance_stats': return sendJson(res, 200, JSON.stringify(s.instanceStatistics(r.model, r.version)));
     case 'infer': return handleInfer(ctx, r.model, r.version, req, res);
     case 'generate': case 'generate_stream':
-      return handleGenerate(s, r.model, r.version, r.action === 'generate_stream', req, res, ctx.options.maxInputSize, connectionSignal(req.socket), ctx.parseBody);
+      return handleGenerate(s, r.model, r.version, r.action === 'generate_stream', req, res, ctx.options.maxInputSize, connectionSignal(req.socket), ctx.parseBody,
+        s.traces.active ? sampleHttp(ctx, r.model, req, res) : null);
   }
 }
 
 async function handleInfer(ctx: Context, model: string, version: number | undefined, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const traces = ctx.server.traces;
+  if (traces.active) {
+    const trace = traces.sample(model, traceCarrier(req.headers));
+    if (trace !== null) return tracedInfer(ctx, model, version, req, res, trace);
+  }
+  return infer(ctx, model, version, req, res, null);
+}
+
+/** A sampled request: the frontend's timestamps around it, and its trace ended once the answer has gone. */
+function tracedInfer(ctx: Context, model: string, version: number | undefined, req: IncomingMessage, res: ServerResponse, trace: RootTrace): Promise<void> {
+  followAnswer(trace, res);
+  return infer(ctx, model, version, req, res, trace);
+}
+
+/** generate / generate_stream: the request's trace when sampled, followed to the end of its answer. */
+function sampleHttp(ctx: Context, model: string, req: IncomingMessage, res: ServerResponse): RootTrace | null {
+  const trace = ctx.server.traces.sample(model, traceCarrier(req.headers));
+  if (trace !== null) followAnswer(trace, res);
+  return trace;
+}
+
+function followAnswer(trace: RootTrace, res: ServerResponse): void {
+  trace.stamp('HTTP_RECV_START', process.hrtime.bigint());
+  let ended = false;
+  const end = (): void => {
+    if (ended) return;
+    ended = true;
+    trace.end();
+  };
+  res.once('finish', () => {
+    trace.stamp('HTTP_SEND_END', process.hrtime.bigint());
+    end();
+  });
+  res.once('close', end);
+}
+
+async function infer(ctx: Context, model: string, version: number | undefined, req: IncomingMessage, res: ServerResponse, trace: RootTrace | null): Promise<void> {
   // As Triton's HandleInfer, the model is looked up before the body is read (an unknown model is refused
   // then), and a decoupled one is refused (CheckTransactionPolicy). Its bounds let the decoding refuse a
   // request that holds more than the model could take before doing the work it asks for.
@@ -163,6 +202,7 @@ async function handleInfer(ctx: Context, model: string, version: number | undefi
   const inspect = !raw && encoding === 'identity' && (declared === undefined || Number(declared) >= INSPECT_BYTES) ? earlyRefusal(req, res, bounds) : undefined;
   let body = await readBody(req, limit, undefined, inspect);
   if (encoding !== 'identity') body = await decompress(body, limit);
+  if (trace !== null) trace.stamp('HTTP_RECV_END', process.hrtime.bigint());
   const headerLength = parseHeaderLength(req.headers['inference-header-content-length'], body.byteLength);
   const signal = connectionSignal(req.socket);
   // Borrowed outputs go to the socket without a copy; they are given back once the response is over.
@@ -179,12 +219,13 @@ async function handleInfer(ctx: Context, model: string, version: number | undefi
     const parsed = header instanceof Promise ? await header : header;
     decoded = decodeInfer(parsed, binary, binary === NO_BINARY ? 0 : jsonLength, target);
   }
-  const response = await ctx.server.infer(decoded.request, resolved);
+  const response = await ctx.server.infer(trace === null ? decoded.request : { ...decoded.request, trace }, resolved);
   if (response.release) releaseWhenDone(res, signal, response.release);
   if (signal.aborted) return;
   const encoded = ctx.json.encode(response, decoded.binaryOutputs, decoded.binaryDefault);
   const { json: header, blobs } = encoded instanceof Promise ? await encoded : encoded;
   const answer = negotiate(req.headers['accept-encoding'] as string | undefined);
+  if (trace !== null) trace.stamp('HTTP_SEND_START', process.hrtime.bigint());
   if (answer === 'identity') sendInfer(res, header, blobs);
   else await sendCompressed(res, header, blobs, answer);
 }
@@ -343,6 +384,43 @@ async function handleLogging(ctx: Context, req: IncomingMessage, res: ServerResp
     }
   }
   sendJson(res, 200, JSON.stringify(ctx.logger.settings()));
+}
+
+/** GET or POST of the global (model '') or a model's trace setting; the answer is the setting then in force. */
+async function handleTrace(ctx: Context, model: string, req: IncomingMessage, res: ServerResponse, method: string): Promise<void> {
+  if (model !== '' && !ctx.server.isModelReady(model)) throw invalidArg(`Request for unknown model : ${model}`);
+  const given = method === 'POST' ? httpTraceSetting(await readJson(ctx, req)) : null;
+  const view = traceSetting(ctx.server, model, given);
+  sendJson(res, 200, JSON.stringify(Object.fromEntries(settingEntries(view))));
+}
+
+/** The body of a trace setting update: strings (trace_level a list of them), null to clear, as TritonJson reads it. */
+function httpTraceSetting(j: unknown): GivenSetting {
+  if (j === undefined) return { level: undefined, rate: undefined, count: undefined, logFrequency: undefined, file: false };
+  if (!isObject(j)) throw invalidArg('the trace settings must be a JSON object');
+  const scalar = (key: string): GivenValue => {
+    const v = j[key];
+    if (v === undefined || v === null) return v;
+    if (typeof v !== 'string') throw wrongJsonType('string');
+    return [v];
+  };
+  let level: GivenValue;
+  const l = j['trace_level'];
+  if (l === undefined || l === null) level = l;
+  else if (!Array.isArray(l)) throw wrongJsonType('array');
+  else level = l.map((e: unknown) => {
+    if (typeof e !== 'string') throw wrongJsonType('string');
+    return e;
+  });
+  return { level, rate: scalar('trace_rate'), count: scalar('trace_count'), logFrequency: scalar('log_frequency'), file: 'trace_file' in j };
+}
+
+/** A client's W3C trace context, read only for requests of a server that traces. */
+function traceCarrier(h: IncomingHttpHeaders): TraceContextCarrier | null {
+  const traceparent = h['traceparent'];
+  if (traceparent === undefined) return null;
+  const tracestate = h['tracestate'];
+  return { traceparent: Array.isArray(traceparent) ? traceparent[0] : traceparent, tracestate: Array.isArray(tracestate) ? tracestate.join(',') : tracestate };
 }
 
 function sendError(res: ServerResponse, e: unknown, ctx: Context): void {

@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import type { InferenceResponse, Parameters } from '../../inference/index.js';
+import type { InferenceResponse, Parameters, RootTrace } from '../../inference/index.js';
 import type { InferenceServer } from '../../server/inference-server.js';
 import { errorReply } from './errors.js';
 import type { TextRequest } from './requests.js';
@@ -14,7 +14,7 @@ import { TEXT_OUTPUT, textInput, textModel } from './text-models.js';
  * has started it becomes an error event. A client that goes away cancels the request, which stops the
  * generation.
  */
-export async function handleCompletion(server: InferenceServer, request: TextRequest, res: ServerResponse, signal: AbortSignal): Promise<void> {
+export async function handleCompletion(server: InferenceServer, request: TextRequest, res: ServerResponse, signal: AbortSignal, trace?: RootTrace): Promise<void> {
   const model = textModel(server, request.model);
   const responses = server.inferStream({
     model: request.model,
@@ -22,6 +22,7 @@ export async function handleCompletion(server: InferenceServer, request: TextReq
     outputs: [{ name: TEXT_OUTPUT }],
     parameters: request.parameters,
     signal,
+    trace,
   }, model);
   const first = await responses.next();
   const reply = new Reply(request);

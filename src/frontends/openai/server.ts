@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { isNereidError } from '../../errors.js';
 import type { Logger } from '../../observability/logger.js';
 import type { InferenceServer } from '../../server/inference-server.js';
+import type { RootTrace } from '../../inference/trace.js';
 import { readBody } from '../http/body.js';
 import { JsonParser } from '../http/json-parse.js';
 import { handleCompletion } from './completions.js';
@@ -78,7 +79,7 @@ async function handle(ctx: Context, req: IncomingMessage, res: ServerResponse): 
     allow(method, 'POST');
     const body = await readJson(ctx, req);
     const request = path === '/v1/completions' ? completionRequest(body) : chatRequest(body);
-    return handleCompletion(ctx.server, request, res, clientGone(res));
+    return handleCompletion(ctx.server, request, res, clientGone(res), traceOf(ctx.server, request.model, req, res));
   }
   throw new OpenAiError('NOT_FOUND', `Unknown request URL: ${method} ${path}`, null, 'unknown_url');
 }
@@ -97,6 +98,23 @@ function modelObject(ctx: Context, id: string): Record<string, unknown> {
 
 function allow(method: string, expected: string): void {
   if (method !== expected) throw new OpenAiError('METHOD_NOT_ALLOWED', `Method ${method} is not allowed here; use ${expected}`, null, 'method_not_allowed');
+}
+
+/**
+ * The request's trace when tracing samples it (a client's traceparent makes it continue the client's trace),
+ * ended once the answer has gone; undefined otherwise, after one read of `traces.active` while tracing is off.
+ */
+function traceOf(server: InferenceServer, model: string, req: IncomingMessage, res: ServerResponse): RootTrace | undefined {
+  const traces = server.traces;
+  if (!traces.active) return undefined;
+  const h = req.headers;
+  const traceparent = h['traceparent'];
+  const tracestate = h['tracestate'];
+  const trace = traces.sample(model, typeof traceparent === 'string' ? { traceparent, tracestate: typeof tracestate === 'string' ? tracestate : undefined } : null);
+  if (trace === null) return undefined;
+  trace.stamp('HTTP_RECV_START', process.hrtime.bigint());
+  res.once('close', () => trace.end());
+  return trace;
 }
 
 /** Aborts when the client closes the connection before its response is complete. */

@@ -116,9 +116,12 @@ test('shared memory: status answers, register and unregister as the server allow
   }
 });
 
-test('TraceSetting answers as a server without tracing', async () => {
-  assert.deepEqual(await code(unary(s.client, 'TraceSetting', { settings: {} })), [grpc.status.UNAVAILABLE, 'the server does not support trace']);
-  assert.deepEqual(await code(unary(s.client, 'TraceSetting', { model_name: 'simple', settings: { trace_level: { value: ['TIMESTAMPS'] } } })), [grpc.status.UNAVAILABLE, 'the server does not support trace']);
+test('TraceSetting answers with the setting in force, each value a list', async () => {
+  const r = await unary(s.client, 'TraceSetting', { settings: {} });
+  assert.deepEqual(r.settings.trace_level.value, ['OFF']);
+  assert.deepEqual(r.settings.trace_rate.value, ['1000']);
+  assert.deepEqual(r.settings.trace_mode.value, ['triton']);
+  assert.deepEqual(await code(unary(s.client, 'TraceSetting', { settings: { trace_rate: { value: ['1', '2'] } } })), [grpc.status.INVALID_ARGUMENT, "expect only 1 value for 'trace_rate'"]);
 });
 
 test('LogSettings reads and updates the log settings; wrong types are INVALID_ARGUMENT', async () => {

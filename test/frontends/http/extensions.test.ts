@@ -22,12 +22,12 @@ after(async () => {
   await repo.remove();
 });
 
-test('GET /v2 lists the extensions Nereid has, in the order Triton lists them (sequence included, trace not)', async () => {
+test('GET /v2 lists the extensions Nereid has, in the order Triton lists them (sequence and trace included)', async () => {
   const meta = (await request(`${s.url}/v2`)).json();
   assert.deepEqual(meta.extensions, [
     'classification', 'sequence', 'model_repository', 'model_repository(unload_dependents)', 'schedule_policy',
     'model_configuration', 'system_shared_memory', 'cuda_shared_memory', 'binary_tensor_data', 'parameters', 'statistics',
-    'logging',
+    'trace', 'logging',
   ]);
 });
 
@@ -91,12 +91,13 @@ test('logging: GET shows Triton\'s keys; POST changes them and rejects bad value
   assert.equal((await postJson(`${s.url}/v2/logging`, { log_verbose_level: 0 })).status, 200);
 });
 
-test('trace settings answer as a Triton built without tracing: 503, for the server and for a model', async () => {
-  for (const r of [await request(`${s.url}/v2/trace/setting`), await postJson(`${s.url}/v2/models/simple/trace/setting`, { trace_level: ['TIMESTAMPS'] })]) {
-    assert.equal(r.status, 503);
-    assert.deepEqual(r.json(), { error: 'the server does not support tracing' });
-  }
-  assert.ok(!(await request(`${s.url}/v2`)).json().extensions.includes('trace'));
+test('trace settings answer with the setting in force; the server reports the trace extension', async () => {
+  const global = await request(`${s.url}/v2/trace/setting`);
+  assert.equal(global.status, 200);
+  assert.deepEqual(global.json(), { trace_level: ['OFF'], trace_rate: '1000', trace_count: '-1', log_frequency: '0', trace_file: '', trace_mode: 'triton' });
+  const model = await postJson(`${s.url}/v2/models/simple/trace/setting`, { trace_rate: '5' });
+  assert.deepEqual([model.status, model.json().trace_rate], [200, '5']);
+  assert.ok((await request(`${s.url}/v2`)).json().extensions.includes('trace'));
 });
 
 test('statistics: Triton\'s shape, counts after requests, all models and one version', async () => {

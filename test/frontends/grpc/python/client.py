@@ -187,10 +187,7 @@ try:
 except grpc.RpcError as e:
     check("typed_and_raw", e.code() == grpc.StatusCode.INVALID_ARGUMENT
           and e.details() == "contents field must not be specified when using raw_input_contents for 'INPUT0' for model 'simple'", e)
-try:
-    stub.TraceSetting(pb.TraceSettingRequest())
-    check("trace", False)
-except grpc.RpcError as e:
-    check("trace", e.code() == grpc.StatusCode.UNAVAILABLE, e)
+trace = stub.TraceSetting(pb.TraceSettingRequest())
+check("trace", list(trace.settings["trace_level"].value) == ["OFF"] and list(trace.settings["trace_mode"].value) == ["triton"], trace)
 
 print(json.dumps({"results": results}))
