@@ -28,6 +28,8 @@ export class RedisSequenceStore implements SequenceStateStore {
     const client = new Redis({
       host, port, db, ...(username ? { username } : {}), ...(password ? { password } : {}),
       connectTimeout: timeoutMs, commandTimeout: timeoutMs, maxRetriesPerRequest: 1, lazyConnect: true,
+      // The loads and commits of one batch go out in one write.
+      enableAutoPipelining: true,
       retryStrategy: () => 200,
     });
     client.defineCommand('nereidSequenceCommit', { numberOfKeys: 1, lua: COMMIT });

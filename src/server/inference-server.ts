@@ -85,6 +85,11 @@ const ABORT_GRACE_MS = 1000;
 export interface CreateOptions {
   logger?: Logger;
   backends?: BackendRegistry;
+  /**
+   * Where sequence batchers keep their sequences, instead of the Redis store --sequence-state-store names: an
+   * application's own store. The server does not close it.
+   */
+  sequenceStore?: SequenceStateStore;
 }
 
 /**
@@ -204,7 +209,8 @@ export class InferenceServer {
     const Metrics = options.metrics ? (await import('../observability/metrics/server-metrics.js')).ServerMetrics : undefined;
     const logger = created.logger ?? defaultLogger();
     const traces = await TraceManager.create(options.trace ?? [], logger.child('trace-file.ts'));
-    const store = options.sequenceStateStore ? await RedisSequenceStore.connect(options.sequenceStateStore) : undefined;
+    const store = created.sequenceStore ? { load: created.sequenceStore.load.bind(created.sequenceStore), commit: created.sequenceStore.commit.bind(created.sequenceStore), close: async () => undefined }
+      : options.sequenceStateStore ? await RedisSequenceStore.connect(options.sequenceStateStore) : undefined;
     let server: InferenceServer;
     try {
       server = new InferenceServer(options, { ...created, logger }, Metrics, traces, store);
