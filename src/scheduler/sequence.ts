@@ -208,6 +208,7 @@ export class SequenceBatcher implements Scheduler {
   }
 
   private release(seq: Sequence): void {
+    if (this.sequences.get(seq.key) !== seq) return;
     this.sequences.delete(seq.key);
     const lane = seq.lane;
     if (lane) lane.sequences.delete(seq);
@@ -304,7 +305,9 @@ export class SequenceBatcher implements Scheduler {
       this.running--;
       seq.running = false;
       seq.lastUsedMs = Date.now();
-      if (job.sequenceEnd && seq.pending.length === 0) this.release(seq);
+      // With the store a sequence lives there between its steps: its place here is freed after every step, so
+      // that sequences spread over replicas do not hold places on each one until they idle out.
+      if ((job.sequenceEnd || this.shared) && seq.pending.length === 0) this.release(seq);
     }
     lane.busy = false;
     if (this.oldest) this.pumpAll();
@@ -362,7 +365,6 @@ export class SequenceBatcher implements Scheduler {
       const digest = job.id ? stepDigest(job) : '';
       if (rec && job.id && rec.lastId === job.id && rec.lastDigest === digest) return this.answerEarly(job, rec);
       if (!job.sequenceStart && (!rec || rec.ended)) {
-        if (seq.pending.length === 0) this.release(seq);
         return this.answerEarly(job, undefined, invalidArg(`inference request for sequence ${String(seq.id)} to model '${this.name}' must specify the START flag on the first request of the sequence`));
       }
       seq.state = rec && !job.sequenceStart ? new Map(rec.state.map((t) => [t.name, t])) : undefined;
