@@ -67,6 +67,13 @@ interface ControlPlan {
  *
  * Unlike Triton's direct strategy, a batch holds only the sequences that have a request waiting (no rows with
  * READY false); models see the same values either way.
+ *
+ * With a sequence store (--sequence-state-store) a sequence lives in the store between its steps, so any
+ * replica sharing it may run the next step: each step reads the sequence, runs, and is committed by
+ * compare-and-set on the step number before its reply goes out (see loadShared and commitShared). Only what
+ * the batcher sees moves with the sequence: implicit state, the step count, END, the last reply. A model that
+ * keeps per-sequence memory inside its instance (the dyna_sequence models) gives correct outputs only while
+ * its sequences stay on one replica.
  */
 export class SequenceBatcher implements Scheduler {
   private readonly lanes: Lane[];
