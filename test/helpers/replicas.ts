@@ -91,7 +91,7 @@ export interface Haproxy extends Service {
 }
 
 /**
- * HAProxy in front of the replicas: round robin, health checks on /v2/health/ready every 100 ms (one failure
+ * HAProxy in front of the replicas: round robin, health checks on /v2/health/ready every 100 ms (one not-ready
  * takes a server out, one success puts it back), a connection refused by a dead server retried on another, and
  * the name of the server that answered in the X-Replica response header.
  */
@@ -116,6 +116,9 @@ export async function startHaproxy(dir: string, replicas: readonly Replica[]): P
     '  option httpchk GET /v2/health/ready',
     '  http-check expect status 200',
     '  http-response set-header X-Replica %s',
+    // A check answers within 'timeout check', not within 'inter' (HAProxy's default): a busy machine must not
+    // take a healthy replica out.
+    '  timeout check 5s',
     '  default-server inter 100ms fall 1 rise 1',
     ...replicas.map((r) => `  server ${r.name} 127.0.0.1:${r.port} check`),
     'listen stats',
