@@ -3,6 +3,7 @@ import type { Redis as RedisClient, RedisOptions } from 'ioredis';
 import { invalidArg } from '../errors.js';
 import type { Logger } from '../observability/logger.js';
 import type { Tensor } from '../tensor/tensor.js';
+import { packTensors, unpackTensors } from '../tensor/pack.js';
 import type { ResponseCache } from './cache.js';
 
 /**
@@ -10,7 +11,7 @@ import type { ResponseCache } from './cache.js';
  * host and port (required), user (default "default"), password, db, connect_timeout, socket_timeout and
  * wait_timeout in milliseconds. Commands do not queue while Redis is away: a lookup that cannot be answered
  * within wait_timeout is a miss and an insert is dropped, so an outage costs hits, never requests. Values are
- * a small JSON header (names, types, shapes, sizes) followed by the tensors' bytes.
+ * tensors packed as tensor/pack.ts writes them.
  */
 export class RedisResponseCache implements ResponseCache {
   private lastWarning = 0;
@@ -49,7 +50,7 @@ export class RedisResponseCache implements ResponseCache {
   async get(key: string): Promise<readonly Tensor[] | undefined> {
     try {
       const v = await this.within(this.client.getBuffer(`nereid:${key}`));
-      return v ? decode(v) : undefined;
+      return v ? unpackTensors(v) : undefined;
     } catch (e) {
       this.warn(`redis cache lookup failed, answering as a miss: ${(e as Error).message}`);
       return undefined;
@@ -58,7 +59,7 @@ export class RedisResponseCache implements ResponseCache {
 
   async insert(key: string, outputs: readonly Tensor[]): Promise<void> {
     try {
-      await this.within(this.client.set(`nereid:${key}`, encode(outputs)));
+      await this.within(this.client.set(`nereid:${key}`, packTensors(outputs)));
     } catch (e) {
       this.warn(`redis cache insert failed: ${(e as Error).message}`);
     }
@@ -83,35 +84,4 @@ export class RedisResponseCache implements ResponseCache {
     this.lastWarning = now;
     this.logger.warn(msg);
   }
-}
-
-interface Header { name: string; datatype: string; shape: number[]; sizes: number[] }
-
-function encode(outputs: readonly Tensor[]): Buffer {
-  const parts: Uint8Array[] = [];
-  const header: Header[] = outputs.map((t) => {
-    const pieces = t.datatype === 'BYTES' ? t.data : [t.data];
-    parts.push(...pieces);
-    return { name: t.name, datatype: t.datatype, shape: [...t.shape], sizes: pieces.map((p) => p.byteLength) };
-  });
-  const head = Buffer.from(JSON.stringify(header));
-  const len = Buffer.alloc(4);
-  len.writeUInt32LE(head.byteLength);
-  return Buffer.concat([len, head, ...parts]);
-}
-
-function decode(b: Buffer): Tensor[] {
-  const n = b.readUInt32LE(0);
-  const header = JSON.parse(b.toString('utf8', 4, 4 + n)) as Header[];
-  let at = 4 + n;
-  return header.map((h) => {
-    const pieces = h.sizes.map((size) => {
-      const p = new Uint8Array(b.subarray(at, at + size));
-      at += size;
-      return p;
-    });
-    return (h.datatype === 'BYTES'
-      ? { name: h.name, datatype: 'BYTES', shape: h.shape, data: pieces }
-      : { name: h.name, datatype: h.datatype, shape: h.shape, data: pieces[0] ?? new Uint8Array(0) }) as Tensor;
-  });
 }

@@ -29,6 +29,8 @@ export class FlagError extends Error {
 export interface ServeOptions {
   server: ServerOptions;
   http: { allow: boolean; port: number; address: string; maxInputSize: number };
+  /** --exit-drain-secs: after SIGTERM, seconds the server stays unready but serving before it stops. */
+  exitDrainSecs: number;
   grpc: { allow: boolean; port: number; address: string };
   metrics: { allow: boolean; port: number; address: string; intervalMs: number };
   /** Nereid's OpenAI-compatible frontend: on only when --openai-port is given. */
@@ -57,6 +59,7 @@ interface ServerDraft {
   exitOnError: boolean;
   strictReadiness: boolean;
   exitTimeoutSecs: number;
+  sequenceStateStore?: string;
   backendConfig: Record<string, Record<string, string>>;
   id: string;
   modelLoadThreadCount: number;
@@ -95,6 +98,7 @@ function newDraft(): Draft {
       exitTimeoutSecs: 30, backendConfig: {}, id: DEFAULT_SERVER_ID, modelLoadThreadCount: 4,
     },
     http: { allow: true, port: 8000, address: '0.0.0.0', maxInputSize: 67108864 },
+    exitDrainSecs: 0,
     grpc: { allow: true, port: 8001, address: '0.0.0.0' },
     metrics: { allow: true, port: 8002, address: null, intervalMs: 2000 },
     openai: { allow: false, port: 9000, address: null },
@@ -362,6 +366,10 @@ const FLAGS: readonly FlagSpec[] = [
   flag(SERVER, 'id', '<string>', DEFAULT_SERVER_ID, 'Name this server reports in its metadata.', (d, v) => { d.server.id = v; }),
   flag(SERVER, 'exit-timeout-secs', '<integer>', '30', 'On shutdown, seconds to wait for inferences in flight before exiting anyway. Negative values mean 0.',
     (d, v) => { d.server.exitTimeoutSecs = Math.max(0, int(v)); }),
+  noted(flag(SERVER, 'exit-drain-secs', '<integer>', '0', "On SIGTERM, seconds the server keeps serving new requests while /v2/health/ready already answers not ready, so that a load balancer's health check takes it out first; it then refuses new requests and finishes those in flight. Part of --exit-timeout-secs, so it must be less. 0: refuse new requests at once. Nereid's own flag.",
+    (d, v) => { d.exitDrainSecs = int(v, 0, INT32_MAX, 'an integer of at least 0 (seconds)'); }), NEREID_OWN),
+  noted(flag(SERVER, 'sequence-state-store', '<redis://host:port[/db]>', "'' (off)", "Keep the sequence batcher's sequences (step count, implicit state, the last step's reply) in this Redis, so that replicas sharing it continue each other's sequences, also after one is killed; a retried step (same request id and inputs) gets its first reply and is not applied twice. Nereid's own flag.",
+    (d, v) => { if (!/^redis:\/\/[^/]+(\/\d+)?$/.test(v)) throw new BadValue('redis://<host>:<port>[/<db>]'); d.server.sequenceStateStore = v; }), NEREID_OWN),
   flag(SERVER, 'allow-client-shm', BOOL_ARG, 'false', 'Let clients register and use system shared memory regions.', (d, v) => { d.server.allowClientShm = bool(v); }),
   noted(flag(SERVER, 'shm-max-regions', '<integer>', String(DEFAULT_MAX_REGIONS),
     "Nereid's: most system shared memory regions the server maps at once for its clients (an unregistered region counts until its last request ends); past it, registering answers RESOURCE_EXHAUSTED.",
@@ -712,6 +720,9 @@ function check(d: Draft): Draft {
   }
   checkLoadModels(d.server);
   checkPortCollision(d);
+  if (d.exitDrainSecs > 0 && d.exitDrainSecs >= d.server.exitTimeoutSecs) {
+    throw new FlagError(`--exit-drain-secs (${d.exitDrainSecs}) must be less than --exit-timeout-secs (${d.server.exitTimeoutSecs}): the drain is part of the exit timeout, which must leave time for the requests in flight`);
+  }
   if (d.server.modelRepositories.length === 0) throw new FlagError('--model-repository must be specified');
   return d;
 }
@@ -756,6 +767,7 @@ function build(d: Draft): ServeOptions {
   return {
     server: { ...d.server },
     http: d.http,
+    exitDrainSecs: d.exitDrainSecs,
     grpc: d.grpc,
     metrics: { ...d.metrics, address: d.metrics.address ?? d.http.address },
     openai: { ...d.openai, address: d.openai.address ?? d.http.address },

@@ -116,8 +116,16 @@ async function serve(argv: readonly string[]): Promise<number> {
   }
   listening();
   const signal = await untilSignal();
-  logger.info(`received ${signal}: stopping; the server is unready and waits up to ${opts.server.exitTimeoutSecs ?? 30} s for requests in flight`);
-  const clean = await server.close();
+  const exitSecs = opts.server.exitTimeoutSecs ?? 30;
+  const drainSecs = opts.exitDrainSecs;
+  if (drainSecs > 0) {
+    // Unready first, still serving: a load balancer's health check takes the server out before it refuses work.
+    server.holdReadiness();
+    logger.info(`received ${signal}: the server is unready and keeps serving for ${drainSecs} s (--exit-drain-secs), then stops`);
+    await new Promise((resolve) => setTimeout(resolve, drainSecs * 1000));
+  }
+  logger.info(`${drainSecs > 0 ? 'drain over' : `received ${signal}`}: stopping; the server is unready and waits up to ${exitSecs - drainSecs} s for requests in flight`);
+  const clean = await server.close(exitSecs - drainSecs);
   await Promise.all([http?.close(), grpc?.close()]);
   await metrics?.close();
   await openai?.close();

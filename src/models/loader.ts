@@ -14,6 +14,7 @@ import type { VersionInfo } from '../observability/metrics/reporter.js';
 import { DirectScheduler } from '../scheduler/direct.js';
 import type { Scheduler } from '../scheduler/scheduler.js';
 import { SequenceBatcher } from '../scheduler/sequence.js';
+import type { SequenceStateStore } from '../scheduler/sequence-store.js';
 import { DynamicBatcher } from '../scheduler/dynamic.js';
 import type { RateLimiter } from '../scheduler/rate-limiter.js';
 import type { ResponseCache } from '../cache/cache.js';
@@ -52,6 +53,8 @@ export interface LoaderOptions {
   /** How a router reaches its targets (version weights applied), and which of them have a ready version. */
   readonly routeModel?: RouteResolver;
   readonly hasReadyVersion?: (name: string) => boolean;
+  /** --sequence-state-store: where sequence batchers keep their sequences, shared with other replicas. */
+  readonly sequenceStore?: SequenceStateStore;
   /** The server's metrics, when on: told of each version as it loads, before it takes requests. */
   readonly metrics?: MetricsBinder;
 }
@@ -229,7 +232,8 @@ async function loadInstances(model: PreparedModel, context: ModelContext, opts: 
   let scheduler: Scheduler;
   try {
     scheduler = model.config.sequence_batching
-      ? new SequenceBatcher(model.name, model.config, initialStates, scheduled, onExecution)
+      ? new SequenceBatcher(model.name, model.config, initialStates, scheduled, onExecution, opts.sequenceStore
+        ? { store: opts.sequenceStore, keyPrefix: `nereid:seq:${encodeURIComponent(model.name)}:${version}:` } : undefined)
       // Without max_batch_size a dynamic batcher still keeps its priority levels and queue policies (batches of one).
       : model.config.dynamic_batching
         ? new DynamicBatcher(model.config, scheduled, onExecution)

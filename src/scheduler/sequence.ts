@@ -1,10 +1,29 @@
-import { NereidError, invalidArg, isNereidError } from '../errors.js';
+import { NereidError, invalidArg, isNereidError, unavailable } from '../errors.js';
 import type { ModelConfig, SequenceControl, SequenceState } from '../config/types.js';
 import type { BackendInstance, BackendRequest } from '../backends/backend.js';
 import { NO_RESPONSE, type Parameters } from '../inference/index.js';
 import { byteSize, fromConfigType, type DataType } from '../tensor/datatype.js';
 import { elementCount, type Tensor } from '../tensor/tensor.js';
 import { stoppedScheduler, type ExecutionListener, type Job, type Scheduler } from './scheduler.js';
+import { stepDigest, type SequenceStateStore, type StoredSequence } from './sequence-store.js';
+
+/** --sequence-state-store for one model version: the store and the prefix of its sequences' keys. */
+export interface SharedSequences {
+  readonly store: SequenceStateStore;
+  readonly keyPrefix: string;
+}
+
+/** A step's reply held until its state is committed: a reply the client sees is one the store has kept. */
+interface HeldStep {
+  readonly seq: Sequence;
+  readonly job: Job;
+  /** The stored step this one follows (0: the sequence has no record). */
+  expected: number;
+  digest: string;
+  answer: { visible: Tensor[]; state: Tensor[]; params: Parameters | undefined } | undefined;
+  late: Promise<void> | undefined;
+  answered: (() => void) | undefined;
+}
 
 /** One live sequence: its correlation id, the instance it is pinned to, its queued requests and its state. */
 interface Sequence {
@@ -48,6 +67,13 @@ interface ControlPlan {
  *
  * Unlike Triton's direct strategy, a batch holds only the sequences that have a request waiting (no rows with
  * READY false); models see the same values either way.
+ *
+ * With a sequence store (--sequence-state-store) a sequence lives in the store between its steps, so any
+ * replica sharing it may run the next step: each step reads the sequence, runs, and is committed by
+ * compare-and-set on the step number before its reply goes out (see loadShared and commitShared). Only what
+ * the batcher sees moves with the sequence: implicit state, the step count, END, the last reply. A model that
+ * keeps per-sequence memory inside its instance (the dyna_sequence models) gives correct outputs only while
+ * its sequences stay on one replica.
  */
 export class SequenceBatcher implements Scheduler {
   private readonly lanes: Lane[];
@@ -69,6 +95,8 @@ export class SequenceBatcher implements Scheduler {
   private running = 0;
   private stopped = false;
   private drained: (() => void) | undefined;
+  /** Decoupled models keep their sequences in the process: a stream's replies cannot be replayed as one. */
+  private readonly shared: SharedSequences | undefined;
 
   constructor(
     private readonly name: string,
@@ -77,7 +105,9 @@ export class SequenceBatcher implements Scheduler {
     initialData: ReadonlyMap<string, Uint8Array>,
     instances: readonly BackendInstance[],
     private readonly onExecution: ExecutionListener,
+    shared?: SharedSequences,
   ) {
+    this.shared = config.model_transaction_policy?.decoupled ? undefined : shared;
     const sb = config.sequence_batching!;
     this.lanes = instances.map((instance) => ({ instance, sequences: new Set(), busy: false, deferred: false, delayTimer: undefined }));
     this.maxRows = Math.max(1, config.max_batch_size);
@@ -118,6 +148,11 @@ export class SequenceBatcher implements Scheduler {
         this.sequences.set(key, seq);
         this.place(seq);
       }
+    } else if (!seq && this.shared) {
+      // Another replica may hold it: the store decides when the step runs (see loadShared).
+      seq = { id, key, lane: undefined, pending: [], running: false, state: undefined, lastUsedMs: Date.now(), createdNs: process.hrtime.bigint() };
+      this.sequences.set(key, seq);
+      this.place(seq);
     } else if (!seq) {
       return job.reject(invalidArg(`inference request for sequence ${String(id)} to model '${this.name}' must specify the START flag on the first request of the sequence`));
     }
@@ -180,6 +215,7 @@ export class SequenceBatcher implements Scheduler {
   }
 
   private release(seq: Sequence): void {
+    if (this.sequences.get(seq.key) !== seq) return;
     this.sequences.delete(seq.key);
     const lane = seq.lane;
     if (lane) lane.sequences.delete(seq);
@@ -256,22 +292,29 @@ export class SequenceBatcher implements Scheduler {
       this.running++;
       return { seq, job };
     });
-    const requests = jobs.map(({ seq, job }) => this.backendRequest(seq, job));
+    const run: readonly { seq: Sequence; job: Job; held?: HeldStep }[] = this.shared ? await this.loadShared(jobs) : jobs;
     const start = process.hrtime.bigint();
     let times = { inputNs: 0, inferNs: 0, outputNs: 0 };
-    try {
-      times = await lane.instance.execute(requests);
-      this.onExecution(jobs.length, times, lane.instance);
-    } catch (e) {
-      const err = isNereidError(e) ? e : new NereidError('INTERNAL', (e as Error).message);
-      for (const { job } of jobs) job.sender.fail(err);
+    if (run.length > 0) {
+      const requests = run.map((r) => this.backendRequest(r.seq, r.job, r.held));
+      try {
+        times = await lane.instance.execute(requests);
+        this.onExecution(run.length, times, lane.instance);
+      } catch (e) {
+        const err = isNereidError(e) ? e : new NereidError('INTERNAL', (e as Error).message);
+        for (const { job } of run) job.sender.fail(err);
+      }
+      if (this.shared) await Promise.all(run.map((r) => this.commitShared(r.held!)));
     }
     for (const { seq, job } of jobs) {
-      job.finish(start, times);
+      // Steps the store answered (a replayed reply, a refusal) were finished when answered.
+      if (run === jobs || run.some((r) => r.job === job)) job.finish(start, times);
       this.running--;
       seq.running = false;
       seq.lastUsedMs = Date.now();
-      if (job.sequenceEnd && seq.pending.length === 0) this.release(seq);
+      // With the store a sequence lives there between its steps: its place here is freed after every step, so
+      // that sequences spread over replicas do not hold places on each one until they idle out.
+      if ((job.sequenceEnd || this.shared) && seq.pending.length === 0) this.release(seq);
     }
     lane.busy = false;
     if (this.oldest) this.pumpAll();
@@ -280,7 +323,7 @@ export class SequenceBatcher implements Scheduler {
   }
 
   /** The job's inputs plus the control and state inputs; state outputs are asked for and kept, not returned. */
-  private backendRequest(seq: Sequence, job: Job): BackendRequest {
+  private backendRequest(seq: Sequence, job: Job, held?: HeldStep): BackendRequest {
     const batched = this.config.max_batch_size > 0;
     if (job.sequenceStart) seq.state = undefined;
     const inputs: Tensor[] = [...job.inputs];
@@ -290,7 +333,7 @@ export class SequenceBatcher implements Scheduler {
       inputs.push({ ...t, name: st.input_name } as Tensor);
     }
     const outputs = this.states.length > 0 ? [...job.outputs, ...this.states.map((s) => s.output_name)] : job.outputs;
-    const sender = this.states.length === 0 ? job.sender : {
+    const sender = held ? this.holdingSender(held) : this.states.length === 0 ? job.sender : {
       send: (outs: readonly Tensor[], final: boolean, params?: Parameters): void => {
         // A final flag with no response (decoupled models) passes through as it is.
         if (outs === NO_RESPONSE) return job.sender.send(outs, final, params);
@@ -313,6 +356,95 @@ export class SequenceBatcher implements Scheduler {
     };
   }
 
+  /**
+   * --sequence-state-store: reads each step's sequence from the store. A retry of the sequence's last step
+   * (same request id and inputs) is answered with the stored reply and not run; a step of a sequence the store
+   * does not hold (never started, ended, idle past max_sequence_idle_microseconds) is refused as without the
+   * store. Returns the steps to run, each with the stored state it continues from.
+   */
+  private async loadShared(jobs: readonly { seq: Sequence; job: Job }[]): Promise<{ seq: Sequence; job: Job; held: HeldStep }[]> {
+    const { store, keyPrefix } = this.shared!;
+    const loaded = await Promise.all(jobs.map(({ seq }) => store.load(keyPrefix + seq.key).then((r) => r, (e: Error) => e)));
+    const run: { seq: Sequence; job: Job; held: HeldStep }[] = [];
+    jobs.forEach(({ seq, job }, i) => {
+      const rec = loaded[i];
+      if (rec instanceof Error) return this.answerEarly(job, undefined, storeFailure(this.name, rec));
+      const digest = job.id ? stepDigest(job) : '';
+      if (rec && job.id && rec.lastId === job.id && rec.lastDigest === digest) return this.answerEarly(job, rec);
+      if (!job.sequenceStart && (!rec || rec.ended)) {
+        return this.answerEarly(job, undefined, invalidArg(`inference request for sequence ${String(seq.id)} to model '${this.name}' must specify the START flag on the first request of the sequence`));
+      }
+      seq.state = rec && !job.sequenceStart ? new Map(rec.state.map((t) => [t.name, t])) : undefined;
+      const held: HeldStep = { seq, job, expected: rec?.step ?? 0, digest, answer: undefined, late: undefined, answered: undefined };
+      run.push({ seq, job, held });
+    });
+    return run;
+  }
+
+  /** A step answered without running: its stored reply (a retry), or a refusal. */
+  private answerEarly(job: Job, rec: StoredSequence | undefined, error?: NereidError): void {
+    if (error) {
+      job.state = 'done';
+      return job.reject(error);
+    }
+    job.sender.send(rec!.reply, true);
+    job.finish(process.hrtime.bigint(), { inputNs: 0, inferNs: 0, outputNs: 0 });
+    job.state = 'done';
+  }
+
+  /** Keeps a step's reply and state until commitShared has stored them; errors go to the client at once. */
+  private holdingSender(held: HeldStep): BackendRequest['sender'] {
+    const job = held.job;
+    return {
+      send: (outs: readonly Tensor[], final: boolean, params?: Parameters): void => {
+        if (!final) return;
+        const state: Tensor[] = [];
+        const visible: Tensor[] = [];
+        for (const t of outs) {
+          if (this.stateOutputs.has(t.name)) state.push(t);
+          if (job.outputs.includes(t.name)) visible.push(t);
+        }
+        held.answer = { visible, state, params };
+        held.answered?.();
+      },
+      fail: (e: NereidError): void => {
+        job.sender.fail(e);
+        held.answered?.();
+      },
+      ...(job.sender.answerLater ? {
+        answerLater: (): void => {
+          job.sender.answerLater!();
+          held.late ??= new Promise<void>((resolve) => (held.answered = resolve));
+        },
+      } : {}),
+    };
+  }
+
+  /**
+   * Stores the step (compare-and-set on the step number), then gives the client its reply. When another
+   * request advanced the sequence first, the reply is dropped: the client gets the stored reply if that
+   * request was this very step (a retry that raced its original), else UNAVAILABLE and may send the step again.
+   */
+  private async commitShared(held: HeldStep): Promise<void> {
+    if (!held.answer && held.late) await held.late;
+    const answer = held.answer;
+    if (!answer) return;
+    const { store, keyPrefix } = this.shared!;
+    const { seq, job } = held;
+    const key = keyPrefix + seq.key;
+    const next: StoredSequence = {
+      step: held.expected + 1, ended: job.sequenceEnd, state: answer.state, lastId: job.id, lastDigest: held.digest, reply: answer.visible,
+    };
+    try {
+      if (await store.commit(key, held.expected, next, Math.max(1000, this.idleMs))) return job.sender.send(answer.visible, true, answer.params);
+      const now = await store.load(key);
+      if (now && job.id && now.lastId === job.id && now.lastDigest === held.digest) return job.sender.send(now.reply, true);
+      job.sender.fail(unavailable(`sequence ${String(seq.id)} of model '${this.name}' was advanced by another request while this one ran; this step was not applied: send it again`));
+    } catch (e) {
+      job.sender.fail(storeFailure(this.name, e as Error));
+    }
+  }
+
   /** Ends sequences idle for longer than max_sequence_idle_microseconds, freeing their places. */
   private reap(): void {
     const now = Date.now();
@@ -328,6 +460,10 @@ export class SequenceBatcher implements Scheduler {
       this.drained = undefined;
     }
   }
+}
+
+function storeFailure(model: string, e: Error): NereidError {
+  return unavailable(`sequence state store did not answer for model '${model}'; the step was not applied: ${e.message}`);
 }
 
 function controlDataType(c: SequenceControl): DataType {

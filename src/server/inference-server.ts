@@ -17,6 +17,8 @@ import { TraceManager } from '../observability/trace/manager.js';
 import { RateLimiter } from '../scheduler/rate-limiter.js';
 import { LocalResponseCache } from '../cache/local.js';
 import { RedisResponseCache } from '../cache/redis.js';
+import { RedisSequenceStore } from '../scheduler/sequence-store-redis.js';
+import type { SequenceStateStore } from '../scheduler/sequence-store.js';
 import type { ResponseCache } from '../cache/cache.js';
 import type { ServerMetrics } from '../observability/metrics/server-metrics.js';
 import { parseMetricsConfig } from '../observability/metrics/settings.js';
@@ -83,6 +85,11 @@ const ABORT_GRACE_MS = 1000;
 export interface CreateOptions {
   logger?: Logger;
   backends?: BackendRegistry;
+  /**
+   * Where sequence batchers keep their sequences, instead of the Redis store --sequence-state-store names: an
+   * application's own store. The server does not close it.
+   */
+  sequenceStore?: SequenceStateStore;
 }
 
 /**
@@ -123,7 +130,10 @@ export class InferenceServer {
    */
   readonly traces: TraceManager;
 
-  private constructor(private readonly options: ServerOptions, created: CreateOptions, Metrics: typeof ServerMetrics | undefined, traces: TraceManager) {
+  private constructor(
+    private readonly options: ServerOptions, created: CreateOptions, Metrics: typeof ServerMetrics | undefined, traces: TraceManager,
+    private readonly sequenceStore: SequenceStateStore | undefined,
+  ) {
     this.traces = traces;
     this.logger = created.logger ?? defaultLogger();
     this.log = this.logger.child('inference-server.ts');
@@ -151,6 +161,7 @@ export class InferenceServer {
       instances: new InstanceBudget(options.modelMaxInstances, options.serverMaxInstances),
       rateLimiter: new RateLimiter(options.rateLimit === 'execution_count', options.rateLimitResources ?? []),
       responseCache: this.cache,
+      ...(sequenceStore ? { sequenceStore } : {}),
       calls: this.modelCalls(ownSharedMemory),
       ...(this.metrics ? { metrics: this.metrics } : {}),
     }, this.logger.child('manager.ts'), options.modelNamespacing ?? false, options.repositoryCacheDir);
@@ -198,7 +209,15 @@ export class InferenceServer {
     const Metrics = options.metrics ? (await import('../observability/metrics/server-metrics.js')).ServerMetrics : undefined;
     const logger = created.logger ?? defaultLogger();
     const traces = await TraceManager.create(options.trace ?? [], logger.child('trace-file.ts'));
-    const server = new InferenceServer(options, { ...created, logger }, Metrics, traces);
+    const store = created.sequenceStore ? { load: created.sequenceStore.load.bind(created.sequenceStore), commit: created.sequenceStore.commit.bind(created.sequenceStore), close: async () => undefined }
+      : options.sequenceStateStore ? await RedisSequenceStore.connect(options.sequenceStateStore) : undefined;
+    let server: InferenceServer;
+    try {
+      server = new InferenceServer(options, { ...created, logger }, Metrics, traces, store);
+    } catch (e) {
+      await store?.close();
+      throw e;
+    }
     const mode = options.modelControlMode ?? 'none';
     const load = options.loadModels ?? [];
     let failures: Map<string, string>;
@@ -210,6 +229,7 @@ export class InferenceServer {
     if (failures.size > 0 && (options.exitOnError ?? true)) {
       await server.manager.close();
       await server.cache?.close?.();
+      await store?.close();
       server.metrics?.close();
       await server.traces.close();
       const list = [...failures].map(([m, r]) => `'${m}': ${r}`).join('; ');
@@ -542,6 +562,7 @@ export class InferenceServer {
       await Promise.race([drained, new Promise((resolve) => setTimeout(resolve, ABORT_GRACE_MS).unref())]);
     }
     await this.cache?.close?.();
+    await this.sequenceStore?.close();
     this.sharedMemory.close();
     this.metrics?.close();
     await this.traces.close();

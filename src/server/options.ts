@@ -28,6 +28,11 @@ export interface ServerOptions {
   exitOnError?: boolean;
   /** --strict-readiness (default true): the server is ready only while every model is ready. */
   strictReadiness?: boolean;
+  /**
+   * --sequence-state-store redis://host:port[/db]: the sequence batcher keeps every sequence in Redis, so that
+   * any replica sharing the store runs its next step (see scheduler/sequence-store.ts). Off by default.
+   */
+  sequenceStateStore?: string;
   /** --exit-timeout-secs (default 30): how long close() waits for in-flight requests. */
   exitTimeoutSecs?: number;
   /** --backend-config, parsed: backend name ('' for global) → key → value. */

@@ -89,6 +89,23 @@ test('--http-max-input-size is an int64 greater than 0', () => {
   fails([...REPO, '--http-max-input-size=9223372036854775808'], /"--http-max-input-size"/);
 });
 
+test('--exit-drain-secs: default 0, must be less than --exit-timeout-secs', () => {
+  assert.equal(parse().exitDrainSecs, 0);
+  assert.equal(parse('--exit-drain-secs=5').exitDrainSecs, 5);
+  assert.equal(parse('--exit-drain-secs=5', '--exit-timeout-secs=6').exitDrainSecs, 5);
+  fails([...REPO, '--exit-drain-secs=30'], /--exit-drain-secs \(30\) must be less than --exit-timeout-secs \(30\)/);
+  fails([...REPO, '--exit-timeout-secs=3', '--exit-drain-secs=5'], /must be less than --exit-timeout-secs \(3\)/);
+  fails([...REPO, '--exit-drain-secs=-1'], /"--exit-drain-secs"/);
+});
+
+test('--sequence-state-store: a redis:// URL', () => {
+  assert.equal(parse().server.sequenceStateStore, undefined);
+  assert.equal(parse('--sequence-state-store=redis://10.0.0.5:6380/2').server.sequenceStateStore, 'redis://10.0.0.5:6380/2');
+  assert.equal(parse('--sequence-state-store=redis://redis:6379').server.sequenceStateStore, 'redis://redis:6379');
+  fails([...REPO, '--sequence-state-store=http://redis:6379'], /"--sequence-state-store"/, /redis:\/\/<host>:<port>\[\/<db>\]/);
+  fails([...REPO, '--sequence-state-store=redis://redis:6379/x'], /"--sequence-state-store"/);
+});
+
 test('--exit-timeout-secs: negative means 0', () => {
   assert.equal(parse('--exit-timeout-secs=-5').server.exitTimeoutSecs, 0);
   assert.equal(parse('--exit-timeout-secs=7').server.exitTimeoutSecs, 7);
