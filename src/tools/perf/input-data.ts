@@ -35,8 +35,14 @@ export function buildStreams(info: ModelInfo, o: InputDataOptions): DataStream[]
   return streams.map((s) => s.map((step) => step.map((t) => batched(t, o.batchSize, info.maxBatchSize > 0))));
 }
 
-function fixedShape(i: InputInfo, o: InputDataOptions, fromData?: readonly number[]): number[] {
+function fixedShape(i: InputInfo, o: InputDataOptions, fromData?: readonly number[], elements?: number): number[] {
   if (fromData) return [...fromData];
+  // One variable dimension and data of known length: the dimension follows from the data.
+  const variable = i.dims.filter((d) => d < 0).length;
+  if (variable === 1 && elements !== undefined && !o.shapes.has(i.name)) {
+    const fixed = i.dims.filter((d) => d >= 0).reduce((a, b) => a * b, 1);
+    if (fixed > 0 && elements % fixed === 0) return i.dims.map((d) => (d < 0 ? elements / fixed : d));
+  }
   const given = o.shapes.get(i.name);
   if (given) {
     if (given.length !== i.dims.length || given.some((d, k) => i.dims[k] !== -1 && i.dims[k] !== d)) {
@@ -147,7 +153,8 @@ function tensorFromJson(i: InputInfo, v: unknown, o: InputDataOptions, where: st
       given = s as number[];
     }
   }
-  const shape = fixedShape(i, o, given);
+  const flatLength = Array.isArray(content) ? (content as unknown[]).flat(Infinity).length : undefined;
+  const shape = fixedShape(i, o, given, flatLength);
   const n = count(shape);
   if (typeof content === 'object' && content !== null && !Array.isArray(content) && 'b64' in content) {
     const bytes = Buffer.from(String((content as { b64: unknown }).b64), 'base64');

@@ -30,7 +30,9 @@ interface MetaTensor { name: string; datatype: string; shape: number[] }
 export function modelInfoFrom(meta: Record<string, unknown>, config: Record<string, unknown> | undefined, version: string): ModelInfo {
   const metaInputs = (meta.inputs as MetaTensor[] | undefined) ?? [];
   const metaOutputs = (meta.outputs as MetaTensor[] | undefined) ?? [];
-  const maxBatchSize = config ? Number(config.max_batch_size ?? 0) : 0;
+  // Without a config, a leading -1 on every input is taken for the batch dimension, as KServe v2 metadata shows it.
+  const leadingBatch = metaInputs.length > 0 && metaInputs.every((t) => t.shape[0] === -1);
+  const maxBatchSize = config ? Number(config.max_batch_size ?? 0) : leadingBatch ? 2 ** 31 - 1 : 0;
   const cfgInputs = (config?.input as Record<string, unknown>[] | undefined) ?? [];
   const inputs: InputInfo[] = metaInputs.map((t) => {
     const c = cfgInputs.find((x) => x.name === t.name);

@@ -17,6 +17,7 @@ export const PERF_FLAGS: readonly FlagSpec[] = [
   { name: 'stability-percentage', short: 's', kind: 'value', arg: '<pct>', help: 'Three windows in a row within this of their mean are stable. Default 10.' },
   { name: 'max-trials', short: 'r', kind: 'value', arg: '<n>', help: 'Windows tried before giving up on stability. Default 10.' },
   { name: 'percentile', kind: 'value', arg: '<p>', help: 'Stabilize on and report this latency percentile instead of the mean.' },
+  { name: 'warmup-request-count', kind: 'value', arg: '<n>', help: 'Requests sent and not measured before the first window. Default 0.' },
   { name: 'latency-threshold', short: 'l', kind: 'value', arg: '<ms>', help: 'Stop the sweep once latency passes this.' },
   { name: 'input-data', kind: 'value', arg: 'random|zero|<file.json>', help: 'Request data. Default random.' },
   { name: 'shape', kind: 'value', arg: '<name:d1,d2,...>', help: 'Shape of an input with variable dimensions (repeatable).' },
@@ -79,6 +80,7 @@ export interface PerfOptions {
   readonly maxTrials: number;
   readonly percentile: number | undefined;
   readonly latencyThresholdMs: number | undefined;
+  readonly warmupRequests: number;
   readonly inputData: string[];
   readonly shapes: ReadonlyMap<string, number[]>;
   readonly stringLength: number;
@@ -176,6 +178,7 @@ export function parsePerfFlags(argv: readonly string[]): PerfOptions {
     maxTrials: intFlag(f, 'max-trials', 10, 1),
     percentile,
     latencyThresholdMs: numFlag(f, 'latency-threshold', undefined, 0),
+    warmupRequests: intFlag(f, 'warmup-request-count', 0, 0),
     inputData: f.get('input-data') ?? ['random'],
     shapes,
     stringLength: intFlag(f, 'string-length', 128, 0),

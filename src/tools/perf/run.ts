@@ -49,8 +49,15 @@ function sendOnce(t: Transport, p: Prepared, seq: Parameters<Transport['send']>[
   return new Promise((resolve) => t.send(p, seq, { response() {}, done: resolve }));
 }
 
-export async function runPerf(o: PerfOptions, io: PerfIo): Promise<PerfRun> {
-  const levels = rangeValues(o.range);
+/** For callers that sweep otherwise than a linear range (analyze's powers of two, stopping at a plateau). */
+export interface SweepControl {
+  readonly levels?: readonly number[];
+  /** Asked after each level; true ends the sweep. */
+  stopAfter?(results: readonly LevelResult[]): boolean;
+}
+
+export async function runPerf(o: PerfOptions, io: PerfIo, sweep: SweepControl = {}): Promise<PerfRun> {
+  const levels = sweep.levels ?? rangeValues(o.range);
   const maxInFlight = o.mode === 'concurrency' ? Math.max(...levels) : o.maxThreads;
   const transport = createTransport(o, maxInFlight);
   let shm: ShmSetup | undefined;
@@ -72,7 +79,11 @@ export async function runPerf(o: PerfOptions, io: PerfIo): Promise<PerfRun> {
       throw e;
     }
     const steps = streams.flat();
-    if (o.sharedMemory === 'system') shm = await setUpSharedMemory(transport, steps, info.outputs, o.outputShmSize);
+    if (o.sharedMemory === 'system') {
+      shm = await setUpSharedMemory(transport, steps, info.outputs, o.outputShmSize).catch((e: Error) => {
+        throw new PerfError(e.message);
+      });
+    }
     const prepared = streams.map((s) =>
       s.map((step) => transport.prepare({ inputs: step, outputs: info.outputs, shm: shm?.placements(step) } satisfies RequestSpec, o.streaming)),
     );
@@ -87,6 +98,14 @@ export async function runPerf(o: PerfOptions, io: PerfIo): Promise<PerfRun> {
     const results: LevelResult[] = [];
     const gen = new LoadGenerator(transport, prepared, sequence, o.exportFile !== undefined);
     let interrupted = false;
+    if (o.warmupRequests > 0) {
+      io.progress(`warming up: ${o.warmupRequests} requests`);
+      gen.start({ mode: 'concurrency', value: o.mode === 'concurrency' ? Math.max(...levels) : Math.min(o.maxThreads, 4), distribution: 'constant' });
+      await Promise.race([gen.untilCount(o.warmupRequests), new Promise((r) => io.signal?.addEventListener('abort', r, { once: true }))]);
+      await gen.stop();
+      const w = gen.rotate();
+      if (w.errors > 0) throw new PerfError(`${w.errors} warm-up requests failed: ${w.firstError}`);
+    }
     for (const [k, value] of levels.entries()) {
       const plan: LoadPlan = { mode: o.mode, value, distribution: o.distribution };
       const label = o.mode === 'concurrency' ? 'concurrency' : 'request rate';
@@ -113,6 +132,7 @@ export async function runPerf(o: PerfOptions, io: PerfIo): Promise<PerfRun> {
       results.push(r);
       io.out(levelText(r, o.streaming));
       if (o.latencyThresholdMs !== undefined && (r.latency.chosen ?? r.latency.meanUs) > o.latencyThresholdMs * 1000) break;
+      if (sweep.stopAfter?.(results)) break;
     }
     io.out(closingText(results));
     return { info, results, interrupted };
