@@ -15,10 +15,11 @@ export interface ServeProcess {
 
 export class CandidateFailed extends Error {}
 
-/** The error lines of a server's log, for a reason a person can act on. */
+/** The first error line of a server's log, without its prefix, for a reason a person can act on. */
 function reasonFrom(log: string): string {
-  const lines = log.split('\n').filter((l) => /^E\d{4}|error|failed/i.test(l));
-  return (lines.slice(-3).join(' | ') || log.trim().split('\n').slice(-3).join(' | ')).replace(/^E\d{4} [\d:.]+ \d+ [^\]]+\] /gm, '').slice(0, 600);
+  const lines = log.split('\n').map((l) => l.replace(/^[IWE]\d{4} [\d:.]+ \d+ [^\]]+\] /, '').replace(/^"(.*)"$/, '$1'));
+  const error = lines.find((l) => /error|failed/i.test(l)) ?? lines.filter((l) => l.trim() !== '').at(-1) ?? 'no output';
+  return error.slice(0, 400);
 }
 
 export async function startServer(repository: string, model: string, grpc: boolean, signal?: AbortSignal): Promise<ServeProcess> {

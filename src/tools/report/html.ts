@@ -69,10 +69,10 @@ export function stackedBars(title: string, partNames: readonly string[], bars: r
   const scale = (width - left - 70) / max;
   const height = legendH + bars.length * (barH + gap) + 10;
   const out: string[] = [`<figure class="bars"><figcaption>${escapeHtml(title)}</figcaption><svg class="stacked" width="${width}" height="${height}" role="img">`];
-  let lx = left;
+  let lx = 10;
   partNames.forEach((p, i) => {
     out.push(`<rect x="${lx}" y="6" width="12" height="12" fill="${PALETTE[i % PALETTE.length]}"/><text x="${lx + 16}" y="16" font-size="12">${escapeHtml(p)}</text>`);
-    lx += 22 + p.length * 7;
+    lx += 26 + p.length * 6.5;
   });
   bars.forEach((b, row) => {
     const y = legendH + row * (barH + gap);
@@ -122,7 +122,7 @@ export function page(title: string, body: string, charts: readonly ChartSpec[]):
 <style>${css}
 body{font-family:system-ui,sans-serif;margin:24px;color:#222;max-width:1100px}
 table{border-collapse:collapse;margin:12px 0;font-size:13px}th,td{border:1px solid #ccc;padding:4px 8px;text-align:right}
-th{background:#f3f3f3}td:first-child,th:first-child{text-align:left}tr.chosen td{background:#e8f5e9;font-weight:600}
+th{background:#f3f3f3}td:nth-child(-n+2),th:nth-child(-n+2),td:last-child{text-align:left}tr.chosen td{background:#e8f5e9;font-weight:600}
 tr.failed td{color:#a33}.chart{margin:16px 0}pre.diff{background:#f7f7f7;padding:8px;font-size:13px}
 .del{color:#b31d28;background:#ffeef0}.add{color:#22863a;background:#e6ffed}.note{color:#555}
 figure.bars{margin:16px 0}figcaption{font-weight:600;margin-bottom:4px}
