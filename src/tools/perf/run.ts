@@ -13,7 +13,6 @@ import { setUpSharedMemory, type ShmSetup } from './shared-memory.js';
 import { closingText, csvText, levelText, profileExport, settingsText } from './summary.js';
 import type { Prepared, RequestSpec, Transport } from './transport.js';
 import { createHttpTransport } from './http-transport.js';
-import { createGrpcTransport } from './grpc-transport.js';
 
 /** A refusal to explain to the user in one line (no stack). */
 export class PerfError extends Error {}
@@ -31,9 +30,12 @@ export interface PerfRun {
   readonly interrupted: boolean;
 }
 
-export function createTransport(o: PerfOptions, connections: number): Transport {
+/** protobufjs and the gRPC client load only for -i grpc. */
+export async function createTransport(o: PerfOptions, connections: number): Promise<Transport> {
   const common = { url: o.url, model: o.model, version: o.version, headers: o.headers, tls: o.tls };
-  return o.protocol === 'grpc' ? createGrpcTransport({ ...common, concurrency: connections }) : createHttpTransport({ ...common, connections });
+  if (o.protocol === 'http') return createHttpTransport({ ...common, connections });
+  const { createGrpcTransport } = await import('./grpc-transport.js');
+  return createGrpcTransport({ ...common, concurrency: connections });
 }
 
 function explainConnect(e: unknown, o: PerfOptions): never {
@@ -59,7 +61,7 @@ export interface SweepControl {
 export async function runPerf(o: PerfOptions, io: PerfIo, sweep: SweepControl = {}): Promise<PerfRun> {
   const levels = sweep.levels ?? rangeValues(o.range);
   const maxInFlight = o.mode === 'concurrency' ? Math.max(...levels) : o.maxThreads;
-  const transport = createTransport(o, maxInFlight);
+  const transport = await createTransport(o, maxInFlight);
   let shm: ShmSetup | undefined;
   try {
     let info: ModelInfo;
