@@ -4,6 +4,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { whenAborted } from '../abort.js';
 
 const NEREID_BIN = fileURLToPath(new URL('../../../../bin/nereid.js', import.meta.url));
 
@@ -38,6 +39,7 @@ export async function startServer(repository: string, model: string, grpc: boole
     await exited;
     clearTimeout(t);
   };
+  const aborted = whenAborted(signal);
   try {
     const ports = await new Promise<{ http: number; grpc: number | undefined }>((resolve, reject) => {
       let http: number | undefined;
@@ -51,13 +53,15 @@ export async function startServer(repository: string, model: string, grpc: boole
       child.stdout!.on('data', onData);
       child.stderr!.on('data', onData);
       void exited.then((code) => reject(new CandidateFailed(`the server exited (${code}) before serving: ${reasonFrom(log)}`)));
-      signal?.addEventListener('abort', () => reject(new CandidateFailed('interrupted')), { once: true });
+      void aborted.promise.then(() => reject(new CandidateFailed('interrupted')));
     });
+    aborted.dispose();
     const httpUrl = `127.0.0.1:${ports.http}`;
     const ready = await fetch(`http://${httpUrl}/v2/models/${encodeURIComponent(model)}/ready`).then((r) => r.status, () => 0);
     if (ready !== 200) throw new CandidateFailed(`model '${model}' is not ready: ${reasonFrom(log)}`);
     return { httpUrl, grpcUrl: ports.grpc === undefined ? undefined : `127.0.0.1:${ports.grpc}`, stop };
   } catch (e) {
+    aborted.dispose();
     await stop();
     throw e;
   }

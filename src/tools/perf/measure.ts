@@ -6,6 +6,7 @@
  */
 import { merged, summarize, type LatencySummary } from './latency-histogram.js';
 import type { LoadGenerator, LoadPlan, RequestRecord, Window } from './load-generator.js';
+import { whenAborted } from '../abort.js';
 import { statsDelta, type ServerStats, type Transport } from './transport.js';
 
 export interface ServerSummary {
@@ -83,7 +84,9 @@ export async function measureLevel(gen: LoadGenerator, transport: Transport, pla
       if (o.measurementMode === 'time_windows') {
         await sleep(o.intervalMs, hooks.signal);
       } else {
-        await Promise.race([Promise.all([gen.untilCount(o.requestCount), sleep(1000, hooks.signal)]), new Promise((r) => hooks.signal?.addEventListener('abort', r, { once: true }))]);
+        const aborted = whenAborted(hooks.signal);
+        await Promise.race([Promise.all([gen.untilCount(o.requestCount), sleep(1000, hooks.signal)]), aborted.promise]);
+        aborted.dispose();
       }
       if (hooks.signal?.aborted) return undefined;
       const w = gen.rotate();

@@ -13,6 +13,7 @@ import { setUpSharedMemory, type ShmSetup } from './shared-memory.js';
 import { closingText, csvText, levelText, profileExport, settingsText } from './summary.js';
 import type { Prepared, RequestSpec, Transport } from './transport.js';
 import { createHttpTransport } from './http-transport.js';
+import { whenAborted } from '../abort.js';
 
 /** A refusal to explain to the user in one line (no stack). */
 export class PerfError extends Error {}
@@ -103,7 +104,9 @@ export async function runPerf(o: PerfOptions, io: PerfIo, sweep: SweepControl = 
     if (o.warmupRequests > 0) {
       io.progress(`warming up: ${o.warmupRequests} requests`);
       gen.start({ mode: 'concurrency', value: o.mode === 'concurrency' ? Math.max(...levels) : Math.min(o.maxThreads, 4), distribution: 'constant' });
-      await Promise.race([gen.untilCount(o.warmupRequests), new Promise((r) => io.signal?.addEventListener('abort', r, { once: true }))]);
+      const aborted = whenAborted(io.signal);
+      await Promise.race([gen.untilCount(o.warmupRequests), aborted.promise]);
+      aborted.dispose();
       await gen.stop();
       const w = gen.rotate();
       if (w.errors > 0) throw new PerfError(`${w.errors} warm-up requests failed: ${w.firstError}`);

@@ -64,8 +64,11 @@ function row(c: ConfigResult, r: AnalyzeResult): { cells: string[]; failed: bool
 
 /** The chosen config's throughput gain over the starting one, beside the spread of the starting one's runs. */
 export function gainText(chosen: ConfigResult, base: ConfigResult, baselineRuns: readonly number[]): string {
-  const g = (chosen.best!.throughput / base.best!.throughput - 1) * 100;
-  let s = `Throughput ${chosen.best!.throughput.toFixed(1)} infer/sec against the starting config's ${base.best!.throughput.toFixed(1)} (${g >= 0 ? '+' : ''}${g.toFixed(1)}%).`;
+  // Against the median of the starting config's runs: one lucky or unlucky run says little.
+  const sorted = [...baselineRuns].sort((x, y) => x - y);
+  const reference = sorted.length > 1 ? sorted[Math.floor(sorted.length / 2)]! : base.best!.throughput;
+  const g = (chosen.best!.throughput / reference - 1) * 100;
+  let s = `Throughput ${chosen.best!.throughput.toFixed(1)} infer/sec against the starting config's ${reference.toFixed(1)}${sorted.length > 1 ? ' (median of its runs)' : ''} (${g >= 0 ? '+' : ''}${g.toFixed(1)}%).`;
   if (baselineRuns.length > 1) {
     const mean = baselineRuns.reduce((a, x) => a + x, 0) / baselineRuns.length;
     const spread = ((Math.max(...baselineRuns) - Math.min(...baselineRuns)) / mean) * 100;
