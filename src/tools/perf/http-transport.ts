@@ -11,6 +11,8 @@ import { sumStats, type Completion, type Prepared, type RequestSpec, type Sequen
 import type { TlsOptions } from './options.js';
 
 interface HttpPrepared {
+  /** undici's dispatch options, built once and reused by every send. */
+  readonly opts: Dispatcher.DispatchOptions;
   readonly path: string;
   readonly headers: Record<string, string>;
   readonly body: Buffer;
@@ -91,8 +93,12 @@ export function createHttpTransport(o: HttpTransportOptions): Transport {
     },
     send(p: Prepared, seq: SequenceStep | undefined, c: Completion): void {
       const r = p as HttpPrepared;
-      const body = seq === undefined ? r.body : withSequence(r, seq);
-      const headers = seq === undefined ? r.headers : { ...r.headers, 'inference-header-content-length': String(body.length - r.binary.length) };
+      if (seq === undefined) {
+        pool.dispatch(r.opts, new Exchange(c));
+        return;
+      }
+      const body = withSequence(r, seq);
+      const headers = { ...r.headers, 'inference-header-content-length': String(body.length - r.binary.length) };
       pool.dispatch({ path: r.path, method: 'POST', headers, body }, new Exchange(c));
     },
     async close(): Promise<void> {
@@ -153,13 +159,9 @@ function encodeHttp(spec: RequestSpec, path: string, extra: Record<string, strin
   const header: Record<string, unknown> = { inputs, outputs };
   const binary = spec.shm ? Buffer.alloc(0) : Buffer.concat(spec.inputs.map((t) => t.bytes));
   const json = Buffer.from(JSON.stringify(header));
-  return {
-    path,
-    header,
-    binary,
-    body: Buffer.concat([json, binary]),
-    headers: { ...extra, 'content-type': 'application/octet-stream', 'inference-header-content-length': String(json.length) },
-  };
+  const body = Buffer.concat([json, binary]);
+  const headers = { ...extra, 'content-type': 'application/octet-stream', 'inference-header-content-length': String(json.length) };
+  return { opts: { path, method: 'POST', headers, body }, path, header, binary, body, headers };
 }
 
 function withSequence(r: HttpPrepared, seq: SequenceStep): Buffer {

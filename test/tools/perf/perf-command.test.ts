@@ -178,7 +178,7 @@ test('an unknown model, a server that is not up and bad flags end with a one-lin
   assert.equal(streamingHttp.code, 2);
 });
 
-test('against the bench reference server, which has no statistics extension', async () => {
+test('against the bench reference server, which has no statistics extension, in count windows', async () => {
   const child = spawn(process.execPath, [join(ROOT, 'bench', 'reference-server.mjs'), '--model', join(EXAMPLES, 'simple', '1', 'model.onnx'), '--port', '0'], { stdio: ['ignore', 'ignore', 'pipe'] });
   try {
     let log = '';
@@ -190,9 +190,11 @@ test('against the bench reference server, which has no statistics extension', as
       });
       child.once('exit', () => reject(new Error(log)));
     });
-    const r = await runNereid(['perf', '-m', 'simple', '-u', `127.0.0.1:${port}`, '--concurrency-range', '1:2', '--shape', 'INPUT0:16', '--shape', 'INPUT1:16', ...FAST]);
+    const r = await runNereid(['perf', '-m', 'simple', '-u', `127.0.0.1:${port}`, '--concurrency-range', '1:2', '--shape', 'INPUT0:16', '--shape', 'INPUT1:16', '-s', '50', '--measurement-mode', 'count_windows', '--measurement-request-count', '100']);
     assert.equal(r.code, 0, r.out);
+    assert.match(r.out, /Minimum number of samples in each window: 100/);
     assert.equal(counts(r.out).client.length, 2);
+    assert.ok(counts(r.out).client.every((n) => n >= 3 * 100), 'three windows of at least 100 requests each');
     assert.match(r.out, /no statistics extension/);
   } finally {
     child.kill('SIGTERM');
