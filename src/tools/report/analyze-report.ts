@@ -66,7 +66,8 @@ function row(c: ConfigResult, r: AnalyzeResult): { cells: string[]; failed: bool
 export function gainText(chosen: ConfigResult, base: ConfigResult, baselineRuns: readonly number[]): string {
   // Against the median of the starting config's runs: one lucky or unlucky run says little.
   const sorted = [...baselineRuns].sort((x, y) => x - y);
-  const reference = sorted.length > 1 ? sorted[Math.floor(sorted.length / 2)]! : base.best!.throughput;
+  const mid = Math.floor(sorted.length / 2);
+  const reference = sorted.length > 1 ? (sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2) : base.best!.throughput;
   const g = (chosen.best!.throughput / reference - 1) * 100;
   let s = `Throughput ${chosen.best!.throughput.toFixed(1)} infer/sec against the starting config's ${reference.toFixed(1)}${sorted.length > 1 ? ' (median of its runs)' : ''} (${g >= 0 ? '+' : ''}${g.toFixed(1)}%).`;
   if (baselineRuns.length > 1) {
