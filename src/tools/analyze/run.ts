@@ -120,10 +120,11 @@ export async function runAnalyze(o: AnalyzeOptions, io: AnalyzeIo): Promise<Anal
         stopAfter: (rs) => {
           const last = rs.at(-1)!;
           if (o.latencyBudgetMs !== undefined && p99Ms(last) > o.latencyBudgetMs) return true;
-          if (o.explicitConcurrency || rs.length < 3) return false;
-          // A plateau: the last two levels each gained under 5% over the best before them.
+          if (o.explicitConcurrency || rs.length < 4) return false;
+          // A plateau: the last three levels each gained under 5% over the best before them. Two were not enough:
+          // on a busy machine a dip at two levels stopped sweeps that rose again further on.
           const peak = (n: number): number => Math.max(...rs.slice(0, n).map((x) => x.throughput));
-          return rs.at(-1)!.throughput < peak(rs.length - 1) * 1.05 && rs.at(-2)!.throughput < peak(rs.length - 2) * 1.05;
+          return [1, 2, 3].every((k) => rs.at(-k)!.throughput < peak(rs.length - k) * 1.05);
         },
       });
       r.measurements.push(...run.results);
