@@ -165,6 +165,22 @@ async function infer(req, res, modelName) {
   res.end();
 }
 
+// KServe v2 model metadata from the session, so that clients that read a model's inputs first (load generators)
+// can talk to this server too; symbolic dimensions are -1.
+function metadata(res, modelName) {
+  const tensors = (list) =>
+    list.map((m) => ({ name: m.name, datatype: WIRE[m.type] ?? m.type, shape: (m.shape ?? []).map((d) => (typeof d === 'number' && d >= 0 ? d : -1)) }));
+  const body = JSON.stringify({
+    name: decodeURIComponent(modelName),
+    versions: ['1'],
+    platform: 'onnxruntime_onnx',
+    inputs: tensors(session.inputMetadata),
+    outputs: tensors(session.outputMetadata),
+  });
+  res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) });
+  res.end(body);
+}
+
 function fail(res, err) {
   const body = JSON.stringify({ error: String(err?.message ?? err) });
   if (!res.headersSent) res.writeHead(500, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) });
@@ -176,6 +192,10 @@ const server = http.createServer((req, res) => {
   if (req.method === 'POST' && url.startsWith('/v2/models/') && url.endsWith('/infer')) {
     const modelName = url.slice(11, url.indexOf('/', 11));
     infer(req, res, modelName).catch((err) => fail(res, err));
+    return;
+  }
+  if (req.method === 'GET' && url.startsWith('/v2/models/') && url.indexOf('/', 11) < 0) {
+    metadata(res, url.slice(11));
     return;
   }
   if (req.method === 'GET' && url === '/v2/health/ready') {

@@ -14,6 +14,8 @@ const COMMANDS = `Usage: nereid <command> [flags]
 
 Commands:
   serve    Start the inference server (flags as tritonserver's; see 'nereid serve --help')
+  perf     Measure a model's throughput and latency on a running server (perf_analyzer's flags)
+  analyze  Search a model's configuration for the best throughput under constraints (Model Analyzer's flags)
 
 Running 'nereid --model-repository DIR …' without a command also serves, as tritonserver does.
 `;
@@ -26,6 +28,8 @@ export async function main(argv: readonly string[]): Promise<number> {
     return first === undefined ? 2 : 0;
   }
   if (first === 'serve') return serve(rest);
+  if (first === 'perf') return (await import('./perf.js')).perfCommand(rest);
+  if (first === 'analyze') return (await import('./analyze.js')).analyzeCommand(rest);
   if (first.startsWith('--')) return serve(argv);
   process.stderr.write(`nereid: unknown command '${first}'\n\n${COMMANDS}`);
   return 2;
