@@ -27,6 +27,8 @@ const NOT_RUN: { has: string; why: string }[] = [
   { has: 'llama_vllm/generate_stream', why: 'needs a vLLM engine at http://vllm:8000' },
   { has: 'docker build -f deploy/Dockerfile', why: 'no container engine on the test machines; test/deploy/dockerfile.test.ts checks the Dockerfile and test/scripts/runtime-tree.test.ts serves its runtime tree' },
   { has: 'kubectl apply', why: 'needs a Kubernetes cluster; test/deploy/kubernetes.test.ts renders and validates every kustomization' },
+  { has: 'npx nereid perf -m simple --concurrency-range 1:8:1', why: 'sweeps that measure for minutes against the default ports (gRPC included); test/tools/perf/perf-command.test.ts runs each of these modes with short windows' },
+  { has: 'npx nereid analyze --model-repository examples/model_repository', why: 'a search that measures for minutes; test/tools/analyze/analyze-command.test.ts runs brute and quick searches with tiny sweeps' },
   { has: 'option httpchk GET /v2/health/ready', why: "HAProxy's config; test/server/replicas.test.ts runs HAProxy with one like it" },
   { has: '--sequence-state-store redis://127.0.0.1:6379/1', why: 'starts Redis, three replicas and HAProxy on fixed ports; test/server/replicas.test.ts does the same on free ports' },
   { has: 'step 5 true s42-1', why: 'needs the three replicas behind HAProxy of the block above' },
