@@ -142,7 +142,8 @@ export function parsePerfFlags(argv: readonly string[]): PerfOptions {
     if (i <= 0) throw new UsageError(`-H takes 'Name: value', got '${h}'`);
     headers.push([h.slice(0, i).trim().toLowerCase(), h.slice(i + 1).trim()]);
   }
-  const sslHttps = [...f.keys()].some((k) => k.startsWith('ssl-https'));
+  // An https:// URL asks for TLS as much as the --ssl-https-* flags do; without them the system's CAs verify.
+  const sslHttps = [...f.keys()].some((k) => k.startsWith('ssl-https')) || (protocol === 'http' && /^https:\/\//.test(last(f, 'url') ?? ''));
   const sslGrpc = boolFlag(f, 'ssl-grpc-use-ssl');
   const tls = sslGrpc || sslHttps
     ? {
