@@ -5,13 +5,12 @@
 // that misses (fresh input bytes) and one that hits (the previous iteration's input), beside the same requests to
 // an uncached copy of the model; medians and ratios are taken over the same run.
 // Usage: ./node_modules/.bin/tsc -p . && node bench/cache.mjs [--quick]
-import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
+import { freePort, median, startRedis } from './servers.mjs';
 import { InferenceServer } from '../dist/src/index.js';
 import { createLogger } from '../dist/src/observability/logger.js';
 
@@ -43,26 +42,6 @@ ${cached ? 'response_cache { enable: true }' : ''}
   return dir;
 }
 
-async function freePort() {
-  return new Promise((resolve) => {
-    const srv = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-async function startRedis(port) {
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
-  for (let i = 0; i < 100; i++) {
-    if (spawnSync('redis-cli', ['-p', String(port), 'ping'], { encoding: 'utf8' }).stdout?.includes('PONG')) return child;
-    await sleep(50);
-  }
-  child.kill();
-  throw new Error('redis-server did not start');
-}
-
-const median = (xs) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)];
 const us = (ms) => `${(ms * 1000).toFixed(1)} µs`;
 
 /** A request whose input bytes are unique to `seed`. */

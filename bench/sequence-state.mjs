@@ -8,12 +8,11 @@
 // commits it by compare-and-set (a second one) before its reply goes out. The load average is printed with the
 // figures, since the machine may be shared.
 // Usage: ./node_modules/.bin/tsc -p . && node bench/sequence-state.mjs [--quick]
-import { spawn, spawnSync } from 'node:child_process';
-import { createServer } from 'node:net';
+import { spawnSync } from 'node:child_process';
 import { loadavg } from 'node:os';
 import { join } from 'node:path';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
+import { freePort, median, startRedis } from './servers.mjs';
 import { InferenceServer } from '../dist/src/index.js';
 import { createLogger } from '../dist/src/observability/logger.js';
 
@@ -29,26 +28,6 @@ if (spawnSync('redis-server', ['--version']).error) {
   process.exit(0);
 }
 
-async function freePort() {
-  return new Promise((resolve) => {
-    const srv = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
-async function startRedis(port) {
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
-  for (let i = 0; i < 100; i++) {
-    if (spawnSync('redis-cli', ['-p', String(port), 'ping'], { encoding: 'utf8' }).stdout?.includes('PONG')) return child;
-    await sleep(50);
-  }
-  child.kill();
-  throw new Error('redis-server did not start');
-}
-
-const median = (xs) => [...xs].sort((x, y) => x - y)[Math.floor(xs.length / 2)];
 const us = (ms) => `${(ms * 1000).toFixed(1)} µs`;
 const load = () => loadavg().map((l) => l.toFixed(2)).join(' ');
 

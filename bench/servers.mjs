@@ -1,6 +1,6 @@
 // Starting, watching and stopping the servers a benchmark compares, each as its own child process.
 
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { readFileSync, existsSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
@@ -167,6 +167,17 @@ export function commitName() {
   } catch {
     return 'unknown';
   }
+}
+
+/** A throwaway redis-server on `port` (no persistence), once it answers PING. */
+export async function startRedis(port) {
+  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+  for (let i = 0; i < 100; i++) {
+    if (spawnSync('redis-cli', ['-p', String(port), 'ping'], { encoding: 'utf8' }).stdout?.includes('PONG')) return child;
+    await sleep(50);
+  }
+  child.kill();
+  throw new Error('redis-server did not start');
 }
 
 /** The median of the finite values (NaN when there are none). */
