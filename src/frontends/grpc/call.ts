@@ -1,13 +1,13 @@
-import type { IncomingHttpHeaders, OutgoingHttpHeaders, ServerHttp2Stream } from 'node:http2';
 import { ACCEPT_ENCODING, compress, decompress, type ResponseCompression } from './compression.js';
 import { Status, type CallStatus } from './codes.js';
 import { frame, MessageReader } from './framing.js';
+import { encodeBlock } from './http2/hpack.js';
+import type { Http2Stream, StreamHandler } from './http2/stream.js';
 
 /**
  * One gRPC call on its HTTP/2 stream (PROTOCOL-HTTP2.md): request messages in, response headers, messages and
  * the status trailers out. A call ends once: by this side's status, by its deadline, or by the client's
- * RST_STREAM (or its connection going away), which cancels it. Listeners are shared functions that find the
- * call on the stream, so a call costs no closures beyond its own object.
+ * RST_STREAM (or its connection going away), which cancels it.
  */
 
 /** What calls share: set once per server. */
@@ -32,23 +32,25 @@ export interface Metadata {
 /** Headers that carry the protocol itself, not the application's metadata. */
 const TRANSPORT_HEADERS = new Set(['content-type', 'te', 'grpc-timeout', 'grpc-encoding', 'grpc-accept-encoding', 'accept-encoding']);
 
-const CALL = Symbol('grpc call');
-type CallStream = ServerHttp2Stream & { [CALL]?: ServerCall };
-
-const RESPONSE_HEADERS: OutgoingHttpHeaders = {
-  ':status': 200,
-  'content-type': 'application/grpc',
-  'grpc-accept-encoding': ACCEPT_ENCODING,
+/** The header blocks every call sends alike, encoded once. */
+const RESPONSE_FIELDS: ReadonlyArray<readonly [string, string]> = [
+  [':status', '200'],
+  ['content-type', 'application/grpc'],
+  ['grpc-accept-encoding', ACCEPT_ENCODING],
+];
+const RESPONSE_HEAD = encodeBlock(RESPONSE_FIELDS);
+const COMPRESSED_HEADS: Readonly<Record<string, Buffer>> = {
+  gzip: encodeBlock([...RESPONSE_FIELDS, ['grpc-encoding', 'gzip']]),
+  deflate: encodeBlock([...RESPONSE_FIELDS, ['grpc-encoding', 'deflate']]),
 };
-const WITH_TRAILERS = { waitForTrailers: true };
-const END = { endStream: true };
-const OK_TRAILERS: OutgoingHttpHeaders = { 'grpc-status': '0' };
+const OK_TRAILERS = encodeBlock([['grpc-status', '0']]);
 
-export class ServerCall implements Metadata {
+export class ServerCall implements Metadata, StreamHandler {
   /** True once the call has ended, either way: nothing more is sent. */
   ended = false;
+  /** The request's header fields. */
+  readonly headers: Readonly<Record<string, string>>;
   private headersSent = false;
-  private trailers: OutgoingHttpHeaders = OK_TRAILERS;
   private timer: NodeJS.Timeout | null = null;
   private cancelHandler: (() => void) | null = null;
   private onMessage: ((message: Buffer) => void) | null = null;
@@ -62,20 +64,18 @@ export class ServerCall implements Metadata {
   private sending: Promise<void> | null = null;
 
   constructor(
-    readonly stream: ServerHttp2Stream,
-    readonly headers: IncomingHttpHeaders,
+    private readonly stream: Http2Stream,
     private readonly settings: CallSettings,
     /** The request's grpc-encoding, for messages marked compressed. */
     private readonly encoding: string,
   ) {
-    (stream as CallStream)[CALL] = this;
-    stream.once('close', onClose);
+    this.headers = stream.headers;
+    stream.attach(this);
   }
 
-  /** The first value of a metadata key (a text key, in lower case). */
+  /** The value of a metadata key (a text key, in lower case); a key sent twice has its values joined by ", ". */
   get(key: string): string | undefined {
-    const v = this.headers[key];
-    return Array.isArray(v) ? v[0] : v;
+    return this.headers[key];
   }
 
   getMap(): Record<string, string | Buffer> {
@@ -83,10 +83,8 @@ export class ServerCall implements Metadata {
     const headers = this.headers;
     for (const key in headers) {
       if (key.charCodeAt(0) === 0x3a || TRANSPORT_HEADERS.has(key)) continue;
-      const v = headers[key];
-      const first = Array.isArray(v) ? v[0] : v;
-      if (first === undefined) continue;
-      out[key] = key.endsWith('-bin') ? Buffer.from(first.split(',')[0]!, 'base64') : first;
+      const v = headers[key]!;
+      out[key] = key.endsWith('-bin') ? Buffer.from(v.split(',')[0]!, 'base64') : v;
     }
     return out;
   }
@@ -106,8 +104,6 @@ export class ServerCall implements Metadata {
     this.onMessage = onMessage;
     this.onHalfClose = onHalfClose;
     this.reader = new MessageReader(this.settings.maxMessageBytes, (m, compressed) => this.received(m, compressed));
-    this.stream.on('data', onData);
-    this.stream.once('end', onEnd);
   }
 
   /** Compresses the call's responses from now on (--grpc-infer-response-compression-level). */
@@ -133,8 +129,8 @@ export class ServerCall implements Metadata {
   private send(framed: Buffer): void {
     if (!this.headersSent) {
       this.headersSent = true;
-      this.stream.respond(this.compression === null ? RESPONSE_HEADERS : { ...RESPONSE_HEADERS, 'grpc-encoding': this.compression.encoding }, WITH_TRAILERS);
-      this.stream.once('wantTrailers', onWantTrailers);
+      const c = this.compression;
+      this.stream.respond(c === null ? RESPONSE_HEAD : COMPRESSED_HEADS[c.encoding]!, false);
     }
     this.stream.write(framed);
   }
@@ -146,15 +142,11 @@ export class ServerCall implements Metadata {
       this.end(OK);
       return;
     }
-    // The usual case in one go: headers, the message with the end of the data, then the OK trailers.
+    // The usual case in one go: headers, the message and the OK trailers.
     this.ended = true;
     if (this.timer !== null) clearTimeout(this.timer);
-    const stream = this.stream;
-    if (stream.destroyed || stream.closed) return;
     this.headersSent = true;
-    stream.respond(RESPONSE_HEADERS, WITH_TRAILERS);
-    stream.once('wantTrailers', onWantTrailers);
-    stream.end(framed);
+    this.stream.respondWhole(RESPONSE_HEAD, framed, OK_TRAILERS);
   }
 
   /** Ends the call with `status`: trailers after the response, or a trailers-only response when nothing was sent. */
@@ -171,21 +163,17 @@ export class ServerCall implements Metadata {
     }
     this.ended = true;
     if (this.timer !== null) clearTimeout(this.timer);
-    const stream = this.stream;
-    if (stream.destroyed || stream.closed) return;
-    // Whatever the client still sends is read and dropped, so that its stream can close.
-    if (this.reader === null) stream.resume();
-    if (this.headersSent) {
-      if (status.code !== Status.OK) this.trailers = statusHeaders(status, {});
-      stream.end();
-    } else {
-      stream.respond(statusHeaders(status, { ...RESPONSE_HEADERS }), END);
-    }
+    if (this.headersSent) this.stream.end(status.code === Status.OK ? OK_TRAILERS : encodeBlock(statusFields(status)));
+    else this.stream.respond(encodeBlock([...RESPONSE_FIELDS, ...statusFields(status)]), true);
   }
 
   /** Ends the call with the status of a thrown value. */
   fail(e: unknown): void {
     this.end(this.settings.errorStatus(e));
+  }
+
+  onAbort(): void {
+    if (!this.ended) this.cancel(null);
   }
 
   /** The client cancelled, the connection went, or the deadline passed: the work for the call is abandoned. */
@@ -201,12 +189,8 @@ export class ServerCall implements Metadata {
     handler?.();
   }
 
-  sendTrailers(): void {
-    this.stream.sendTrailers(this.trailers);
-  }
-
-  chunk(data: Buffer): void {
-    if (this.ended) return;
+  onData(data: Buffer): void {
+    if (this.ended || this.reader === null) return;
     try {
       this.reader!.push(data);
     } catch (e) {
@@ -214,8 +198,8 @@ export class ServerCall implements Metadata {
     }
   }
 
-  halfClose(): void {
-    if (this.ended) return;
+  onEnd(): void {
+    if (this.ended || this.reader === null) return;
     if (!this.reader!.idle) {
       this.end({ code: Status.INTERNAL, details: 'Incomplete message: the stream ended inside a message' });
       return;
@@ -247,10 +231,10 @@ export class ServerCall implements Metadata {
 
 const OK: CallStatus = { code: Status.OK, details: '' };
 
-function statusHeaders(status: CallStatus, into: OutgoingHttpHeaders): OutgoingHttpHeaders {
-  into['grpc-status'] = String(status.code);
-  if (status.details !== '') into['grpc-message'] = percentEncode(status.details);
-  return into;
+function statusFields(status: CallStatus): Array<[string, string]> {
+  const fields: Array<[string, string]> = [['grpc-status', String(status.code)]];
+  if (status.details !== '') fields.push(['grpc-message', percentEncode(status.details)]);
+  return fields;
 }
 
 /**
@@ -272,23 +256,6 @@ export function percentEncode(text: string): string {
     out += b < 0x20 || b > 0x7e || b === 0x25 ? `%${b.toString(16).toUpperCase().padStart(2, '0')}` : String.fromCharCode(b);
   }
   return out;
-}
-
-function onData(this: CallStream, data: Buffer): void {
-  this[CALL]!.chunk(data);
-}
-
-function onEnd(this: CallStream): void {
-  this[CALL]!.halfClose();
-}
-
-function onWantTrailers(this: CallStream): void {
-  this[CALL]!.sendTrailers();
-}
-
-function onClose(this: CallStream): void {
-  const call = this[CALL]!;
-  if (!call.ended) call.cancel(null);
 }
 
 const DEADLINE: CallStatus = { code: Status.DEADLINE_EXCEEDED, details: 'Deadline Exceeded' };

@@ -1,14 +1,18 @@
-import http2, { type Http2Server, type Http2Session, type IncomingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
+import net, { type Server, type Socket } from 'node:net';
+import tls from 'node:tls';
 import { ServerCall, type CallSettings } from './call.js';
 import { Status, type CallStatus } from './codes.js';
 import { ACCEPT_ENCODING, isSupportedEncoding } from './compression.js';
+import { Http2Connection, type ConnectionSettings } from './http2/connection.js';
+import { encodeBlock } from './http2/hpack.js';
+import type { Http2Stream } from './http2/stream.js';
 import type { GrpcOptions } from './options.js';
 
 /**
- * gRPC over HTTP/2 (grpc/doc/PROTOCOL-HTTP2.md) on node:http2: each POST to /<service>/<method> with content
- * type application/grpc is a call of the method registered at that path. The transport reads the request's
- * headers (deadline, message encoding) and leaves the messages and the status to the method; it holds the
- * connections' settings, keepalive pings and maximum age.
+ * gRPC over HTTP/2 (grpc/doc/PROTOCOL-HTTP2.md) on the HTTP/2 layer in http2/: each POST to /<service>/<method>
+ * with content type application/grpc is a call of the method registered at that path. The transport reads the
+ * request's headers (deadline, message encoding) and leaves the messages and the status to the method; it
+ * holds the connections, their keepalive pings and maximum age.
  */
 
 /** A unary method gets its one request message; a streaming method reads its own messages from the call. */
@@ -37,67 +41,81 @@ const STREAM_WINDOW = 1 << 20;
 const CONNECTION_WINDOW = 8 << 20;
 
 export async function listen(routes: ReadonlyMap<string, Method>, limits: TransportLimits, o: GrpcOptions): Promise<Transport> {
-  const settings = {
+  const settings: ConnectionSettings = {
     maxConcurrentStreams: limits.maxConcurrentStreams,
-    maxHeaderListSize: limits.maxHeaderListBytes,
-    initialWindowSize: STREAM_WINDOW,
-    enablePush: false,
+    maxHeaderListBytes: limits.maxHeaderListBytes,
+    streamWindow: STREAM_WINDOW,
+    connectionWindow: CONNECTION_WINDOW,
   };
-  // Node's cap on a session's buffered memory would refuse new streams while large messages are in flight;
-  // the limits above bound what a client can make the server hold instead.
-  const common = { settings, maxSessionMemory: 1 << 16, maxSendHeaderBlockLength: 1 << 20 };
-  const server: Http2Server = o.ssl
-    ? http2.createSecureServer({
-      ...common, cert: o.ssl.cert, key: o.ssl.key, ...(o.ssl.rootCert ? { ca: o.ssl.rootCert } : {}),
-      requestCert: o.ssl.mutual, rejectUnauthorized: o.ssl.mutual,
-    })
-    : http2.createServer(common);
-  const sessions = new Set<Http2Session>();
-  server.on('session', (session) => watchSession(session, sessions, o));
-  server.on('stream', (stream, headers) => dispatch(stream, headers, routes, limits));
-  // A broken connection or a client that is not HTTP/2 ends only its own session.
-  server.on('sessionError', ignore);
+  const connections = new Set<Http2Connection>();
+  const accept = (socket: Socket): void => {
+    const connection = new Http2Connection(socket, settings, (stream) => dispatch(stream, routes, limits));
+    connections.add(connection);
+    const stop = watchConnection(connection, o);
+    connection.onClose = () => {
+      connections.delete(connection);
+      stop();
+    };
+  };
+  const server: Server = o.ssl
+    ? tls.createServer({
+      cert: o.ssl.cert, key: o.ssl.key, ...(o.ssl.rootCert ? { ca: o.ssl.rootCert } : {}),
+      requestCert: o.ssl.mutual, rejectUnauthorized: o.ssl.mutual, ALPNProtocols: ['h2'],
+    }, accept)
+    : net.createServer(accept);
+  // A client that fails the TLS handshake ends only its own connection.
   server.on('tlsClientError', ignore);
-  server.on('error', ignore);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(o.port, hostPart(o.address), () => {
       server.off('error', reject);
+      server.on('error', ignore);
       resolve();
     });
   });
   const address = server.address();
   return {
     port: typeof address === 'object' && address !== null ? address.port : o.port,
-    close: (graceMs) => closeServer(server, sessions, graceMs),
+    close: (graceMs) => closeServer(server, connections, graceMs),
   };
 }
 
-function dispatch(stream: ServerHttp2Stream, headers: IncomingHttpHeaders, routes: ReadonlyMap<string, Method>, limits: TransportLimits): void {
-  stream.on('error', ignore);
+/** Answers to requests that are not gRPC: an HTTP status, as the spec asks of a server. */
+const NOT_POST = encodeBlock([[':status', '405']]);
+const NOT_GRPC = encodeBlock([[':status', '415']]);
+
+function dispatch(stream: Http2Stream, routes: ReadonlyMap<string, Method>, limits: TransportLimits): void {
+  const headers = stream.headers;
+  if (stream.headerListSize > limits.maxHeaderListBytes) {
+    // Its fields past the limit were dropped, so the call is answered without reading them.
+    new ServerCall(stream, limits, 'identity').end({
+      code: Status.RESOURCE_EXHAUSTED,
+      details: `Header list size ${stream.headerListSize} exceeds the limit of ${limits.maxHeaderListBytes} bytes`,
+    });
+    return;
+  }
   const contentType = headers['content-type'];
-  if (headers[':method'] !== 'POST' || typeof contentType !== 'string' || !contentType.startsWith('application/grpc')) {
-    // Not a gRPC request: an HTTP answer, as the spec asks of a server (415 for a wrong content type).
-    stream.respond({ ':status': headers[':method'] !== 'POST' ? 405 : 415 }, { endStream: true });
+  if (headers[':method'] !== 'POST' || contentType === undefined || !contentType.startsWith('application/grpc')) {
+    stream.respond(headers[':method'] !== 'POST' ? NOT_POST : NOT_GRPC, true);
     return;
   }
   const encoding = headers['grpc-encoding'];
-  const call = new ServerCall(stream, headers, limits, typeof encoding === 'string' ? encoding : 'identity');
+  const call = new ServerCall(stream, limits, encoding ?? 'identity');
   const path = headers[':path'] ?? '';
   const method = routes.get(path);
   if (method === undefined) {
     call.end({ code: Status.UNIMPLEMENTED, details: `The server does not implement the method ${path}` });
     return;
   }
-  if (typeof encoding === 'string' && !isSupportedEncoding(encoding)) {
+  if (encoding !== undefined && !isSupportedEncoding(encoding)) {
     call.end({ code: Status.UNIMPLEMENTED, details: `Unsupported grpc-encoding "${encoding}"; accepted: ${ACCEPT_ENCODING}` });
     return;
   }
   const timeout = headers['grpc-timeout'];
   if (timeout !== undefined) {
-    const ms = timeoutMs(String(timeout));
+    const ms = timeoutMs(timeout);
     if (ms === undefined) {
-      call.end({ code: Status.INTERNAL, details: `Invalid grpc-timeout value "${String(timeout)}"` });
+      call.end({ code: Status.INTERNAL, details: `Invalid grpc-timeout value "${timeout}"` });
       return;
     }
     // A deadline past what a timer can hold (about 24 days) is no deadline.
@@ -137,53 +155,41 @@ export function timeoutMs(v: string): number | undefined {
  * A connection's keepalive and age (--grpc-keepalive-time/-timeout, --grpc-max-connection-age/-grace): a PING
  * every keepalive time, the connection dropped when one goes unanswered for the keepalive timeout; at the
  * maximum age (jittered by up to 10 % either way, so that clients do not reconnect together) a GOAWAY, then
- * the grace period for calls in flight.
+ * the grace period for calls in flight. Returns what stops the timers.
  */
-function watchSession(session: Http2Session, sessions: Set<Http2Session>, o: GrpcOptions): void {
-  sessions.add(session);
-  session.on('error', ignore);
-  session.setLocalWindowSize(CONNECTION_WINDOW);
+function watchConnection(connection: Http2Connection, o: GrpcOptions): () => void {
   const timers: NodeJS.Timeout[] = [];
-  session.once('close', () => {
-    sessions.delete(session);
-    for (const t of timers) clearTimeout(t);
-  });
   const keepaliveMs = o.keepaliveTimeMs ?? 7_200_000;
   const keepaliveTimeoutMs = o.keepaliveTimeoutMs ?? 20_000;
   if (keepaliveMs > 0 && keepaliveMs < 2 ** 31) {
     timers.push(setInterval(() => {
-      const dead = setTimeout(() => session.destroy(), keepaliveTimeoutMs);
-      dead.unref();
-      const sent = session.ping((err) => {
+      const dead = setTimeout(() => connection.destroy(), keepaliveTimeoutMs).unref();
+      connection.ping((err) => {
         clearTimeout(dead);
-        if (err) session.destroy();
+        if (err) connection.destroy();
       });
-      if (!sent) clearTimeout(dead);
     }, keepaliveMs).unref());
   }
   const ageMs = o.maxConnectionAgeMs;
   if (ageMs !== undefined && ageMs > 0 && ageMs < 2 ** 31) {
     const jittered = ageMs * (0.9 + 0.2 * Math.random());
     timers.push(setTimeout(() => {
-      goaway(session);
+      connection.goaway();
       const graceMs = o.maxConnectionAgeGraceMs;
-      if (graceMs !== undefined && graceMs > 0 && graceMs < 2 ** 31) timers.push(setTimeout(() => session.destroy(), graceMs).unref());
+      if (graceMs !== undefined && graceMs > 0 && graceMs < 2 ** 31) timers.push(setTimeout(() => connection.destroy(), graceMs).unref());
     }, jittered).unref());
   }
+  return () => {
+    for (const t of timers) clearTimeout(t);
+  };
 }
 
-/** GOAWAY naming the last stream as processed, so calls in flight finish; then no new streams. */
-function goaway(session: Http2Session): void {
-  if (session.closed || session.destroyed) return;
-  session.goaway(http2.constants.NGHTTP2_NO_ERROR, 2 ** 31 - 1);
-  session.close();
-}
-
-async function closeServer(server: Http2Server, sessions: Set<Http2Session>, graceMs: number): Promise<void> {
+/** Stops accepting, sends every connection away (calls in flight finish), and closes what is left after `graceMs`. */
+async function closeServer(server: Server, connections: Set<Http2Connection>, graceMs: number): Promise<void> {
   const closed = new Promise<void>((resolve) => server.close(() => resolve()));
-  for (const s of sessions) goaway(s);
+  for (const c of connections) c.goaway();
   const force = setTimeout(() => {
-    for (const s of sessions) s.destroy();
+    for (const c of connections) c.destroy();
   }, graceMs);
   await closed;
   clearTimeout(force);

@@ -1,0 +1,509 @@
+import type { Socket } from 'node:net';
+import {
+  ACK, CONTINUATION, DATA, DEFAULT_MAX_FRAME, DEFAULT_WINDOW, END_HEADERS, END_STREAM, ENHANCE_YOUR_CALM,
+  FLOW_CONTROL_ERROR, FRAME_HEADER, FRAME_SIZE_ERROR, GOAWAY, HEADERS, MAX_FRAME_LIMIT, MAX_WINDOW, NO_ERROR, PADDED,
+  PING, PREFACE, PRIORITY, PRIORITY_FLAG, PROTOCOL_ERROR, PUSH_PROMISE, REFUSED_STREAM, RST_STREAM, SETTINGS,
+  SETTINGS_ENABLE_PUSH, SETTINGS_INITIAL_WINDOW_SIZE, SETTINGS_MAX_CONCURRENT_STREAMS, SETTINGS_MAX_FRAME_SIZE,
+  SETTINGS_MAX_HEADER_LIST_SIZE, STREAM_CLOSED, COMPRESSION_ERROR, WINDOW_UPDATE, frame, uint32Frame,
+} from './frames.js';
+import { CompressionError, HeaderDecoder } from './hpack.js';
+import { RequestFields } from './request-fields.js';
+import { Http2Stream, type StreamOwner } from './stream.js';
+
+/**
+ * The server side of one HTTP/2 connection (RFC 9113) over a socket, with prior knowledge or ALPN "h2": frames
+ * in and out, SETTINGS, flow control both ways, PING, GOAWAY and the streams' states. What it serves is
+ * left to `onStream`. Everything a client can make it hold is bounded: streams by SETTINGS_MAX_CONCURRENT_STREAMS,
+ * a header block by twice the header list limit, unparsed input by one frame, and output by pausing the
+ * socket's reading while the client does not read what was sent.
+ */
+
+export interface ConnectionSettings {
+  readonly maxConcurrentStreams: number;
+  /** SETTINGS_MAX_HEADER_LIST_SIZE: larger header lists reach the server as a size without their fields. */
+  readonly maxHeaderListBytes: number;
+  /** The receive window of each stream and of the connection. */
+  readonly streamWindow: number;
+  readonly connectionWindow: number;
+}
+
+/** The largest frame this side accepts: the protocol's default, which it never raises. */
+const MAX_FRAME = DEFAULT_MAX_FRAME;
+/** Output buffered in the socket beyond which reading stops until it drains. */
+const OUTPUT_HIGH_WATER = 4 << 20;
+/**
+ * Streams the client may reset while the server still worked on them, beyond the number the server finished:
+ * past it the client is opening streams only to cancel them (the "rapid reset" attack) and is sent away.
+ */
+const RESET_ALLOWANCE = 1000;
+
+class ConnectionError extends Error {
+  constructor(readonly code: number, message: string) {
+    super(message);
+  }
+}
+
+export class Http2Connection implements StreamOwner {
+  sendWindow = DEFAULT_WINDOW;
+  peerMaxFrame = DEFAULT_MAX_FRAME;
+  private peerInitialWindow = DEFAULT_WINDOW;
+  private readonly streams = new Map<number, Http2Stream>();
+  private readonly blocked = new Set<Http2Stream>();
+  private readonly decoder = new HeaderDecoder();
+  private readonly fields: RequestFields;
+  private lastStreamId = 0;
+  /** Input not yet parsed, kept as it came, and how many octets the next step needs. */
+  private parts: Buffer[] = [];
+  private partsLength = 0;
+  private needed = PREFACE.length;
+  private prefaceSeen = false;
+  /** A header block continuing in CONTINUATION frames. */
+  private block: { id: number; endStream: boolean; parts: Buffer[]; length: number } | null = null;
+  private recvWindow: number;
+  private recvUnacked = 0;
+  /** GOAWAY sent: streams above `lastStreamId` at that moment are refused. */
+  private goingAway = false;
+  private closed = false;
+  private readPaused = false;
+  private finished = 0;
+  private resets = 0;
+  private pingId = 0;
+  private readonly pings = new Map<number, (err: Error | null) => void>();
+  /** Called once when the connection has closed. */
+  onClose: (() => void) | null = null;
+
+  constructor(
+    private readonly socket: Socket,
+    private readonly settings: ConnectionSettings,
+    private readonly onStream: (stream: Http2Stream) => void,
+  ) {
+    this.fields = new RequestFields();
+    this.recvWindow = settings.connectionWindow;
+    socket.setNoDelay(true);
+    socket.on('data', (chunk: Buffer) => this.onData(chunk));
+    socket.on('error', ignore);
+    socket.once('close', () => this.onSocketClose());
+    this.write(this.initialFrames());
+  }
+
+  get streamCount(): number {
+    return this.streams.size;
+  }
+
+  /** Sends a PING; `done` hears of its ACK, or of the connection closing first. */
+  ping(done: (err: Error | null) => void): void {
+    if (this.closed) {
+      done(new Error('connection closed'));
+      return;
+    }
+    const id = ++this.pingId;
+    const payload = Buffer.alloc(8);
+    payload.writeUInt32BE(id, 4);
+    this.pings.set(id, done);
+    this.write(frame(PING, 0, 0, payload));
+  }
+
+  /**
+   * GOAWAY: streams the client opened so far are served, later ones refused; the connection closes once its
+   * last stream has.
+   */
+  goaway(code = NO_ERROR): void {
+    if (this.closed) return;
+    if (!this.goingAway) {
+      this.goingAway = true;
+      const payload = Buffer.allocUnsafe(8);
+      payload.writeUInt32BE(this.lastStreamId, 0);
+      payload.writeUInt32BE(code, 4);
+      this.write(frame(GOAWAY, 0, 0, payload));
+    }
+    if (code !== NO_ERROR || this.streams.size === 0) this.socket.end();
+  }
+
+  destroy(): void {
+    this.socket.destroy();
+  }
+
+  // StreamOwner
+
+  write(out: Buffer): void {
+    if (this.closed) return;
+    const socket = this.socket;
+    socket.write(out);
+    if (!this.readPaused && socket.writableLength > OUTPUT_HIGH_WATER) {
+      this.readPaused = true;
+      socket.pause();
+      socket.once('drain', () => {
+        this.readPaused = false;
+        socket.resume();
+      });
+    }
+  }
+
+  waitForWindow(stream: Http2Stream): void {
+    this.blocked.add(stream);
+  }
+
+  release(stream: Http2Stream): void {
+    this.blocked.delete(stream);
+    if (this.streams.delete(stream.id)) this.finished++;
+    if (this.goingAway && this.streams.size === 0) this.socket.end();
+  }
+
+  stopReceiving(stream: Http2Stream): void {
+    this.write(uint32Frame(RST_STREAM, stream.id, NO_ERROR));
+  }
+
+  // Input
+
+  private initialFrames(): Buffer {
+    const s = this.settings;
+    const entries: Array<[number, number]> = [
+      [SETTINGS_MAX_CONCURRENT_STREAMS, s.maxConcurrentStreams],
+      [SETTINGS_INITIAL_WINDOW_SIZE, s.streamWindow],
+      [SETTINGS_MAX_HEADER_LIST_SIZE, s.maxHeaderListBytes],
+    ];
+    const payload = Buffer.allocUnsafe(6 * entries.length);
+    entries.forEach(([id, value], i) => {
+      payload.writeUInt16BE(id, 6 * i);
+      payload.writeUInt32BE(value, 6 * i + 2);
+    });
+    const out = [frame(SETTINGS, 0, 0, payload)];
+    if (s.connectionWindow > DEFAULT_WINDOW) out.push(uint32Frame(WINDOW_UPDATE, 0, s.connectionWindow - DEFAULT_WINDOW));
+    return Buffer.concat(out);
+  }
+
+  private onData(chunk: Buffer): void {
+    if (this.closed) return;
+    // A frame that arrives in pieces is joined once, when whole: a client sending a byte at a time costs
+    // one copy of the frame, not one per byte.
+    if (this.partsLength + chunk.length < this.needed) {
+      this.parts.push(chunk);
+      this.partsLength += chunk.length;
+      return;
+    }
+    const input = this.partsLength === 0 ? chunk : Buffer.concat([...this.parts, chunk]);
+    this.parts = [];
+    this.partsLength = 0;
+    try {
+      const used = this.parse(input);
+      if (used < input.length && !this.closed) {
+        this.parts.push(input.subarray(used));
+        this.partsLength = input.length - used;
+      }
+    } catch (e) {
+      if (e instanceof ConnectionError) this.fail(e.code);
+      else if (e instanceof CompressionError) this.fail(COMPRESSION_ERROR);
+      else throw e;
+    }
+  }
+
+  /** Handles every whole frame in `input`; returns the octets used and sets `needed` for the rest. */
+  private parse(input: Buffer): number {
+    let pos = 0;
+    if (!this.prefaceSeen) {
+      if (input.length < PREFACE.length) return 0;
+      if (!input.subarray(0, PREFACE.length).equals(PREFACE)) {
+        // Not HTTP/2 (an HTTP/1 client on the gRPC port, say): there is no frame to answer it with.
+        this.socket.destroy();
+        return input.length;
+      }
+      this.prefaceSeen = true;
+      pos = PREFACE.length;
+    }
+    while (!this.closed) {
+      if (input.length - pos < FRAME_HEADER) {
+        this.needed = FRAME_HEADER;
+        break;
+      }
+      const length = (input[pos]! << 16) | (input[pos + 1]! << 8) | input[pos + 2]!;
+      if (length > MAX_FRAME) throw new ConnectionError(FRAME_SIZE_ERROR, 'frame larger than SETTINGS_MAX_FRAME_SIZE');
+      if (input.length - pos < FRAME_HEADER + length) {
+        this.needed = FRAME_HEADER + length;
+        break;
+      }
+      const type = input[pos + 3]!;
+      const flags = input[pos + 4]!;
+      const id = input.readUInt32BE(pos + 5) & 0x7fffffff;
+      const payload = input.subarray(pos + FRAME_HEADER, pos + FRAME_HEADER + length);
+      pos += FRAME_HEADER + length;
+      this.frame(type, flags, id, payload);
+    }
+    return pos;
+  }
+
+  private frame(type: number, flags: number, id: number, payload: Buffer): void {
+    if (this.block !== null && type !== CONTINUATION) throw new ConnectionError(PROTOCOL_ERROR, 'header block interrupted');
+    switch (type) {
+      case DATA: return this.onDataFrame(flags, id, payload);
+      case HEADERS: return this.onHeaders(flags, id, payload);
+      case CONTINUATION: return this.onContinuation(flags, id, payload);
+      case PRIORITY: return this.onPriority(id, payload);
+      case RST_STREAM: return this.onReset(id, payload);
+      case SETTINGS: return this.onSettings(flags, id, payload);
+      case PING: return this.onPing(flags, id, payload);
+      case GOAWAY:
+        if (id !== 0) throw new ConnectionError(PROTOCOL_ERROR, 'GOAWAY on a stream');
+        return;
+      case WINDOW_UPDATE: return this.onWindowUpdate(id, payload);
+      case PUSH_PROMISE: throw new ConnectionError(PROTOCOL_ERROR, 'PUSH_PROMISE from a client');
+      default: return; // Unknown frame types are ignored (RFC 9113 4.1).
+    }
+  }
+
+  private onDataFrame(flags: number, id: number, payload: Buffer): void {
+    if (id === 0) throw new ConnectionError(PROTOCOL_ERROR, 'DATA on stream 0');
+    const length = payload.length;
+    if (length > this.recvWindow) throw new ConnectionError(FLOW_CONTROL_ERROR, 'DATA beyond the connection window');
+    this.recvWindow -= length;
+    this.recvUnacked += length;
+    if (this.recvUnacked >= this.settings.connectionWindow >>> 1) {
+      this.write(uint32Frame(WINDOW_UPDATE, 0, this.recvUnacked));
+      this.recvWindow += this.recvUnacked;
+      this.recvUnacked = 0;
+    }
+    const stream = this.streams.get(id);
+    if (stream === undefined) {
+      if (id > this.lastStreamId) throw new ConnectionError(PROTOCOL_ERROR, 'DATA on an idle stream');
+      return; // A stream this side closed or reset: what was in flight is dropped.
+    }
+    if (stream.remoteEnded) return this.resetStream(stream, STREAM_CLOSED);
+    if (length > stream.recvWindow) return this.resetStream(stream, FLOW_CONTROL_ERROR);
+    stream.recvWindow -= length;
+    const data = unpad(flags, payload);
+    if (data.length > 0) stream.deliver(data);
+    if ((flags & END_STREAM) !== 0) {
+      stream.remoteEnd();
+      return;
+    }
+    stream.recvUnacked += length;
+    if (stream.recvUnacked >= this.settings.streamWindow >>> 1 && !stream.localEnded) {
+      this.write(uint32Frame(WINDOW_UPDATE, id, stream.recvUnacked));
+      stream.recvWindow += stream.recvUnacked;
+      stream.recvUnacked = 0;
+    }
+  }
+
+  private onHeaders(flags: number, id: number, payload: Buffer): void {
+    if (id === 0) throw new ConnectionError(PROTOCOL_ERROR, 'HEADERS on stream 0');
+    let fragment = unpad(flags, payload);
+    if ((flags & PRIORITY_FLAG) !== 0) {
+      if (fragment.length < 5) throw new ConnectionError(FRAME_SIZE_ERROR, 'HEADERS too short for its priority');
+      fragment = fragment.subarray(5);
+    }
+    const endStream = (flags & END_STREAM) !== 0;
+    if ((flags & END_HEADERS) !== 0) this.headerBlock(id, endStream, fragment);
+    else this.block = { id, endStream, parts: [fragment], length: this.checkBlock(fragment.length) };
+  }
+
+  private onContinuation(flags: number, id: number, payload: Buffer): void {
+    const block = this.block;
+    if (block === null || block.id !== id) throw new ConnectionError(PROTOCOL_ERROR, 'CONTINUATION without its HEADERS');
+    block.parts.push(payload);
+    block.length = this.checkBlock(block.length + payload.length);
+    if ((flags & END_HEADERS) === 0) return;
+    this.block = null;
+    this.headerBlock(id, block.endStream, Buffer.concat(block.parts, block.length));
+  }
+
+  /** A header block longer than twice the header list limit cannot decode within it: the client is flooding. */
+  private checkBlock(length: number): number {
+    if (length > 2 * this.settings.maxHeaderListBytes) throw new ConnectionError(ENHANCE_YOUR_CALM, 'header block too large');
+    return length;
+  }
+
+  private headerBlock(id: number, endStream: boolean, block: Buffer): void {
+    // Every block is decoded, refused or not, to keep the connection's HPACK table in step with the client's.
+    const fields = this.fields;
+    fields.start();
+    const size = this.decoder.decode(block, this.settings.maxHeaderListBytes, fields.sink);
+    if (id <= this.lastStreamId) {
+      this.trailers(id, endStream);
+      return;
+    }
+    if ((id & 1) === 0) throw new ConnectionError(PROTOCOL_ERROR, 'a client stream with an even identifier');
+    if (this.goingAway) {
+      this.write(uint32Frame(RST_STREAM, id, REFUSED_STREAM));
+      return;
+    }
+    this.lastStreamId = id;
+    if (this.streams.size >= this.settings.maxConcurrentStreams) {
+      this.write(uint32Frame(RST_STREAM, id, REFUSED_STREAM));
+      this.countReset();
+      return;
+    }
+    if (!fields.valid()) {
+      this.write(uint32Frame(RST_STREAM, id, PROTOCOL_ERROR));
+      return;
+    }
+    const stream = new Http2Stream(this, id, fields.take(), size, this.peerInitialWindow, this.settings.streamWindow);
+    this.streams.set(id, stream);
+    if (endStream) stream.remoteEnded = true;
+    this.onStream(stream);
+    if (endStream && !stream.localEnded) stream.remoteEnd();
+  }
+
+  /** A second header block on an open stream: trailers, which must end the stream; gRPC servers ignore their fields. */
+  private trailers(id: number, endStream: boolean): void {
+    const stream = this.streams.get(id);
+    if (stream === undefined || stream.remoteEnded) return;
+    if (!endStream) return this.resetStream(stream, PROTOCOL_ERROR);
+    stream.remoteEnd();
+  }
+
+  private onPriority(id: number, payload: Buffer): void {
+    if (id === 0) throw new ConnectionError(PROTOCOL_ERROR, 'PRIORITY on stream 0');
+    if (payload.length !== 5) throw new ConnectionError(FRAME_SIZE_ERROR, 'PRIORITY of the wrong size');
+  }
+
+  private onReset(id: number, payload: Buffer): void {
+    if (id === 0) throw new ConnectionError(PROTOCOL_ERROR, 'RST_STREAM on stream 0');
+    if (payload.length !== 4) throw new ConnectionError(FRAME_SIZE_ERROR, 'RST_STREAM of the wrong size');
+    if (id > this.lastStreamId) throw new ConnectionError(PROTOCOL_ERROR, 'RST_STREAM on an idle stream');
+    const stream = this.streams.get(id);
+    if (stream === undefined) return;
+    this.streams.delete(id);
+    this.blocked.delete(stream);
+    stream.abort();
+    this.countReset();
+  }
+
+  private countReset(): void {
+    if (++this.resets > this.finished + RESET_ALLOWANCE) throw new ConnectionError(ENHANCE_YOUR_CALM, 'too many streams reset or refused');
+  }
+
+  private onSettings(flags: number, id: number, payload: Buffer): void {
+    if (id !== 0) throw new ConnectionError(PROTOCOL_ERROR, 'SETTINGS on a stream');
+    if ((flags & ACK) !== 0) {
+      if (payload.length !== 0) throw new ConnectionError(FRAME_SIZE_ERROR, 'SETTINGS ACK with a payload');
+      return;
+    }
+    if (payload.length % 6 !== 0) throw new ConnectionError(FRAME_SIZE_ERROR, 'SETTINGS of the wrong size');
+    for (let at = 0; at < payload.length; at += 6) this.setting(payload.readUInt16BE(at), payload.readUInt32BE(at + 2));
+    this.write(frame(SETTINGS, ACK, 0, null));
+    if (this.blocked.size > 0) this.flushBlocked();
+  }
+
+  private setting(key: number, value: number): void {
+    switch (key) {
+      case SETTINGS_ENABLE_PUSH:
+        if (value > 1) throw new ConnectionError(PROTOCOL_ERROR, 'SETTINGS_ENABLE_PUSH not 0 or 1');
+        return;
+      case SETTINGS_INITIAL_WINDOW_SIZE: {
+        if (value > MAX_WINDOW) throw new ConnectionError(FLOW_CONTROL_ERROR, 'SETTINGS_INITIAL_WINDOW_SIZE too large');
+        const delta = value - this.peerInitialWindow;
+        this.peerInitialWindow = value;
+        for (const s of this.streams.values()) {
+          s.sendWindow += delta;
+          if (s.sendWindow > MAX_WINDOW) throw new ConnectionError(FLOW_CONTROL_ERROR, 'a stream window above 2^31-1');
+          if (delta > 0 && !s.localEnded) this.blocked.add(s);
+        }
+        return;
+      }
+      case SETTINGS_MAX_FRAME_SIZE:
+        if (value < DEFAULT_MAX_FRAME || value > MAX_FRAME_LIMIT) throw new ConnectionError(PROTOCOL_ERROR, 'SETTINGS_MAX_FRAME_SIZE out of range');
+        this.peerMaxFrame = value;
+        return;
+      default:
+        // The header table size concerns an encoder that indexes; this one never does. Others are advisory.
+        return;
+    }
+  }
+
+  private onPing(flags: number, id: number, payload: Buffer): void {
+    if (id !== 0) throw new ConnectionError(PROTOCOL_ERROR, 'PING on a stream');
+    if (payload.length !== 8) throw new ConnectionError(FRAME_SIZE_ERROR, 'PING of the wrong size');
+    if ((flags & ACK) === 0) {
+      this.write(frame(PING, ACK, 0, payload));
+      return;
+    }
+    const key = payload.readUInt32BE(4);
+    const done = this.pings.get(key);
+    if (done === undefined) return;
+    this.pings.delete(key);
+    done(null);
+  }
+
+  private onWindowUpdate(id: number, payload: Buffer): void {
+    if (payload.length !== 4) throw new ConnectionError(FRAME_SIZE_ERROR, 'WINDOW_UPDATE of the wrong size');
+    const increment = payload.readUInt32BE(0) & 0x7fffffff;
+    if (id === 0) {
+      if (increment === 0) throw new ConnectionError(PROTOCOL_ERROR, 'WINDOW_UPDATE of 0');
+      this.sendWindow += increment;
+      if (this.sendWindow > MAX_WINDOW) throw new ConnectionError(FLOW_CONTROL_ERROR, 'connection window above 2^31-1');
+      if (this.blocked.size > 0) this.flushBlocked();
+      return;
+    }
+    const stream = this.streams.get(id);
+    if (stream === undefined) {
+      if (id > this.lastStreamId) throw new ConnectionError(PROTOCOL_ERROR, 'WINDOW_UPDATE on an idle stream');
+      return;
+    }
+    if (increment === 0) return this.resetStream(stream, PROTOCOL_ERROR);
+    stream.sendWindow += increment;
+    if (stream.sendWindow > MAX_WINDOW) return this.resetStream(stream, FLOW_CONTROL_ERROR);
+    if (this.blocked.has(stream)) {
+      this.blocked.delete(stream);
+      stream.flush();
+    }
+  }
+
+  private flushBlocked(): void {
+    const streams = [...this.blocked];
+    this.blocked.clear();
+    for (const s of streams) {
+      if (this.sendWindow <= 0) {
+        this.blocked.add(s);
+        continue;
+      }
+      s.flush();
+    }
+  }
+
+  /** A stream error (RFC 9113 5.4.2): RST_STREAM, and the stream's owner hears it as an abort. */
+  private resetStream(stream: Http2Stream, code: number): void {
+    this.write(uint32Frame(RST_STREAM, stream.id, code));
+    this.streams.delete(stream.id);
+    this.blocked.delete(stream);
+    stream.abort();
+  }
+
+  /** A connection error (RFC 9113 5.4.1): GOAWAY with the code, then the connection closes. */
+  private fail(code: number): void {
+    if (this.closed) return;
+    const payload = Buffer.allocUnsafe(8);
+    payload.writeUInt32BE(this.lastStreamId, 0);
+    payload.writeUInt32BE(code, 4);
+    this.write(frame(GOAWAY, 0, 0, payload));
+    this.goingAway = true;
+    this.closed = true;
+    this.socket.end();
+    this.closeStreams();
+  }
+
+  private onSocketClose(): void {
+    this.closed = true;
+    this.closeStreams();
+    for (const done of this.pings.values()) done(new Error('connection closed'));
+    this.pings.clear();
+    this.onClose?.();
+  }
+
+  private closeStreams(): void {
+    const streams = [...this.streams.values()];
+    this.streams.clear();
+    this.blocked.clear();
+    for (const s of streams) s.abort();
+  }
+}
+
+/** A DATA or HEADERS payload without its padding (RFC 9113 6.1). */
+function unpad(flags: number, payload: Buffer): Buffer {
+  if ((flags & PADDED) === 0) return payload;
+  if (payload.length === 0) throw new ConnectionError(PROTOCOL_ERROR, 'padded frame without its pad length');
+  const pad = payload[0]!;
+  if (pad >= payload.length) throw new ConnectionError(PROTOCOL_ERROR, 'padding longer than the frame');
+  return payload.subarray(1, payload.length - pad);
+}
+
+function ignore(): void {}
+
