@@ -1,0 +1,116 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import net from 'node:net';
+import http2 from 'node:http2';
+import { once } from 'node:events';
+import { CompressionError, encodeBlock, HeaderDecoder } from '../../../../src/frontends/grpc/http2/hpack.js';
+import { huffmanDecode } from '../../../../src/frontends/grpc/http2/huffman.js';
+
+// HPACK decoding against RFC 7541's own examples (Appendix C), against what nghttp2 (node:http2's client)
+// encodes, and against blocks no encoder should send.
+
+function decodeAll(d: HeaderDecoder, hex: string, max = Infinity): Array<[string, string]> {
+  const out: Array<[string, string]> = [];
+  d.decode(Buffer.from(hex.replace(/\s/g, ''), 'hex'), max, (n, v) => out.push([n, v]));
+  return out;
+}
+
+const FIRST: Array<[string, string]> = [[':method', 'GET'], [':scheme', 'http'], [':path', '/'], [':authority', 'www.example.com']];
+
+test('RFC 7541 C.3: requests without Huffman coding, sharing the dynamic table', () => {
+  const d = new HeaderDecoder();
+  assert.deepEqual(decodeAll(d, '828684410f7777772e6578616d706c652e636f6d'), FIRST);
+  assert.deepEqual(decodeAll(d, '828684be58086e6f2d6361636865'), [...FIRST, ['cache-control', 'no-cache']]);
+  assert.deepEqual(decodeAll(d, '828785bf400a637573746f6d2d6b65790c637573746f6d2d76616c7565'),
+    [[':method', 'GET'], [':scheme', 'https'], [':path', '/index.html'], [':authority', 'www.example.com'], ['custom-key', 'custom-value']]);
+});
+
+test('RFC 7541 C.4: the same requests with Huffman coding', () => {
+  const d = new HeaderDecoder();
+  assert.deepEqual(decodeAll(d, '828684418cf1e3c2e5f23a6ba0ab90f4ff'), FIRST);
+  assert.deepEqual(decodeAll(d, '828684be5886a8eb10649cbf'), [...FIRST, ['cache-control', 'no-cache']]);
+  assert.deepEqual(decodeAll(d, '828785bf408825a849e95ba97d7f8925a849e95bb8e8b4bf'),
+    [[':method', 'GET'], [':scheme', 'https'], [':path', '/index.html'], [':authority', 'www.example.com'], ['custom-key', 'custom-value']]);
+});
+
+test('the dynamic table evicts its oldest entries at its size, and a size update shrinks it', () => {
+  const d = new HeaderDecoder();
+  // Size update to 100 octets, then two literals with indexing of 32+1+40 = 73 octets each: the second evicts the first.
+  const literal = (name: string, value: string) => Buffer.concat([Buffer.from([0x40, name.length]), Buffer.from(name), Buffer.from([value.length]), Buffer.from(value)]);
+  const update = Buffer.from([0x3f, 100 - 31]);
+  const a = literal('a', 'x'.repeat(40));
+  const b = literal('b', 'y'.repeat(40));
+  d.decode(Buffer.concat([update, a, b]), Infinity, () => {});
+  assert.deepEqual(decodeAll(d, 'be'), [['b', 'y'.repeat(40)]], 'index 62 is the newest entry');
+  assert.throws(() => decodeAll(d, 'bf'), CompressionError, 'the evicted entry is gone');
+  // A size update of 0 empties the table.
+  d.decode(Buffer.from([0x20]), Infinity, () => {});
+  assert.throws(() => decodeAll(d, 'be'), CompressionError);
+});
+
+test('fields past the header list limit are counted but not delivered, and the table stays in step', () => {
+  const d = new HeaderDecoder();
+  const fields: string[] = [];
+  const size = d.decode(Buffer.from('828684410f7777772e6578616d706c652e636f6d', 'hex'), 100, (n) => fields.push(n));
+  assert.equal(size, 4 * 32 + ':method'.length + 3 + ':scheme'.length + 4 + ':path'.length + 1 + ':authority'.length + 15);
+  assert.deepEqual(fields, [':method', ':scheme']);
+  assert.deepEqual(decodeAll(d, 'be'), [[':authority', 'www.example.com']]);
+});
+
+test('blocks no encoder should send are COMPRESSION_ERRORs', () => {
+  const bad: Record<string, string> = {
+    'index 0': '80',
+    'an index past the table': 'ff40',
+    'a size update above the announced maximum': '3fe21f',
+    'a size update after a field': '8220',
+    'a truncated integer': 'ff',
+    'an integer past 2^28': 'ffffffffffff7f',
+    'a string past the block': '4005616263',
+    'a Huffman string padded with zeros': '408100' + '00',
+    'a Huffman string with more than 7 bits of padding': '4082ffff00',
+  };
+  for (const [what, hex] of Object.entries(bad)) {
+    assert.throws(() => decodeAll(new HeaderDecoder(), hex), CompressionError, what);
+  }
+  // EOS itself in a string (30 one-bits) is an error, not a symbol.
+  assert.equal(huffmanDecode(Buffer.from([0xff, 0xff, 0xff, 0xff]), 0, 4), null);
+});
+
+test('encodeBlock writes fields the decoder reads back, static entries as one octet', () => {
+  const fields: Array<[string, string]> = [[':status', '200'], ['content-type', 'application/grpc'], ['grpc-status', '13'], ['grpc-message', 'a%20b']];
+  const block = encodeBlock(fields);
+  assert.equal(block[0], 0x88, ':status 200 is static index 8');
+  assert.deepEqual(decodeAll(new HeaderDecoder(), block.toString('hex')), fields);
+});
+
+test('every octet nghttp2 may put in a header value decodes as it was sent, Huffman-coded or not', async () => {
+  // node:http2's client encodes the request; a bare socket server keeps its bytes for the decoder.
+  const visible = Array.from({ length: 0x7f - 0x20 }, (_, i) => String.fromCharCode(0x20 + i)).join('');
+  const values = { 'x-visible': visible.trim(), 'x-letters': 'abcdefghijklmnopqrstuvwxyz0123456789', 'x-repeat': 'aaaaaaaaaaaaaaaaaaaaaaaa' };
+  const received: Buffer[] = [];
+  const server = net.createServer((s) => s.on('data', (c: Buffer) => received.push(c)));
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const port = (server.address() as net.AddressInfo).port;
+  const session = http2.connect(`http://127.0.0.1:${port}`);
+  session.on('error', () => {});
+  const req = session.request({ ':method': 'POST', ':path': '/x', ...values });
+  req.on('error', () => {});
+  await new Promise((r) => setTimeout(r, 300));
+  session.destroy();
+  server.close();
+  const bytes = Buffer.concat(received).subarray(24);
+  const fields = new Map<string, string>();
+  let huffmanSeen = false;
+  for (let at = 0; at + 9 <= bytes.length;) {
+    const length = bytes.readUIntBE(at, 3);
+    if (bytes[at + 3] === 0x1) {
+      const block = bytes.subarray(at + 9, at + 9 + length);
+      huffmanSeen = block.some((b, i) => i > 0 && (b & 0x80) !== 0);
+      new HeaderDecoder().decode(block, Infinity, (n, v) => fields.set(n, v));
+    }
+    at += 9 + length;
+  }
+  assert.ok(huffmanSeen, 'nghttp2 Huffman-coded some strings');
+  for (const [k, v] of Object.entries(values)) assert.equal(fields.get(k), v, k);
+});
