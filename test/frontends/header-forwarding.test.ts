@@ -15,8 +15,8 @@ import { connect, failure, int32Bytes, startGrpcTestServer, unary, type Client }
 // quotes and a backslash arrives as sent, over gRPC as over HTTP (test_headers, my_header_3). Over HTTP, Triton
 // matches and forwards each header under its name as sent (http_server.cc ForEachHeader). Triton's value also
 // ends in a space, which Node loses before any code of Nereid runs: its HTTP/1.1 parser trims a value's trailing
-// whitespace (in req.rawHeaders too), and Node 20's HTTP/2 layer drops a whole field whose value starts or ends
-// in whitespace (RFC 9113 §8.2.1, nghttp2's check); the checks below send the value without the space.
+// whitespace (in req.rawHeaders too), and RFC 9113 §8.2.1 forbids such a value in an HTTP/2 field (gRPC
+// clients built on nghttp2 drop the field); the checks below send the value without the space.
 
 const RESERVED = ['sequence_id', 'sequence_start', 'sequence_end', 'priority', 'timeout', 'headers', 'binary_data_output',
   'triton_enable_empty_final_response', 'triton_final_response', 'triton_injected_via_header'];

@@ -65,6 +65,12 @@ export class Http2Connection implements StreamOwner {
   private goingAway = false;
   private closed = false;
   private readPaused = false;
+  /** The socket is corked until the end of the current tick. */
+  private corked = false;
+  private readonly uncork = (): void => {
+    this.corked = false;
+    this.socket.uncork();
+  };
   private finished = 0;
   private resets = 0;
   private pingId = 0;
@@ -128,6 +134,13 @@ export class Http2Connection implements StreamOwner {
   write(out: Buffer): void {
     if (this.closed) return;
     const socket = this.socket;
+    // Frames written in one turn of the event loop (a stream's headers, message and trailers; responses that
+    // completed together) leave in one system call.
+    if (!this.corked) {
+      this.corked = true;
+      socket.cork();
+      process.nextTick(this.uncork);
+    }
     socket.write(out);
     if (!this.readPaused && socket.writableLength > OUTPUT_HIGH_WATER) {
       this.readPaused = true;
