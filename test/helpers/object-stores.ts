@@ -85,9 +85,10 @@ export async function fileBytes(path: string): Promise<Buffer> {
 
 /**
  * A TCP relay to a store that, once `stallAfter` bytes of one response passed, stops relaying that connection's
- * bytes and calls `onStall`: the test then kills the store while a download is half done.
+ * bytes and calls `onStall`: the test then kills the store while a download is half done. When `onStall`
+ * returns 'drop', the relay closes that connection instead, as a network dropping it mid-download would.
  */
-export async function startStallingProxy(target: number, stallAfter: number, onStall: () => void): Promise<{ port: number; requests: string[]; close(): Promise<void> }> {
+export async function startStallingProxy(target: number, stallAfter: number, onStall: () => void | 'drop'): Promise<{ port: number; requests: string[]; close(): Promise<void> }> {
   /** The request lines relayed ("GET /bucket/key?… "), in order, for tests that count what a client asked. */
   const requests: string[] = [];
   let stalled = false;
@@ -103,7 +104,10 @@ export async function startStallingProxy(target: number, stallAfter: number, onS
       if (!stalled && seen > stallAfter) {
         stalled = true;
         held.add(upstream);
-        onStall();
+        if (onStall() === 'drop') {
+          client.destroy();
+          upstream.destroy();
+        }
       }
       if (!held.has(upstream)) client.write(b);
     });

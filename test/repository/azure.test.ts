@@ -7,19 +7,21 @@ import { BlobServiceClient, StorageSharedKeyCredential, type ContainerClient } f
 import { EXAMPLES } from '../helpers/paths.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { request } from '../helpers/http.js';
-import { AZURITE_ACCOUNT, AZURITE_KEY, freePort, startAzurite, type StoreProcess, inferSimpleStatus, simpleModelFiles } from '../helpers/object-stores.js';
+import { AZURITE_ACCOUNT, AZURITE_KEY, filesUnder, freePort, startAzurite, startStallingProxy, type StoreProcess, inferSimpleStatus, simpleModelFiles } from '../helpers/object-stores.js';
 
 // as:// repositories against Azurite, Microsoft's storage emulator, in a child process on a loopback port.
 // AZURE_STORAGE_BLOB_ENDPOINT points the SDK at it instead of https://<account>.blob.core.windows.net.
 
 let dataDir: string;
 let store: StoreProcess;
+let storePort: number;
 let container: ContainerClient;
 const saved = { ...process.env };
 
 before(async () => {
   dataDir = await mkdtemp(join(tmpdir(), 'nereid-azurite-'));
   const port = await freePort();
+  storePort = port;
   store = await startAzurite(dataDir, port);
   const endpoint = `http://127.0.0.1:${port}/${AZURITE_ACCOUNT}`;
   container = new BlobServiceClient(endpoint, new StorageSharedKeyCredential(AZURITE_ACCOUNT, AZURITE_KEY)).getContainerClient('models');
@@ -104,6 +106,62 @@ test('as://: a wrong key and a missing container fail at once, naming the URL an
     assert.match(missing.message, new RegExp(`failed to list as://${AZURITE_ACCOUNT}/nocontainer/x: HTTP 404`));
   } finally {
     setEnv({ AZURE_STORAGE_ACCOUNT: AZURITE_ACCOUNT, AZURE_STORAGE_KEY: AZURITE_KEY });
+    await rm(cache, { recursive: true, force: true });
+  }
+});
+
+/** Runs `body` with the SDK pointed at a relay on `port` in front of Azurite, then points it back. */
+async function throughRelay<T>(port: number, body: () => Promise<T>): Promise<T> {
+  const direct = process.env.AZURE_STORAGE_BLOB_ENDPOINT;
+  process.env.AZURE_STORAGE_BLOB_ENDPOINT = `http://127.0.0.1:${port}/${AZURITE_ACCOUNT}`;
+  try {
+    return await body();
+  } finally {
+    process.env.AZURE_STORAGE_BLOB_ENDPOINT = direct;
+  }
+}
+
+test('as://: the connection dropped mid-download: the download is retried and the model loads whole', async () => {
+  const big = Buffer.alloc(24 * 1024 * 1024);
+  for (let i = 0; i < big.length; i += 4096) big.writeUInt32LE(i, i);
+  await putSimple('dropped', 'simple_a');
+  await put('dropped/simple_a/1/weights.bin', big);
+  let dropped = false;
+  const proxy = await startStallingProxy(storePort, 4 * 1024 * 1024, () => {
+    dropped = true;
+    return 'drop';
+  });
+  const cache = await mkdtemp(join(tmpdir(), 'nereid-as-cache-'));
+  try {
+    const server = await throughRelay(proxy.port, () => startTestServer({ modelRepositories: [url('dropped')], repositoryCacheDir: cache }));
+    assert.ok(dropped, 'a connection was dropped mid-download');
+    assert.equal(await infer(server, 'simple_a'), 200);
+    await server.close();
+    const files = await filesUnder(cache);
+    const weights = files.find(([k]) => k.endsWith('simple_a/1/weights.bin'));
+    assert.ok(weights, 'the big file is in the cache');
+    assert.ok((await readFile(weights[1])).equals(big), 'whole and intact');
+    assert.ok(!files.some(([k]) => k.endsWith('.partial')), 'no partial file left');
+  } finally {
+    await proxy.close();
+    await rm(cache, { recursive: true, force: true });
+  }
+});
+
+test('as://: poll mode with the store down: the loaded models keep serving, and nothing is unloaded', async () => {
+  await putSimple('down', 'simple_a');
+  const cache = await mkdtemp(join(tmpdir(), 'nereid-as-cache-'));
+  // A relay that is then closed stands for the store going down without disturbing the other tests.
+  const proxy = await startStallingProxy(storePort, Number.MAX_SAFE_INTEGER, () => undefined);
+  const server = await throughRelay(proxy.port, () => startTestServer({ modelRepositories: [url('down')], modelControlMode: 'poll', repositoryPollSecs: 3600, repositoryCacheDir: cache }));
+  try {
+    assert.equal(await infer(server, 'simple_a'), 200);
+    await proxy.close();
+    await server.server.pollRepository().catch(() => undefined);
+    assert.equal(await infer(server, 'simple_a'), 200, 'still serving');
+    assert.equal((await request(`${server.url}/v2/models/simple_a/ready`)).status, 200, 'still ready');
+  } finally {
+    await server.close();
     await rm(cache, { recursive: true, force: true });
   }
 });

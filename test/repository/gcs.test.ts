@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { EXAMPLES } from '../helpers/paths.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { request } from '../helpers/http.js';
-import { inferSimpleStatus, simpleModelFiles } from '../helpers/object-stores.js';
+import { inferSimpleStatus, simpleModelFiles, startStallingProxy } from '../helpers/object-stores.js';
 import { startGcsStandIn, type GcsStandIn } from '../helpers/gcs-stand-in.js';
 
 // gs:// repositories through @google-cloud/storage pointed (STORAGE_EMULATOR_HOST) at a small local server that
@@ -66,6 +66,30 @@ test('gs://: a store briefly answering 503 is retried; a missing bucket fails at
     assert.match(missing.message, /failed to list gs:\/\/nobucket\/x: .*bucket does not exist/);
     assert.equal(gcs.requests.length - before, 1, 'a 404 is not retried');
   } finally {
+    await rm(cache, { recursive: true, force: true });
+  }
+});
+
+test('gs://: poll mode with the store down: the loaded models keep serving, and nothing is unloaded', async () => {
+  await putSimple('down', 'simple_a');
+  const cache = await mkdtemp(join(tmpdir(), 'nereid-gs-cache-'));
+  // A relay that is then closed stands for the store going down without disturbing the other tests.
+  const proxy = await startStallingProxy(Number(new URL(gcs.endpoint).port), Number.MAX_SAFE_INTEGER, () => undefined);
+  process.env.STORAGE_EMULATOR_HOST = `http://127.0.0.1:${proxy.port}`;
+  let server: TestServer;
+  try {
+    server = await startTestServer({ modelRepositories: ['gs://bucket/down'], modelControlMode: 'poll', repositoryPollSecs: 3600, repositoryCacheDir: cache });
+  } finally {
+    process.env.STORAGE_EMULATOR_HOST = gcs.endpoint;
+  }
+  try {
+    assert.equal(await infer(server, 'simple_a'), 200);
+    await proxy.close();
+    await server.server.pollRepository().catch(() => undefined);
+    assert.equal(await infer(server, 'simple_a'), 200, 'still serving');
+    assert.equal((await request(`${server.url}/v2/models/simple_a/ready`)).status, 200, 'still ready');
+  } finally {
+    await server.close();
     await rm(cache, { recursive: true, force: true });
   }
 });
