@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer, type AddressInfo, type Server, type Socket, connect as tcpConnect } from 'node:net';
 import { readdir, readFile } from 'node:fs/promises';
 import { join, relative, sep } from 'node:path';
+import assert from 'node:assert/strict';
 import { ROOT } from './paths.js';
 
 /**
@@ -151,4 +152,20 @@ export async function inferSimpleStatus(url: string, model: string, version?: nu
   });
   await r.arrayBuffer();
   return r.status;
+}
+
+/**
+ * Poll mode with the store gone: `model`, loaded from the store through `relay`, is inferred, the relay closed
+ * (the store unreachable), the repository polled, and the model must still serve and stay ready.
+ */
+export async function assertServesWithStoreDown(
+  server: { url: string; server: { pollRepository(): Promise<unknown> } }, relay: { close(): Promise<void> }, model: string,
+): Promise<void> {
+  assert.equal(await inferSimpleStatus(server.url, model), 200);
+  await relay.close();
+  await server.server.pollRepository().catch(() => undefined);
+  assert.equal(await inferSimpleStatus(server.url, model), 200, 'still serving');
+  const ready = await fetch(`${server.url}/v2/models/${model}/ready`);
+  await ready.arrayBuffer();
+  assert.equal(ready.status, 200, 'still ready');
 }

@@ -7,7 +7,7 @@ import { BlobServiceClient, StorageSharedKeyCredential, type ContainerClient } f
 import { EXAMPLES } from '../helpers/paths.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { request } from '../helpers/http.js';
-import { AZURITE_ACCOUNT, AZURITE_KEY, filesUnder, freePort, startAzurite, startStallingProxy, type StoreProcess, inferSimpleStatus, simpleModelFiles } from '../helpers/object-stores.js';
+import { AZURITE_ACCOUNT, AZURITE_KEY, filesUnder, freePort, startAzurite, startStallingProxy, assertServesWithStoreDown, type StoreProcess, inferSimpleStatus, simpleModelFiles } from '../helpers/object-stores.js';
 
 // as:// repositories against Azurite, Microsoft's storage emulator, in a child process on a loopback port.
 // AZURE_STORAGE_BLOB_ENDPOINT points the SDK at it instead of https://<account>.blob.core.windows.net.
@@ -155,11 +155,7 @@ test('as://: poll mode with the store down: the loaded models keep serving, and 
   const proxy = await startStallingProxy(storePort, Number.MAX_SAFE_INTEGER, () => undefined);
   const server = await throughRelay(proxy.port, () => startTestServer({ modelRepositories: [url('down')], modelControlMode: 'poll', repositoryPollSecs: 3600, repositoryCacheDir: cache }));
   try {
-    assert.equal(await infer(server, 'simple_a'), 200);
-    await proxy.close();
-    await server.server.pollRepository().catch(() => undefined);
-    assert.equal(await infer(server, 'simple_a'), 200, 'still serving');
-    assert.equal((await request(`${server.url}/v2/models/simple_a/ready`)).status, 200, 'still ready');
+    await assertServesWithStoreDown(server, proxy, 'simple_a');
   } finally {
     await server.close();
     await rm(cache, { recursive: true, force: true });

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { EXAMPLES } from '../helpers/paths.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 import { request } from '../helpers/http.js';
-import { inferSimpleStatus, simpleModelFiles, startStallingProxy } from '../helpers/object-stores.js';
+import { assertServesWithStoreDown, inferSimpleStatus, simpleModelFiles, startStallingProxy } from '../helpers/object-stores.js';
 import { startGcsStandIn, type GcsStandIn } from '../helpers/gcs-stand-in.js';
 
 // gs:// repositories through @google-cloud/storage pointed (STORAGE_EMULATOR_HOST) at a small local server that
@@ -83,11 +83,7 @@ test('gs://: poll mode with the store down: the loaded models keep serving, and 
     process.env.STORAGE_EMULATOR_HOST = gcs.endpoint;
   }
   try {
-    assert.equal(await infer(server, 'simple_a'), 200);
-    await proxy.close();
-    await server.server.pollRepository().catch(() => undefined);
-    assert.equal(await infer(server, 'simple_a'), 200, 'still serving');
-    assert.equal((await request(`${server.url}/v2/models/simple_a/ready`)).status, 200, 'still ready');
+    await assertServesWithStoreDown(server, proxy, 'simple_a');
   } finally {
     await server.close();
     await rm(cache, { recursive: true, force: true });

@@ -7,7 +7,7 @@ import { DeleteObjectsCommand, ListObjectsV2Command, PutObjectCommand, S3Client 
 import { EXAMPLES } from '../helpers/paths.js';
 import { startTestServer, tempRepository, type TestServer } from '../helpers/server.js';
 import { postJson, request } from '../helpers/http.js';
-import { filesUnder, freePort, S3_KEY, startS3rver, startStallingProxy, type StoreProcess, inferSimpleStatus, simpleModelFiles } from '../helpers/object-stores.js';
+import { filesUnder, freePort, S3_KEY, startS3rver, startStallingProxy, assertServesWithStoreDown, type StoreProcess, inferSimpleStatus, simpleModelFiles } from '../helpers/object-stores.js';
 
 // s3:// repositories against s3rver, a real S3-compatible server, in a child process on a loopback port.
 
@@ -291,10 +291,7 @@ test('poll mode with the store down: the loaded models keep serving, and nothing
   const proxy = await startStallingProxy(port, Number.MAX_SAFE_INTEGER, () => undefined);
   const server = await startTestServer({ modelRepositories: [url('down', proxy.port)], modelControlMode: 'poll', repositoryPollSecs: 3600, repositoryCacheDir: cache });
   try {
-    assert.equal(await infer(server, 'simple_a'), 200);
-    await proxy.close();
-    await server.server.pollRepository().catch(() => undefined);
-    assert.equal(await infer(server, 'simple_a'), 200, 'still serving');
+    await assertServesWithStoreDown(server, proxy, 'simple_a');
   } finally {
     await server.close();
     await rm(cache, { recursive: true, force: true });
