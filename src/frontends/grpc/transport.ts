@@ -1,5 +1,6 @@
 import net, { type Server, type Socket } from 'node:net';
 import tls from 'node:tls';
+import { limitExceeded } from '../../errors.js';
 import { ServerCall, type CallSettings } from './call.js';
 import { Status, type CallStatus } from './codes.js';
 import { ACCEPT_ENCODING, isSupportedEncoding } from './compression.js';
@@ -88,10 +89,8 @@ function dispatch(stream: Http2Stream, routes: ReadonlyMap<string, Method>, limi
   const headers = stream.headers;
   if (stream.headerListSize > limits.maxHeaderListBytes) {
     // Its fields past the limit were dropped, so the call is answered without reading them.
-    new ServerCall(stream, limits, 'identity').end({
-      code: Status.RESOURCE_EXHAUSTED,
-      details: `Header list size ${stream.headerListSize} exceeds the limit of ${limits.maxHeaderListBytes} bytes`,
-    });
+    new ServerCall(stream, limits, 'identity').fail(limitExceeded('RESOURCE_EXHAUSTED', 'grpc-header-list-size',
+      `Header list size ${stream.headerListSize} exceeds the limit of ${limits.maxHeaderListBytes} bytes`));
     return;
   }
   const contentType = headers['content-type'];

@@ -24,7 +24,7 @@ let server: Awaited<ReturnType<typeof startGrpcTestServer>>;
 let port: number;
 
 before(async () => {
-  server = await startGrpcTestServer({ modelRepositories: [EXAMPLES], modelControlMode: 'explicit' });
+  server = await startGrpcTestServer({ modelRepositories: [EXAMPLES], modelControlMode: 'explicit', metrics: {} });
   port = server.grpc.port;
 });
 
@@ -139,6 +139,7 @@ test('a header list past SETTINGS_MAX_HEADER_LIST_SIZE is answered RESOURCE_EXHA
     const trailers = await c.trailersOf(1);
     assert.equal(trailers.fields!['grpc-status'], '8');
     assert.match(trailers.fields!['grpc-message']!, /Header list size \d+ exceeds the limit of 16384 bytes/);
+    assert.match(await server.server.metricsText(), /^nereid_limit_refusal_count\{limit="grpc-header-list-size"\} 1$/m);
     // The connection's HPACK state stayed in step: the next call on it decodes.
     c.send(FrameClient.requestHeaders(3, LIVE), FrameClient.message(3, EMPTY));
     assert.equal((await c.trailersOf(3)).fields!['grpc-status'], '0');
