@@ -68,6 +68,7 @@ export async function mirrorModel(openStore: () => Promise<ObjectStore>, prefix:
     if (!had || had.etag !== o.etag || had.size !== o.size || !local?.isFile() || local.size !== o.size) stale.push([rel, o]);
   }
   const store = stale.length > 0 ? await openStore() : undefined;
+  await store?.prepareReads?.();
   const total = stale.reduce((n, [, o]) => n + o.size, 0);
   let done = 0;
   const started = Date.now();

@@ -22,6 +22,7 @@ export async function s3Store(url: CloudUrl, cred: S3Credential, env: NodeJS.Pro
   return {
     listObjects: async (prefix) => (lister ? lister(prefix) : (await viaSdk()).listObjects(prefix)),
     read: async (key) => (await viaSdk()).read(key),
+    prepareReads: async () => void (await viaSdk()),
   };
 }
 
