@@ -28,7 +28,7 @@ export function plainLister(url: CloudUrl, cred: S3Credential, region: string, e
   if (!cred.keyId || !cred.secretKey) return undefined;
   const endpoint = listingEndpoint(url, region, env);
   if (!endpoint) return undefined;
-  const key = { id: cred.keyId, secret: cred.secretKey, token: cred.sessionToken };
+  const key: KeyPair = { id: cred.keyId, secret: cred.secretKey, token: cred.sessionToken };
   return async (prefix) => {
     const out: StoredObject[] = [];
     let token: string | undefined;
@@ -61,21 +61,17 @@ function uriEncode(s: string): string {
   return encodeURIComponent(s).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
 }
 
-async function signedGet(endpoint: Endpoint, key: { id: string; secret: string; token?: string | undefined }, query: Record<string, string>): Promise<string> {
+interface KeyPair {
+  readonly id: string;
+  readonly secret: string;
+  readonly token?: string | undefined;
+}
+
+async function signedGet(endpoint: Endpoint, key: KeyPair, query: Record<string, string>): Promise<string> {
   const target = new URL(endpoint.origin);
   const path = endpoint.path === '' ? '/' : endpoint.path;
   const search = Object.keys(query).sort().map((k) => `${uriEncode(k)}=${uriEncode(query[k]!)}`).join('&');
-  const amzDate = new Date().toISOString().replace(/[-:]/g, '').replace(/\.\d{3}/, '');
-  const headers: Record<string, string> = { host: target.host, 'x-amz-content-sha256': EMPTY_SHA256, 'x-amz-date': amzDate };
-  if (key.token) headers['x-amz-security-token'] = key.token;
-  const names = Object.keys(headers).sort();
-  const canonical = ['GET', path, search, ...names.map((n) => `${n}:${headers[n]}`), '', names.join(';'), EMPTY_SHA256].join('\n');
-  const scope = `${amzDate.slice(0, 8)}/${endpoint.region}/s3/aws4_request`;
-  const toSign = ['AWS4-HMAC-SHA256', amzDate, scope, createHash('sha256').update(canonical).digest('hex')].join('\n');
-  let signingKey: Buffer = Buffer.from(`AWS4${key.secret}`);
-  for (const part of scope.split('/')) signingKey = createHmac('sha256', signingKey).update(part).digest();
-  const signature = createHmac('sha256', signingKey).update(toSign).digest('hex');
-  headers.authorization = `AWS4-HMAC-SHA256 Credential=${key.id}/${scope}, SignedHeaders=${names.join(';')}, Signature=${signature}`;
+  const headers = signedHeaders(target.host, path, search, endpoint.region, key);
   const { request } = target.protocol === 'https:' ? await import('node:https') : await import('node:http');
   const res = await new Promise<IncomingMessage>((resolve, reject) => {
     request({ protocol: target.protocol, hostname: target.hostname, port: target.port, path: `${path}?${search}`, headers, agent: false }, resolve)
@@ -86,6 +82,21 @@ async function signedGet(endpoint: Endpoint, key: { id: string; secret: string; 
   for await (const chunk of res) body += chunk as string;
   if (res.statusCode !== 200) throw storeRefusal(res.statusCode ?? 0, body);
   return body;
+}
+
+/** The headers of a GET with no body, Authorization included (Signature Version 4 for service s3). */
+function signedHeaders(host: string, path: string, search: string, region: string, key: KeyPair): Record<string, string> {
+  const amzDate = new Date().toISOString().replace(/[-:]/g, '').replace(/\.\d{3}/, '');
+  const headers: Record<string, string> = { host, 'x-amz-content-sha256': EMPTY_SHA256, 'x-amz-date': amzDate };
+  if (key.token) headers['x-amz-security-token'] = key.token;
+  const names = Object.keys(headers).sort();
+  const canonical = ['GET', path, search, ...names.map((n) => `${n}:${headers[n]}`), '', names.join(';'), EMPTY_SHA256].join('\n');
+  const scope = `${amzDate.slice(0, 8)}/${region}/s3/aws4_request`;
+  const toSign = ['AWS4-HMAC-SHA256', amzDate, scope, createHash('sha256').update(canonical).digest('hex')].join('\n');
+  let signingKey: Buffer = Buffer.from(`AWS4${key.secret}`);
+  for (const part of scope.split('/')) signingKey = createHmac('sha256', signingKey).update(part).digest();
+  const signature = createHmac('sha256', signingKey).update(toSign).digest('hex');
+  return { ...headers, authorization: `AWS4-HMAC-SHA256 Credential=${key.id}/${scope}, SignedHeaders=${names.join(';')}, Signature=${signature}` };
 }
 
 /** The store's error as the SDK reports it (name = the error code, the HTTP status in $metadata): see store.ts. */
