@@ -1,8 +1,9 @@
 #!/usr/bin/env node
 // Repositories in S3 against the same models on local disk: time to ready for 20 small models and for one
 // 200 MB model, cold (empty download cache) and warm (a restart with the bucket unchanged); and Nereid's download
-// throughput against a plain @aws-sdk/client-s3 GetObject loop over the same files, in the same run. The store is
-// s3rver on loopback, so both downloads are bound by s3rver: the ratio shows what Nereid adds, not a network.
+// throughput against a plain @aws-sdk/client-s3 GetObject loop over the same files, in the same run (in a fresh
+// process as Nereid's, as many files at once as Nereid's pool). The store is s3rver on loopback, so both
+// downloads are bound by s3rver: the ratio shows what Nereid adds, not a network.
 // Runs rotate their order every round so drift on the machine hits each alike.
 //
 //   node bench/cloud.mjs [--rounds N] [--big-mb M] [--out FILE]
@@ -109,17 +110,41 @@ function downloadSecs(log) {
   return m ? Number(m[2]) : NaN;
 }
 
-/** The plain loop: GetObject of every key, one after another, streamed to files. */
+/** Files Nereid downloads at once from a repository (CloudRepository's pool): the plain loop runs as many. */
+const POOL = 8;
+
+/**
+ * The plain loop, in a fresh process as Nereid's download is: the SDK loaded and the client made first, then
+ * (timed) GetObject of every key streamed to a file, POOL at once. Nereid's timing likewise starts with the
+ * SDK loaded and pays the client's first request and a cold JIT. Resolves to the milliseconds taken.
+ */
 async function plainLoop(kind) {
   const dir = mkdtempSync(join(work, 'plain-'));
-  const t0 = performance.now();
-  for (const key of keys[kind]) {
-    const r = await s3.send(new GetObjectCommand({ Bucket: BUCKET, Key: key }));
-    await pipeline(r.Body, createWriteStream(join(dir, key.replaceAll('/', '_'))));
-  }
-  const ms = performance.now() - t0;
+  const script = `
+    import { createWriteStream } from 'node:fs';
+    import { join } from 'node:path';
+    import { pipeline } from 'node:stream/promises';
+    import { S3Client, GetObjectCommand } from '@aws-sdk/client-s3';
+    const s3 = new S3Client(${JSON.stringify({ region: 'us-east-1', endpoint: `http://127.0.0.1:${s3port}`, forcePathStyle: true, credentials: KEY, maxAttempts: 1 })});
+    const queue = ${JSON.stringify(keys[kind])};
+    const t0 = performance.now();
+    const worker = async () => {
+      for (let key = queue.shift(); key !== undefined; key = queue.shift()) {
+        const r = await s3.send(new GetObjectCommand({ Bucket: ${JSON.stringify(BUCKET)}, Key: key }));
+        await pipeline(r.Body, createWriteStream(join(${JSON.stringify(dir)}, key.replaceAll('/', '_'))));
+      }
+    };
+    await Promise.all(Array.from({ length: ${POOL} }, worker));
+    console.log('PLAIN_MS', performance.now() - t0);
+    s3.destroy();`;
+  const child = spawn(process.execPath, ['--input-type=module', '-e', script], { cwd: ROOT, stdio: ['ignore', 'pipe', 'ignore'], env: { ...process.env, AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true' } });
+  let out = '';
+  child.stdout.on('data', (b) => (out += b));
+  const code = await new Promise((resolve) => child.once('exit', resolve));
   rmSync(dir, { recursive: true, force: true });
-  return ms;
+  const m = /PLAIN_MS ([\d.]+)/.exec(out);
+  if (code !== 0 || !m) throw new Error(`the plain loop failed (exit ${code})`);
+  return Number(m[1]);
 }
 
 const bigBytes = files(local.big).reduce((n, f) => n + statSync(f).size, 0);

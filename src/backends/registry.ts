@@ -26,6 +26,11 @@ export class BackendRegistry {
     this.get(name).then((b) => b.prestart?.(modelDir), () => undefined);
   }
 
+  /** Loads the backend's modules ahead, in the background; errors show at get(). */
+  preload(name: string): void {
+    if (this.loaders.has(name)) this.get(name).catch(() => undefined);
+  }
+
   get(name: string): Promise<Backend> {
     let p = this.loaded.get(name);
     if (p) return p;

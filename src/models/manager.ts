@@ -1,6 +1,9 @@
+import { readdir } from 'node:fs/promises';
+import { join } from 'node:path';
 import { NereidError, invalidArg, isNereidError, notFound, unavailable } from '../errors.js';
 import type { ModelConfig } from '../config/types.js';
 import { modelConfigToJson } from '../config/index.js';
+import { PLATFORM_BACKEND } from '../config/normalize.js';
 import type { Logger } from '../observability/logger.js';
 import { assertModelName, listVersions, modelKey, modelTimestamps, selectVersions, type ModelLocation, type RepositoryScan } from '../repository/local.js';
 import { openSources, scanSources, type RepositorySource } from '../repository/source.js';
@@ -311,6 +314,7 @@ export class ModelManager {
 
   /** Loads every model in the repositories (modes none and poll), or the named ones. Returns the failures. */
   async loadAll(names?: readonly string[]): Promise<Map<string, string>> {
+    void this.preloadCachedBackends();
     const scan = await scanSources(this.sources, this.namespacing);
     for (const [name, repos] of scan.duplicates) {
       this.entry(name).failure = `model '${name}' is not unique across all model repositories: ${repos.join(', ')}`;
@@ -346,6 +350,25 @@ export class ModelManager {
     const ordered = [...wanted.filter((n) => !ensembles.has(n)), ...wanted.filter((n) => ensembles.has(n))];
     await this.loadNames(ordered, ensembles, scan, failures);
     return failures;
+  }
+
+  /**
+   * While the repositories at URLs are listed, the backends that the configs in their download cache name
+   * load, in the listing's wait for the store: a restart with the bucket unchanged then finds them loaded. A
+   * config that changed since costs at most a backend loaded for nothing.
+   */
+  private async preloadCachedBackends(): Promise<void> {
+    const backends = new Set<string>();
+    for (const source of this.sources) {
+      if (!source.fetchModel) continue;
+      for (const name of await readdir(source.root).catch(() => [] as string[])) {
+        const config = await readConfig(join(source.root, name), name, this.opts).catch(() => undefined);
+        const backend = config?.backend || PLATFORM_BACKEND[config?.platform ?? ''];
+        if (!backend || backends.has(backend)) continue;
+        backends.add(backend);
+        this.opts.backends.preload(backend);
+      }
+    }
   }
 
   /** Loads models with at most --model-load-thread-count at once; ensembles wait until the others are done. */

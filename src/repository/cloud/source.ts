@@ -46,9 +46,8 @@ export class CloudRepository {
    * the scan that listed it; a later fetch lists afresh.
    */
   async listModels(): Promise<string[]> {
+    const objects = await this.list();
     const prefix = this.prefix();
-    const objects = await this.guard(`failed to list ${this.url.url}`, async (store) => withRetries(() => store.listObjects(prefix), this.retry,
-      (e, attempt, delay) => this.opts.logger.warn(this.scrub(`listing ${this.url.url} failed (attempt ${attempt} of ${this.retry.attempts}), retrying in ${delay} ms: ${describeError(e)}`))));
     const byModel = new Map<string, StoredObject[]>();
     for (const o of objects) {
       const slash = o.key.indexOf('/', prefix.length);
@@ -64,6 +63,15 @@ export class CloudRepository {
     return [...byModel.keys()];
   }
 
+  private list(): Promise<StoredObject[]> {
+    const prefix = this.prefix();
+    return this.guard(`failed to list ${this.url.url}`, async (open) => {
+      const store = await open();
+      return withRetries(() => store.listObjects(prefix), this.retry,
+        (e, attempt, delay) => this.opts.logger.warn(this.scrub(`listing ${this.url.url} failed (attempt ${attempt} of ${this.retry.attempts}), retrying in ${delay} ms: ${describeError(e)}`)));
+    });
+  }
+
   async fetchModel(name: string): Promise<void> {
     const url = `${this.url.url}/${name}`;
     const listed = this.listed.get(name);
@@ -74,10 +82,13 @@ export class CloudRepository {
     }, listed));
   }
 
-  /** Runs `op` on the store; a failure becomes one line naming the URL and the cause, secrets scrubbed. */
-  private async guard<T>(what: string, op: (store: ObjectStore) => Promise<T>): Promise<T> {
+  /**
+   * Runs `op`, which opens the store when it needs it; a failure becomes one line naming the URL and the cause,
+   * secrets scrubbed.
+   */
+  private async guard<T>(what: string, op: (open: () => Promise<ObjectStore>) => Promise<T>): Promise<T> {
     try {
-      return await op(await this.open());
+      return await op(() => this.open());
     } catch (e) {
       // A value with a code, like every refusal: the command line prints the message, not a stack.
       throw new NereidError('UNAVAILABLE', this.scrub(`${what}: ${describeError(e)}`));

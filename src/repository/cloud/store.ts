@@ -15,6 +15,11 @@ export interface ObjectStore {
   listObjects(prefix: string): Promise<StoredObject[]>;
   /** The object's bytes as a stream, never whole in memory. */
   read(key: string): Promise<Readable>;
+  /**
+   * Loads what reads need, where the listing did not (the S3 SDK): called before downloads start, so that a
+   * download's timing counts the transfer, not a library loading.
+   */
+  prepareReads?(): Promise<void>;
 }
 
 /** A failure of the store, with what decides whether trying again can help. */
