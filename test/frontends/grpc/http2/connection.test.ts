@@ -231,7 +231,7 @@ test('keepalive: a client that leaves PINGs unanswered is disconnected; max conn
   } finally {
     await s.close();
   }
-  const aged = await startGrpcTestServer({ modelRepositories: [EXAMPLES], modelControlMode: 'explicit' }, { maxConnectionAgeMs: 200, maxConnectionAgeGraceMs: 60_000 });
+  const aged = await startGrpcTestServer({ modelRepositories: [EXAMPLES], modelControlMode: 'explicit' }, { maxConnectionAgeMs: 1000, maxConnectionAgeGraceMs: 60_000 });
   try {
     const c = await FrameClient.connect(aged.grpc.port);
     // A call in flight when the GOAWAY comes still completes.
