@@ -314,7 +314,8 @@ export class ModelManager {
 
   /** Loads every model in the repositories (modes none and poll), or the named ones. Returns the failures. */
   async loadAll(names?: readonly string[]): Promise<Map<string, string>> {
-    void this.preloadCachedBackends();
+    // A failure here only means no head start: the loads report their own errors.
+    this.preloadCachedBackends().catch(() => undefined);
     const scan = await scanSources(this.sources, this.namespacing);
     for (const [name, repos] of scan.duplicates) {
       this.entry(name).failure = `model '${name}' is not unique across all model repositories: ${repos.join(', ')}`;

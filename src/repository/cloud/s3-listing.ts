@@ -54,6 +54,9 @@ function listingEndpoint(url: CloudUrl, region: string, env: NodeJS.ProcessEnv):
   return { origin: `https://s3.${region}.amazonaws.com`, path: `/${url.bucket}`, region };
 }
 
+/** How long a listing request may go without a byte from the store. */
+const LISTING_IDLE_MS = 30_000;
+
 const EMPTY_SHA256 = createHash('sha256').update('').digest('hex');
 
 /** RFC 3986 encoding, as SigV4's canonical query wants it. */
@@ -74,8 +77,11 @@ async function signedGet(endpoint: Endpoint, key: KeyPair, query: Record<string,
   const headers = signedHeaders(target.host, path, search, endpoint.region, key);
   const { request } = target.protocol === 'https:' ? await import('node:https') : await import('node:http');
   const res = await new Promise<IncomingMessage>((resolve, reject) => {
-    request({ protocol: target.protocol, hostname: target.hostname, port: target.port, path: `${path}?${search}`, headers, agent: false }, resolve)
-      .on('error', reject).end();
+    const req = request({ protocol: target.protocol, hostname: target.hostname, port: target.port, path: `${path}?${search}`, headers, agent: false }, resolve);
+    // A store that takes the connection and never answers fails the attempt (and is retried) instead of
+    // holding the start forever.
+    req.setTimeout(LISTING_IDLE_MS, () => req.destroy(new Error(`no answer from ${target.host} in ${LISTING_IDLE_MS / 1000} s`)));
+    req.on('error', reject).end();
   });
   let body = '';
   res.setEncoding('utf8');

@@ -51,6 +51,7 @@ export class Http2Connection implements StreamOwner {
   private readonly blocked = new Set<Http2Stream>();
   private readonly decoder = new HeaderDecoder();
   private readonly fields: RequestFields;
+  /** The highest stream the client opened, served or refused: a higher one is idle. */
   private lastStreamId = 0;
   /** Input not yet parsed, kept as it came, and how many octets the next step needs. */
   private parts: Buffer[] = [];
@@ -61,8 +62,9 @@ export class Http2Connection implements StreamOwner {
   private block: { id: number; endStream: boolean; parts: Buffer[]; length: number } | null = null;
   private recvWindow: number;
   private recvUnacked = 0;
-  /** GOAWAY sent: streams above `lastStreamId` at that moment are refused. */
+  /** GOAWAY sent: streams above `servedUpTo`, the last stream then, are refused. */
   private goingAway = false;
+  private servedUpTo = 0;
   private closed = false;
   private readPaused = false;
   /** The socket is corked until the end of the current tick. */
@@ -92,10 +94,6 @@ export class Http2Connection implements StreamOwner {
     this.write(this.initialFrames());
   }
 
-  get streamCount(): number {
-    return this.streams.size;
-  }
-
   /** Sends a PING; `done` hears of its ACK, or of the connection closing first. */
   ping(done: (err: Error | null) => void): void {
     if (this.closed) {
@@ -117,6 +115,7 @@ export class Http2Connection implements StreamOwner {
     if (this.closed) return;
     if (!this.goingAway) {
       this.goingAway = true;
+      this.servedUpTo = this.lastStreamId;
       const payload = Buffer.allocUnsafe(8);
       payload.writeUInt32BE(this.lastStreamId, 0);
       payload.writeUInt32BE(code, 4);
@@ -334,11 +333,12 @@ export class Http2Connection implements StreamOwner {
       return;
     }
     if ((id & 1) === 0) throw new ConnectionError(PROTOCOL_ERROR, 'a client stream with an even identifier');
-    if (this.goingAway) {
+    // A refused stream is no longer idle: its DATA, already in flight, is dropped like a closed stream's.
+    this.lastStreamId = id;
+    if (this.goingAway && id > this.servedUpTo) {
       this.write(uint32Frame(RST_STREAM, id, REFUSED_STREAM));
       return;
     }
-    this.lastStreamId = id;
     if (this.streams.size >= this.settings.maxConcurrentStreams) {
       this.write(uint32Frame(RST_STREAM, id, REFUSED_STREAM));
       this.countReset();

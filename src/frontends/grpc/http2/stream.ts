@@ -78,7 +78,7 @@ export class Http2Stream {
       this.queue.push(data);
       return;
     }
-    const sent = this.sendData(data, 0);
+    const sent = this.sendData(data);
     if (sent < data.length) this.wait([data.subarray(sent)]);
   }
 
@@ -128,7 +128,7 @@ export class Http2Stream {
     if (queue === null || this.localEnded) return;
     while (queue.length > 0) {
       const head = queue[0]!;
-      const sent = this.sendData(head, 0);
+      const sent = this.sendData(head);
       if (sent < head.length) {
         queue[0] = head.subarray(sent);
         this.owner.waitForWindow(this);
@@ -163,10 +163,10 @@ export class Http2Stream {
     this.handler?.onAbort();
   }
 
-  /** DATA frames from `data[from..]` within the windows; the number of octets sent. */
-  private sendData(data: Buffer, from: number): number {
+  /** DATA frames from the start of `data` within the windows; the number of octets sent. */
+  private sendData(data: Buffer): number {
     const owner = this.owner;
-    const allowed = Math.min(data.length - from, this.sendWindow, owner.sendWindow);
+    const allowed = Math.min(data.length, this.sendWindow, owner.sendWindow);
     if (allowed <= 0) return 0;
     const maxFrame = owner.peerMaxFrame;
     const frames = Math.ceil(allowed / maxFrame);
@@ -175,7 +175,7 @@ export class Http2Stream {
     for (let sent = 0; sent < allowed; sent += maxFrame) {
       const length = Math.min(maxFrame, allowed - sent);
       writeFrameHeader(out, at, length, DATA, 0, this.id);
-      at += FRAME_HEADER + data.copy(out, at + FRAME_HEADER, from + sent, from + sent + length);
+      at += FRAME_HEADER + data.copy(out, at + FRAME_HEADER, sent, sent + length);
     }
     this.sendWindow -= allowed;
     owner.sendWindow -= allowed;

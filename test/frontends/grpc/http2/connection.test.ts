@@ -239,6 +239,10 @@ test('keepalive: a client that leaves PINGs unanswered is disconnected; max conn
     const goaway = await c.waitFor((f) => f.type === GOAWAY, 'GOAWAY at the maximum age');
     assert.equal(goawayCode(goaway), 0);
     assert.equal(goaway.payload.readUInt32BE(0), 1, 'the last stream served is the one open');
+    // A stream the client opens after the GOAWAY is refused, and its DATA already on the way is dropped.
+    c.send(FrameClient.requestHeaders(3, LIVE), FrameClient.message(3, EMPTY));
+    const refused = await c.waitFor((f) => f.type === RST_STREAM && f.stream === 3, 'RST_STREAM of the stream opened after GOAWAY');
+    assert.equal(refused.payload.readUInt32BE(0), REFUSED_STREAM);
     c.send(FrameClient.message(1, EMPTY));
     assert.equal((await c.trailersOf(1)).fields!['grpc-status'], '0');
     await c.waitClosed();
