@@ -39,7 +39,7 @@ export interface InferHeader {
   readonly inputs: HeaderInput[];
   readonly params: DecodedParameters;
   readonly outputs: RequestedOutput[] | undefined;
-  readonly binary: Map<string, boolean>;
+  readonly binary: ReadonlyMap<string, boolean>;
 }
 
 export interface HeaderInput {
@@ -60,6 +60,8 @@ export interface HeaderLimits {
   readonly maxInputSize: number;
   /** BYTES from JSON as one serialized buffer (for the JSON worker, which transfers it) rather than elements. */
   readonly packBytes: boolean;
+  /** Small tensors from Buffer's pool (see decodeJsonData): on the event loop only, never for transferred bytes. */
+  readonly pooled: boolean;
 }
 
 /**
@@ -156,6 +158,8 @@ export function decodeRaw(input: Tensor, target: Target): DecodedInfer {
 }
 
 const NO_OUTPUTS: ReadonlyMap<string, boolean> = new Map();
+/** A request that lists no outputs (the usual one): every output, each as binary_data_output says. */
+const NO_REQUESTED_OUTPUTS = { outputs: undefined, binary: NO_OUTPUTS };
 
 function decodeInput(j: unknown, limits: HeaderLimits): HeaderInput {
   if (!isObject(j)) throw invalidArg("Unable to parse 'inputs': each input must be a JSON object");
@@ -199,7 +203,7 @@ function jsonData(data: unknown, name: string, datatype: DataType, shape: number
       `Request JSON size of ${bytes} exceeds the maximum allowed value of ${limits.maxInputSize}. Use --http-max-input-size to increase the limit. (input '${name}' of shape ${formatShape(shape)} needs ${bytes} bytes)`);
   }
   if (count === 0) return datatype === 'BYTES' ? { data: limits.packBytes ? new Uint8Array(0) : [], packed: limits.packBytes } : { data: new Uint8Array(0) };
-  const decoded = decodeJsonData(name, datatype, data, count);
+  const decoded = decodeJsonData(name, datatype, data, count, limits.pooled);
   if (datatype !== 'BYTES' || !limits.packBytes) return { data: decoded };
   return { data: serializeBytes(decoded as Uint8Array[], true), packed: true };
 }
@@ -294,9 +298,9 @@ function reserved(out: DecodedParameters, k: string, v: unknown): void {
   }
 }
 
-function decodeOutputs(o: unknown): { outputs: RequestedOutput[] | undefined; binary: Map<string, boolean> } {
+function decodeOutputs(o: unknown): { outputs: RequestedOutput[] | undefined; binary: ReadonlyMap<string, boolean> } {
+  if (o === undefined) return NO_REQUESTED_OUTPUTS;
   const binary = new Map<string, boolean>();
-  if (o === undefined) return { outputs: undefined, binary };
   if (!Array.isArray(o)) throw invalidArg("Unable to parse 'outputs': it must be an array");
   const outputs: RequestedOutput[] = [];
   for (const e of o) {

@@ -1,5 +1,5 @@
 import { NereidError, invalidArg, isNereidError } from '../../errors.js';
-import { INT_RANGES, byteSize, typedArrayCtor, type DataType } from '../../tensor/datatype.js';
+import { INT_RANGES, byteSize, typedArrayCtor, type DataType, type TypedArray } from '../../tensor/datatype.js';
 import { bytesOf } from '../../tensor/view.js';
 
 /**
@@ -9,7 +9,7 @@ import { bytesOf } from '../../tensor/view.js';
  */
 const encoder = new TextEncoder();
 
-export function decodeJsonData(name: string, datatype: DataType, data: unknown, count: number): Uint8Array | Uint8Array[] {
+export function decodeJsonData(name: string, datatype: DataType, data: unknown, count: number, pooled = false): Uint8Array | Uint8Array[] {
   if (datatype === 'FP16' || datatype === 'BF16') {
     throw invalidArg(`receiving ${datatype} data via JSON is not supported. Please use the binary data format for input ${name}`);
   }
@@ -27,13 +27,28 @@ export function decodeJsonData(name: string, datatype: DataType, data: unknown, 
     }
     return out;
   }
-  const Ctor = typedArrayCtor(datatype);
-  const arr = new Ctor(count);
+  const arr = elements(datatype, count, pooled);
   if (datatype === 'BOOL') fillBool(arr as Uint8Array, flat, name);
   else if (datatype === 'INT64' || datatype === 'UINT64') fillBig(arr as BigInt64Array, flat, name, datatype);
   else if (datatype === 'FP32' || datatype === 'FP64') fillFloat(arr as Float32Array, flat, name, datatype);
   else fillInt(arr as Int32Array, flat, name, datatype);
   return bytesOf(arr);
+}
+
+/**
+ * A typed array for `count` elements, every one of which the caller writes. `pooled`: a small one is carved
+ * from Buffer's shared pool. A typed array of 64 bytes or less lives inside V8's heap, and the first time its
+ * memory is asked for (the bytes view here, ONNX Runtime's binding) it is moved out: an allocation and a copy
+ * per input per request. Not for buffers that are transferred (the JSON worker's): the pool cannot move.
+ */
+function elements(datatype: Exclude<DataType, 'BYTES'>, count: number, pooled: boolean): TypedArray {
+  const Ctor = typedArrayCtor(datatype);
+  if (pooled) {
+    const size = byteSize(datatype);
+    const b = Buffer.allocUnsafe(count * size);
+    if (b.byteOffset % size === 0) return new Ctor(b.buffer, b.byteOffset, count);
+  }
+  return new Ctor(count);
 }
 
 function flatten(data: unknown[], name: string): unknown[] {

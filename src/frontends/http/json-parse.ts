@@ -82,7 +82,7 @@ export class JsonParser {
 
   /** The header itself when parsed inline (it throws its refusal), a promise of it from the worker. */
   parse(body: Buffer, length: number, bounds: RequestBounds, maxInputSize: number): InferHeader | Promise<InferHeader> {
-    if (length < OFF_THREAD_BYTES) return decodeInferText(body.toString('utf8', 0, length), { bounds, maxInputSize, packBytes: false });
+    if (length < OFF_THREAD_BYTES) return decodeInferText(body.toString('utf8', 0, length), { bounds, maxInputSize, packBytes: false, pooled: true });
     const w = this.ensureWorker();
     const id = this.nextId++;
     // A body that is all JSON and owns its memory (a large one read in several chunks, or inflated) goes to the

@@ -50,7 +50,16 @@ export async function startHttpFrontend(server: InferenceServer, options: HttpOp
     parseBody: (body, exact) => json.parseBody(body, exact),
   };
   const http = createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
-    handle(ctx, req, res).catch((e) => sendError(res, e, ctx));
+    // Dispatch is synchronous up to the handler that waits for something: an async function per layer of
+    // routing would cost each request a promise and a microtask turn apiece.
+    let pending: Promise<void> | void;
+    try {
+      pending = handle(ctx, req, res);
+    } catch (e) {
+      sendError(res, e, ctx);
+      return;
+    }
+    if (pending instanceof Promise) pending.catch((e: unknown) => sendError(res, e, ctx));
   });
   http.on('clientError', answerClientError);
   await new Promise<void>((resolve, reject) => {
@@ -90,7 +99,8 @@ interface Context {
   readonly parseBody: (body: Buffer, exact?: boolean) => Promise<unknown>;
 }
 
-async function handle(ctx: Context, req: IncomingMessage, res: ServerResponse): Promise<void> {
+/** Routes a request; what answers at once returns nothing, what waits returns its promise. */
+function handle(ctx: Context, req: IncomingMessage, res: ServerResponse): Promise<void> | void {
   const url = req.url ?? '/';
   const q = url.indexOf('?');
   const r = route(q === -1 ? url : url.slice(0, q));
@@ -109,13 +119,11 @@ async function handle(ctx: Context, req: IncomingMessage, res: ServerResponse): 
     case 'all_stats': return sendJson(res, 200, JSON.stringify(s.statistics()));
     case 'all_instance_stats': return sendJson(res, 200, JSON.stringify(s.instanceStatistics()));
     case 'logging': return handleLogging(ctx, req, res, method);
-    case 'repo_index': return handleRepoIndex(s, await readJson(ctx, req), res);
+    case 'repo_index': return readJson(ctx, req).then((j) => handleRepoIndex(s, j, res));
     case 'repo_index_named': throw unsupported("'repository_name' specification is not supported");
     case 'repo_model':
       if (r.repository !== '') throw unsupported("'repository_name' specification is not supported");
-      return r.action === 'load'
-        ? handleLoad(s, r.model, await readJson(ctx, req), res, ctx.parseBody)
-        : handleUnload(s, r.model, await readJson(ctx, req), res);
+      return readJson(ctx, req).then((j) => (r.action === 'load' ? handleLoad(s, r.model, j, res, ctx.parseBody) : handleUnload(s, r.model, j, res)));
     case 'trace': return handleTrace(ctx, r.model ?? '', req, res, method);
     case 'shm': return handleSharedMemory(ctx, r, req, res);
     case 'model': return handleModel(ctx, r, req, res);
@@ -133,7 +141,7 @@ function methodAllowed(r: Route, method: string): boolean {
   }
 }
 
-async function handleModel(ctx: Context, r: Extract<Route, { kind: 'model' }>, req: IncomingMessage, res: ServerResponse): Promise<void> {
+function handleModel(ctx: Context, r: Extract<Route, { kind: 'model' }>, req: IncomingMessage, res: ServerResponse): Promise<void> | void {
   const s = ctx.server;
   switch (r.action) {
     case 'metadata': return sendJson(res, 200, JSON.stringify(s.modelMetadata(r.model, r.version)));
@@ -149,7 +157,7 @@ async function handleModel(ctx: Context, r: Extract<Route, { kind: 'model' }>, r
   }
 }
 
-async function handleInfer(ctx: Context, model: string, version: number | undefined, req: IncomingMessage, res: ServerResponse): Promise<void> {
+function handleInfer(ctx: Context, model: string, version: number | undefined, req: IncomingMessage, res: ServerResponse): Promise<void> {
   const traces = ctx.server.traces;
   if (traces.active) {
     const trace = traces.sample(model, traceCarrier(req.headers));
