@@ -286,6 +286,13 @@ function parseHeaderLength(h: string | string[] | undefined, bodyLength: number)
 
 /** The response as it is: one write of the JSON, or one writev of the JSON and the binary outputs. */
 function sendInfer(res: ServerResponse, header: string | Uint8Array, blobs: readonly Uint8Array[]): void {
+  if (blobs.length === 0 && typeof header === 'string') {
+    // Text as it is: node:http then sends the status line, the headers and the body as one string in one
+    // write, with no buffer made for the body.
+    res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(header) });
+    res.end(header);
+    return;
+  }
   const head = asBuffer(header);
   if (blobs.length === 0) {
     res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': head.byteLength });
