@@ -9,9 +9,14 @@ export function typedView(dt: Exclude<DataType, 'BYTES'>, bytes: Uint8Array): Ty
   const Ctor = typedArrayCtor(dt);
   const n = bytes.byteLength / size;
   if (bytes.byteOffset % size === 0) return new Ctor(bytes.buffer, bytes.byteOffset, n);
-  const copy = new Uint8Array(bytes.byteLength);
+  // The copy comes from Buffer's pool when small (its slices are 8-byte aligned): a small typed array of its
+  // own would live in V8's heap and be moved out, an allocation and a second copy, when its buffer is taken.
+  const copy = Buffer.allocUnsafe(bytes.byteLength);
   copy.set(bytes);
-  return new Ctor(copy.buffer, 0, n);
+  if (copy.byteOffset % size === 0) return new Ctor(copy.buffer, copy.byteOffset, n);
+  const own = new Uint8Array(bytes.byteLength);
+  own.set(bytes);
+  return new Ctor(own.buffer, 0, n);
 }
 
 /** The bytes of a typed array, as a view. */

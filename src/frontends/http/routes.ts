@@ -47,6 +47,28 @@ export function route(path: string): Route | undefined {
   return undefined;
 }
 
+/**
+ * route() for paths seen before: clients send the same few paths over and over (one model's infer), and a
+ * lookup costs less than the match, the percent-decoding and the new Route each time. Only paths that route
+ * are kept, at most `max` of them (the whole cache is dropped when full), so a client sending endless distinct
+ * paths costs memory for `max` entries and no more. The Routes it returns are shared: never to be changed.
+ */
+export class RouteCache {
+  private readonly known = new Map<string, Route>();
+
+  constructor(private readonly max = 1024) {}
+
+  route(path: string): Route | undefined {
+    const hit = this.known.get(path);
+    if (hit !== undefined) return hit;
+    const r = route(path);
+    if (r === undefined) return undefined;
+    if (this.known.size >= this.max) this.known.clear();
+    this.known.set(path, Object.freeze(r));
+    return r;
+  }
+}
+
 /** Percent-decoding; a malformed escape keeps the raw text (which then names no model). */
 function decode(s: string): string {
   try {

@@ -13,7 +13,7 @@ import { JsonParser } from './json-parse.js';
 import { scanHeader } from './json-scan.js';
 import { restriction, type HttpRestrictedGroup } from './restricted.js';
 import { rawHeaderForwarder } from '../forwarded-headers.js';
-import { route, type Route } from './routes.js';
+import { RouteCache, type Route } from './routes.js';
 import { HTTP_ERROR_HEADERS, HTTP_STATUS } from './status.js';
 import { handleGenerate } from './generate.js';
 import { handleLoad, handleRepoIndex, handleUnload } from './repository.js';
@@ -47,7 +47,7 @@ export async function startHttpFrontend(server: InferenceServer, options: HttpOp
   const json = new JsonParser();
   const ctx: Context = {
     server, options, json, logger, restrict: restriction(options.restricted), forwarded: rawHeaderForwarder(options.headerForwardPattern),
-    parseBody: (body, exact) => json.parseBody(body, exact),
+    parseBody: (body, exact) => json.parseBody(body, exact), routes: new RouteCache(),
   };
   const http = createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
     // Dispatch is synchronous up to the handler that waits for something: an async function per layer of
@@ -97,13 +97,14 @@ interface Context {
   readonly forwarded: (rawHeaders: readonly string[]) => Record<string, string> | undefined;
   /** JSON bodies of the endpoints other than infer: json.parseBody. */
   readonly parseBody: (body: Buffer, exact?: boolean) => Promise<unknown>;
+  readonly routes: RouteCache;
 }
 
 /** Routes a request; what answers at once returns nothing, what waits returns its promise. */
 function handle(ctx: Context, req: IncomingMessage, res: ServerResponse): Promise<void> | void {
   const url = req.url ?? '/';
   const q = url.indexOf('?');
-  const r = route(q === -1 ? url : url.slice(0, q));
+  const r = ctx.routes.route(q === -1 ? url : url.slice(0, q));
   if (!r) return sendJson(res, 404, '{"error":"Not Found"}');
   if (ctx.restrict !== null) {
     const refused = ctx.restrict(r, req.headers);
