@@ -41,6 +41,25 @@ describe('simple (simple_http_infer_client.py)', () => {
     assert.deepEqual(out1.data, range16.map((v) => v - 1));
   });
 
+  test('a JSON answer with text beyond ASCII: Content-Length counts its UTF-8 bytes, and the id comes back whole', async () => {
+    const id = 'é-中文-😀';
+    const r = await postJson(`${s.url}/v2/models/simple/infer`, {
+      id,
+      inputs: [
+        { name: 'INPUT0', shape: [1, 16], datatype: 'INT32', data: range16 },
+        { name: 'INPUT1', shape: [1, 16], datatype: 'INT32', data: ones16 },
+      ],
+    }, { 'Accept-Encoding': 'identity' }); // fetch asks for gzip otherwise, and the length would be the compressed one
+    assert.equal(r.status, 200);
+    assert.equal(r.headers.get('content-type'), 'application/json');
+    assert.equal(r.headers.get('content-encoding'), null);
+    assert.equal(Number(r.headers.get('content-length')), r.body.byteLength);
+    assert.ok(r.body.byteLength > r.body.toString('utf8').length, 'the body holds multi-byte characters');
+    const j = r.json();
+    assert.equal(j.id, id);
+    assert.deepEqual(j.outputs.find((o: any) => o.name === 'OUTPUT0').data, range16.map((v) => v + 1));
+  });
+
   test('binary inputs and binary_data_output with no outputs listed', async () => {
     const a = Buffer.from(new Int32Array(range16).buffer);
     const b = Buffer.from(new Int32Array(ones16).buffer);
