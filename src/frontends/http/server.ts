@@ -294,18 +294,20 @@ function sendInfer(res: ServerResponse, header: string | Uint8Array, blobs: read
     res.end(header);
     return;
   }
-  const head = asBuffer(header);
   if (blobs.length === 0) {
+    const head = asBuffer(header);
     res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': head.byteLength });
     res.end(head);
     return;
   }
-  let length = head.byteLength;
+  // The JSON part goes as text too (it is encoded as it is written), the binary outputs as they are.
+  const headLength = typeof header === 'string' ? Buffer.byteLength(header) : header.byteLength;
+  let length = headLength;
   for (const b of blobs) length += b.byteLength;
-  res.writeHead(200, { 'Content-Type': 'application/octet-stream', 'Inference-Header-Content-Length': head.byteLength, 'Content-Length': length });
+  res.writeHead(200, { 'Content-Type': 'application/octet-stream', 'Inference-Header-Content-Length': headLength, 'Content-Length': length });
   // All parts in one writev; end() after uncork, as ending a corked response costs an extra flush.
   res.cork();
-  res.write(head);
+  res.write(header);
   for (const b of blobs) res.write(b);
   res.uncork();
   res.end();
