@@ -9,14 +9,24 @@ export function typedView(dt: Exclude<DataType, 'BYTES'>, bytes: Uint8Array): Ty
   const Ctor = typedArrayCtor(dt);
   const n = bytes.byteLength / size;
   if (bytes.byteOffset % size === 0) return new Ctor(bytes.buffer, bytes.byteOffset, n);
-  // The copy comes from Buffer's pool when small (its slices are 8-byte aligned): a small typed array of its
-  // own would live in V8's heap and be moved out, an allocation and a second copy, when its buffer is taken.
-  const copy = Buffer.allocUnsafe(bytes.byteLength);
-  copy.set(bytes);
-  if (copy.byteOffset % size === 0) return new Ctor(copy.buffer, copy.byteOffset, n);
-  const own = new Uint8Array(bytes.byteLength);
-  own.set(bytes);
-  return new Ctor(own.buffer, 0, n);
+  const copy = pooledElements(dt, n);
+  bytesOf(copy).set(bytes);
+  return copy;
+}
+
+/**
+ * A typed array of `count` elements whose contents the caller writes (they start as whatever was there),
+ * carved from Buffer's pool when small. A small typed array of its own lives inside V8's heap, and the first
+ * time its memory is asked for (a bytes view, ONNX Runtime's binding) V8 moves it out: an allocation and a
+ * copy. Not for memory that is transferred to another thread: the pool cannot move.
+ */
+export function pooledElements(dt: Exclude<DataType, 'BYTES'>, count: number): TypedArray {
+  const size = byteSize(dt);
+  const Ctor = typedArrayCtor(dt);
+  const b = Buffer.allocUnsafe(count * size);
+  // Pool slices are 8-byte aligned; a larger buffer is one of its own, at offset 0.
+  if (b.byteOffset % size === 0) return new Ctor(b.buffer, b.byteOffset, count);
+  return new Ctor(count);
 }
 
 /** The bytes of a typed array, as a view. */

@@ -1,6 +1,6 @@
 import { NereidError, invalidArg, isNereidError } from '../../errors.js';
-import { INT_RANGES, byteSize, typedArrayCtor, type DataType, type TypedArray } from '../../tensor/datatype.js';
-import { bytesOf } from '../../tensor/view.js';
+import { INT_RANGES, byteSize, typedArrayCtor, type DataType } from '../../tensor/datatype.js';
+import { bytesOf, pooledElements } from '../../tensor/view.js';
 
 /**
  * JSON `data` of one input → the tensor's bytes. Accepts nested (natural shape) or flat arrays, checks the
@@ -27,28 +27,13 @@ export function decodeJsonData(name: string, datatype: DataType, data: unknown, 
     }
     return out;
   }
-  const arr = elements(datatype, count, pooled);
+  // On the event loop from Buffer's pool (see pooledElements); the JSON worker transfers its buffers.
+  const arr = pooled ? pooledElements(datatype, count) : new (typedArrayCtor(datatype))(count);
   if (datatype === 'BOOL') fillBool(arr as Uint8Array, flat, name);
   else if (datatype === 'INT64' || datatype === 'UINT64') fillBig(arr as BigInt64Array, flat, name, datatype);
   else if (datatype === 'FP32' || datatype === 'FP64') fillFloat(arr as Float32Array, flat, name, datatype);
   else fillInt(arr as Int32Array, flat, name, datatype);
   return bytesOf(arr);
-}
-
-/**
- * A typed array for `count` elements, every one of which the caller writes. `pooled`: a small one is carved
- * from Buffer's shared pool. A typed array of 64 bytes or less lives inside V8's heap, and the first time its
- * memory is asked for (the bytes view here, ONNX Runtime's binding) it is moved out: an allocation and a copy
- * per input per request. Not for buffers that are transferred (the JSON worker's): the pool cannot move.
- */
-function elements(datatype: Exclude<DataType, 'BYTES'>, count: number, pooled: boolean): TypedArray {
-  const Ctor = typedArrayCtor(datatype);
-  if (pooled) {
-    const size = byteSize(datatype);
-    const b = Buffer.allocUnsafe(count * size);
-    if (b.byteOffset % size === 0) return new Ctor(b.buffer, b.byteOffset, count);
-  }
-  return new Ctor(count);
 }
 
 function flatten(data: unknown[], name: string): unknown[] {

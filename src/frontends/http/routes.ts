@@ -50,9 +50,13 @@ export function route(path: string): Route | undefined {
 /**
  * route() for paths seen before: clients send the same few paths over and over (one model's infer), and a
  * lookup costs less than the match, the percent-decoding and the new Route each time. Only paths that route
- * are kept, at most `max` of them (the whole cache is dropped when full), so a client sending endless distinct
- * paths costs memory for `max` entries and no more. The Routes it returns are shared: never to be changed.
+ * are kept, each at most MAX_CACHED_PATH characters and at most `max` of them (the whole cache is dropped when
+ * full), so a client sending endless distinct paths costs memory for `max` short entries and no more. The
+ * Routes it returns are shared: never to be changed.
  */
+/** Longer paths (a model name can be as long as a request line allows) are routed afresh each time. */
+const MAX_CACHED_PATH = 256;
+
 export class RouteCache {
   private readonly known = new Map<string, Route>();
 
@@ -62,7 +66,7 @@ export class RouteCache {
     const hit = this.known.get(path);
     if (hit !== undefined) return hit;
     const r = route(path);
-    if (r === undefined) return undefined;
+    if (r === undefined || path.length > MAX_CACHED_PATH) return r;
     if (this.known.size >= this.max) this.known.clear();
     this.known.set(path, Object.freeze(r));
     return r;

@@ -19,6 +19,11 @@ test('RouteCache: a path seen before gives the same frozen route; unknown paths 
   assert.equal(cache.route('/v2/models/simple/infer'), first, 'paths that route nowhere never pushed it out');
   // Past the bound the cache starts over: the routes stay correct, only new objects.
   for (const m of ['a', 'b', 'c']) assert.deepEqual(cache.route(`/v2/models/${m}/infer`), { kind: 'model', model: m, version: undefined, action: 'infer' });
+  // A long path routes every time but is never kept: a client cannot fill the cache with long keys.
+  const long = `/v2/models/${'m'.repeat(300)}/infer`;
+  const first2 = cache.route(long);
+  assert.equal(first2?.kind, 'model');
+  assert.notEqual(cache.route(long), first2);
   const again = cache.route('/v2/models/simple/infer');
   assert.deepEqual(again, first);
   assert.notEqual(again, first);
