@@ -1,13 +1,13 @@
-import type { ServerResponse } from 'node:http';
+import type { Answer } from './exchange.js';
 
 export const JSON_HEADERS = { 'Content-Type': 'application/json' };
 
-export function sendJson(res: ServerResponse, status: number, body: string): void {
+export function sendJson(res: Answer, status: number, body: string): void {
   res.writeHead(status, { ...JSON_HEADERS, 'Content-Length': Buffer.byteLength(body) });
   res.end(body);
 }
 
-export function sendEmpty(res: ServerResponse, status: number): void {
+export function sendEmpty(res: Answer, status: number): void {
   res.writeHead(status, { 'Content-Length': 0 });
   res.end();
 }
@@ -18,7 +18,7 @@ export function sendEmpty(res: ServerResponse, status: number): void {
  * pipelining) gets no 'close' of its own if the connection drops while it waits; `connection` is the
  * connection's signal, aborted when its socket closes. `release` must be safe to call twice.
  */
-export function releaseWhenDone(res: ServerResponse, connection: AbortSignal, release: () => void): void {
+export function releaseWhenDone(res: Answer, connection: AbortSignal, release: () => void): void {
   if (connection.aborted) return release();
   connection.addEventListener('abort', release, { once: true });
   res.once('close', () => {

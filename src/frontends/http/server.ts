@@ -5,6 +5,8 @@ import type { InferenceServer } from '../../server/inference-server.js';
 import type { RequestBounds } from '../../inference/index.js';
 import type { Logger } from '../../observability/logger.js';
 import { INSPECT_BYTES, readBody } from './body.js';
+import { DirectPath, type DirectHandlers } from './direct/direct-path.js';
+import type { Answer, RequestInfo } from './exchange.js';
 import { compress, decompress, negotiate, requestEncoding } from './compression.js';
 import { decodeInfer, decodeRaw, isObject, type DecodedInfer } from './infer-request.js';
 import { rawInput } from './raw-request.js';
@@ -62,13 +64,15 @@ export async function startHttpFrontend(server: InferenceServer, options: HttpOp
     if (pending instanceof Promise) pending.catch((e: unknown) => sendError(res, e, ctx));
   });
   http.on('clientError', answerClientError);
+  // Bodies the early look (readBody's inspect) may need to see go to node:http, which streams them.
+  const direct = new DirectPath(http, directHandlers(ctx), Math.min(INSPECT_BYTES - 1, options.maxInputSize));
   await new Promise<void>((resolve, reject) => {
     http.once('error', reject);
     http.listen(options.port, options.address, () => resolve());
   });
   const port = (http.address() as AddressInfo).port;
   logger.info(`Started HTTPService at ${options.address}:${port}`);
-  return { port, close: () => closeServer(http, ctx.json) };
+  return { port, close: () => closeServer(http, direct, ctx.json) };
 }
 
 /**
@@ -76,11 +80,15 @@ export async function startHttpFrontend(server: InferenceServer, options: HttpOp
  * (or given up at --exit-timeout-secs), so a connection still busy after a short grace period is waiting
  * for an answer that will not come: it is closed rather than kept open until its keep-alive timeout.
  */
-async function closeServer(http: Server, json: JsonParser, graceMs = 1000): Promise<void> {
-  const force = setTimeout(() => http.closeAllConnections(), graceMs);
+async function closeServer(http: Server, direct: DirectPath<unknown>, json: JsonParser, graceMs = 1000): Promise<void> {
+  const force = setTimeout(() => {
+    http.closeAllConnections();
+    direct.closeAll();
+  }, graceMs);
   await new Promise<void>((resolve) => {
     http.close(() => resolve());
     http.closeIdleConnections();
+    direct.closeIdle();
   });
   clearTimeout(force);
   await json.close();
@@ -100,18 +108,93 @@ interface Context {
   readonly routes: RouteCache;
 }
 
-/** Routes a request; what answers at once returns nothing, what waits returns its promise. */
+/** Routes a request node:http read; what answers at once returns nothing, what waits returns its promise. */
 function handle(ctx: Context, req: IncomingMessage, res: ServerResponse): Promise<void> | void {
-  const url = req.url ?? '/';
-  const q = url.indexOf('?');
-  const r = ctx.routes.route(q === -1 ? url : url.slice(0, q));
-  if (!r) return sendJson(res, 404, '{"error":"Not Found"}');
-  if (ctx.restrict !== null) {
-    const refused = ctx.restrict(r, req.headers);
-    if (refused !== null) return sendJson(res, 403, JSON.stringify({ error: refused }));
-  }
+  const r = routeOf(ctx, req.url ?? '/');
   const method = req.method ?? 'GET';
-  if (!methodAllowed(r, method)) return sendJson(res, 405, '{"error":"Method Not Allowed"}');
+  if (refused(ctx, r, method, req.headers, res)) return;
+  if (wholeBody(r, method)) return answerWhole(ctx, r, method, req, res, req);
+  const s = ctx.server;
+  switch (r.kind) {
+    case 'logging': return readJson(ctx, req).then((j) => updateLogging(ctx, j, res));
+    case 'trace':
+      // An unknown model is refused before its body is read, as Triton does.
+      checkTraceModel(ctx, r.model ?? '');
+      return readJson(ctx, req).then((j) => handleTrace(ctx, r.model ?? '', httpTraceSetting(j), res));
+    case 'repo_index': return readJson(ctx, req).then((j) => handleRepoIndex(s, j, res));
+    case 'repo_model':
+      if (r.repository !== '') throw unsupported("'repository_name' specification is not supported");
+      return readJson(ctx, req).then((j) => (r.action === 'load' ? handleLoad(s, r.model, j, res, ctx.parseBody) : handleUnload(s, r.model, j, res)));
+    case 'shm': return registerSharedMemory(ctx, r, req, res);
+    case 'model':
+      return handleGenerate(s, r.model, r.version, r.action === 'generate_stream', req, res, ctx.options.maxInputSize, connectionSignal(req.socket), ctx.parseBody,
+        s.traces.active ? sampleHttp(ctx, r.model, req, res) : null);
+    default: throw unsupported("'repository_name' specification is not supported");
+  }
+}
+
+/** The direct path's part (direct/direct-path.ts): plain requests to the routes that take a whole body or none. */
+function directHandlers(ctx: Context): DirectHandlers<Route | null> {
+  return {
+    decide(head) {
+      const r = routeOf(ctx, head.url) ?? null;
+      return r === null || !methodAllowed(r, head.method) || wholeBody(r, head.method) ? r : undefined;
+    },
+    serve(head, body, answer, r) {
+      let pending: Promise<void> | void;
+      try {
+        if (refused(ctx, r ?? undefined, head.method, head.headers, answer)) return;
+        pending = answerWhole(ctx, r!, head.method, head, answer, body);
+      } catch (e) {
+        sendError(answer, e, ctx);
+        return;
+      }
+      if (pending instanceof Promise) pending.catch((e: unknown) => sendError(answer, e, ctx));
+    },
+  };
+}
+
+function routeOf(ctx: Context, url: string): Route | undefined {
+  const q = url.indexOf('?');
+  return ctx.routes.route(q === -1 ? url : url.slice(0, q));
+}
+
+/** Answers, and returns true for, a request refused before its route's handler: no route, restricted, wrong method. */
+function refused(ctx: Context, r: Route | undefined, method: string, headers: IncomingHttpHeaders, res: Answer): r is undefined {
+  if (!r) {
+    sendJson(res, 404, '{"error":"Not Found"}');
+    return true;
+  }
+  if (ctx.restrict !== null) {
+    const refusal = ctx.restrict(r, headers);
+    if (refusal !== null) {
+      sendJson(res, 403, JSON.stringify({ error: refusal }));
+      return true;
+    }
+  }
+  if (!methodAllowed(r, method)) {
+    sendJson(res, 405, '{"error":"Method Not Allowed"}');
+    return true;
+  }
+  return false;
+}
+
+/**
+ * Routes whose handlers take the body whole, or read none: all but those that read a JSON body of settings or
+ * stream their answer. These are the routes the direct path serves.
+ */
+function wholeBody(r: Route, method: string): boolean {
+  switch (r.kind) {
+    case 'repo_index': case 'repo_index_named': case 'repo_model': return false;
+    case 'logging': case 'trace': return method === 'GET';
+    case 'shm': return r.action !== 'register';
+    case 'model': return r.action !== 'generate' && r.action !== 'generate_stream';
+    default: return true;
+  }
+}
+
+/** A whole-body route's answer; `body` is the body itself on the direct path, the request to read it from on node:http's. */
+function answerWhole(ctx: Context, r: Route, method: string, req: RequestInfo, res: Answer, body: Buffer | IncomingMessage): Promise<void> | void {
   const s = ctx.server;
   switch (r.kind) {
     case 'live': return sendEmpty(res, s.isLive() ? 200 : 400);
@@ -119,15 +202,11 @@ function handle(ctx: Context, req: IncomingMessage, res: ServerResponse): Promis
     case 'server_metadata': return sendJson(res, 200, JSON.stringify(s.metadata()));
     case 'all_stats': return sendJson(res, 200, JSON.stringify(s.statistics()));
     case 'all_instance_stats': return sendJson(res, 200, JSON.stringify(s.instanceStatistics()));
-    case 'logging': return handleLogging(ctx, req, res, method);
-    case 'repo_index': return readJson(ctx, req).then((j) => handleRepoIndex(s, j, res));
-    case 'repo_index_named': throw unsupported("'repository_name' specification is not supported");
-    case 'repo_model':
-      if (r.repository !== '') throw unsupported("'repository_name' specification is not supported");
-      return readJson(ctx, req).then((j) => (r.action === 'load' ? handleLoad(s, r.model, j, res, ctx.parseBody) : handleUnload(s, r.model, j, res)));
-    case 'trace': return handleTrace(ctx, r.model ?? '', req, res, method);
-    case 'shm': return handleSharedMemory(ctx, r, req, res);
-    case 'model': return handleModel(ctx, r, req, res);
+    case 'logging': return sendJson(res, 200, JSON.stringify(ctx.logger.settings()));
+    case 'trace': return handleTrace(ctx, r.model ?? '', null, res);
+    case 'shm': return handleSharedMemory(ctx, r, res);
+    case 'model': return handleModel(ctx, r, req, res, body);
+    default: throw new Error(`${r.kind} is not a whole-body route (${method})`);
   }
 }
 
@@ -142,7 +221,7 @@ function methodAllowed(r: Route, method: string): boolean {
   }
 }
 
-function handleModel(ctx: Context, r: Extract<Route, { kind: 'model' }>, req: IncomingMessage, res: ServerResponse): Promise<void> | void {
+function handleModel(ctx: Context, r: Extract<Route, { kind: 'model' }>, req: RequestInfo, res: Answer, body: Buffer | IncomingMessage): Promise<void> | void {
   const s = ctx.server;
   switch (r.action) {
     case 'metadata': return sendJson(res, 200, JSON.stringify(s.modelMetadata(r.model, r.version)));
@@ -151,26 +230,21 @@ function handleModel(ctx: Context, r: Extract<Route, { kind: 'model' }>, req: In
     case 'config': return sendJson(res, 200, JSON.stringify(s.modelConfigJson(r.model, r.version)));
     case 'stats': return sendJson(res, 200, JSON.stringify(s.statistics(r.model, r.version)));
     case 'nereid_instance_stats': return sendJson(res, 200, JSON.stringify(s.instanceStatistics(r.model, r.version)));
-    case 'infer': return handleInfer(ctx, r.model, r.version, req, res);
-    case 'generate': case 'generate_stream':
-      return handleGenerate(s, r.model, r.version, r.action === 'generate_stream', req, res, ctx.options.maxInputSize, connectionSignal(req.socket), ctx.parseBody,
-        s.traces.active ? sampleHttp(ctx, r.model, req, res) : null);
+    case 'infer': return handleInfer(ctx, r.model, r.version, req, res, body);
+    default: throw new Error(`${r.action} is not a whole-body action`);
   }
 }
 
-function handleInfer(ctx: Context, model: string, version: number | undefined, req: IncomingMessage, res: ServerResponse): Promise<void> {
+function handleInfer(ctx: Context, model: string, version: number | undefined, req: RequestInfo, res: Answer, body: Buffer | IncomingMessage): Promise<void> {
   const traces = ctx.server.traces;
   if (traces.active) {
     const trace = traces.sample(model, traceCarrier(req.headers));
-    if (trace !== null) return tracedInfer(ctx, model, version, req, res, trace);
+    if (trace !== null) {
+      followAnswer(trace, res);
+      return infer(ctx, model, version, req, res, body, trace);
+    }
   }
-  return infer(ctx, model, version, req, res, null);
-}
-
-/** A sampled request: the frontend's timestamps around it, and its trace ended once the answer has gone. */
-function tracedInfer(ctx: Context, model: string, version: number | undefined, req: IncomingMessage, res: ServerResponse, trace: RootTrace): Promise<void> {
-  followAnswer(trace, res);
-  return infer(ctx, model, version, req, res, trace);
+  return infer(ctx, model, version, req, res, body, null);
 }
 
 /** generate / generate_stream: the request's trace when sampled, followed to the end of its answer. */
@@ -180,7 +254,8 @@ function sampleHttp(ctx: Context, model: string, req: IncomingMessage, res: Serv
   return trace;
 }
 
-function followAnswer(trace: RootTrace, res: ServerResponse): void {
+/** The frontend's timestamps around a sampled request, and its trace ended once the answer has gone. */
+function followAnswer(trace: RootTrace, res: Answer): void {
   trace.stamp('HTTP_RECV_START', process.hrtime.bigint());
   let ended = false;
   const end = (): void => {
@@ -195,7 +270,9 @@ function followAnswer(trace: RootTrace, res: ServerResponse): void {
   res.once('close', end);
 }
 
-async function infer(ctx: Context, model: string, version: number | undefined, req: IncomingMessage, res: ServerResponse, trace: RootTrace | null): Promise<void> {
+async function infer(
+  ctx: Context, model: string, version: number | undefined, req: RequestInfo, res: Answer, source: Buffer | IncomingMessage, trace: RootTrace | null,
+): Promise<void> {
   // As Triton's HandleInfer, the model is looked up before the body is read (an unknown model is refused
   // then), and a decoupled one is refused (CheckTransactionPolicy). Its bounds let the decoding refuse a
   // request that holds more than the model could take before doing the work it asks for.
@@ -209,7 +286,8 @@ async function infer(ctx: Context, model: string, version: number | undefined, r
   // A raw binary body (header length 0) holds no JSON to look at.
   const raw = Number(req.headers['inference-header-content-length']) === 0;
   const inspect = !raw && encoding === 'identity' && (declared === undefined || Number(declared) >= INSPECT_BYTES) ? earlyRefusal(req, res, bounds) : undefined;
-  let body = await readBody(req, limit, undefined, inspect);
+  // The direct path has read the whole body already (it takes only bodies too small for the early look).
+  let body = Buffer.isBuffer(source) ? source : await readBody(source, limit, undefined, inspect);
   if (encoding !== 'identity') body = await decompress(body, limit);
   if (trace !== null) trace.stamp('HTTP_RECV_END', process.hrtime.bigint());
   const headerLength = parseHeaderLength(req.headers['inference-header-content-length'], body.byteLength);
@@ -246,7 +324,7 @@ const NO_BINARY = Buffer.alloc(0);
  * more inputs, outputs or parameters than the model allows, so that such a request is refused before the rest
  * of it is read. The connection closes after the answer: the rest of the body is not read to keep it.
  */
-function earlyRefusal(req: IncomingMessage, res: ServerResponse, bounds: RequestBounds): (prefix: Buffer) => void {
+function earlyRefusal(req: RequestInfo, res: Answer, bounds: RequestBounds): (prefix: Buffer) => void {
   const declared = Number(req.headers['inference-header-content-length'] ?? Number.NaN);
   return (prefix) => {
     try {
@@ -286,7 +364,7 @@ function parseHeaderLength(h: string | string[] | undefined, bodyLength: number)
 }
 
 /** The response as it is: one write of the JSON, or one writev of the JSON and the binary outputs. */
-function sendInfer(res: ServerResponse, header: string | Uint8Array, blobs: readonly Uint8Array[]): void {
+function sendInfer(res: Answer, header: string | Uint8Array, blobs: readonly Uint8Array[]): void {
   if (blobs.length === 0 && typeof header === 'string') {
     // Text as it is: node:http then sends the status line, the headers and the body as one string in one
     // write, with no buffer made for the body.
@@ -314,7 +392,7 @@ function sendInfer(res: ServerResponse, header: string | Uint8Array, blobs: read
 }
 
 /** The response compressed as the client asked; sent uncompressed when compression fails, as Triton does. */
-async function sendCompressed(res: ServerResponse, header: string | Uint8Array, blobs: readonly Uint8Array[], encoding: 'gzip' | 'deflate'): Promise<void> {
+async function sendCompressed(res: Answer, header: string | Uint8Array, blobs: readonly Uint8Array[], encoding: 'gzip' | 'deflate'): Promise<void> {
   const head = asBuffer(header);
   let packed: Buffer;
   try {
@@ -337,26 +415,25 @@ function asBuffer(b: string | Uint8Array): Buffer {
   return typeof b === 'string' ? Buffer.from(b) : Buffer.from(b.buffer, b.byteOffset, b.byteLength);
 }
 
-async function handleSharedMemory(ctx: Context, r: Extract<Route, { kind: 'shm' }>, req: IncomingMessage, res: ServerResponse): Promise<void> {
+/** Status and unregister, which read no body. */
+function handleSharedMemory(ctx: Context, r: Extract<Route, { kind: 'shm' }>, res: Answer): void {
   const shm = ctx.server.sharedMemory;
-  switch (r.action) {
-    case 'status':
-      return sendJson(res, 200, JSON.stringify(r.cuda ? shm.cudaStatus(r.region) : shm.systemStatus(r.region)));
-    case 'unregister':
-      if (r.cuda) shm.unregisterCuda();
-      else shm.unregisterSystem(r.region);
-      return sendEmpty(res, 200);
-    case 'register': {
-      shm.checkAllowed();
-      // The path without a region matches too (as Triton's router has it), and is refused in Triton's words.
-      if (r.region === undefined || r.region === '') throw invalidArg(`'region name' is necessary to register ${r.cuda ? 'cuda' : 'system'} shared memory region`);
-      const name = r.region;
-      const body = parseRegisterBody(await readJson(ctx, req));
-      if (r.cuda) shm.registerCuda(name);
-      else shm.registerSystem(name, requiredString(body, 'key'), optionalUint(body, 'offset'), requiredUint(body, 'byte_size'));
-      return sendEmpty(res, 200);
-    }
-  }
+  if (r.action === 'status') return sendJson(res, 200, JSON.stringify(r.cuda ? shm.cudaStatus(r.region) : shm.systemStatus(r.region)));
+  if (r.cuda) shm.unregisterCuda();
+  else shm.unregisterSystem(r.region);
+  sendEmpty(res, 200);
+}
+
+async function registerSharedMemory(ctx: Context, r: Extract<Route, { kind: 'shm' }>, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const shm = ctx.server.sharedMemory;
+  shm.checkAllowed();
+  // The path without a region matches too (as Triton's router has it), and is refused in Triton's words.
+  if (r.region === undefined || r.region === '') throw invalidArg(`'region name' is necessary to register ${r.cuda ? 'cuda' : 'system'} shared memory region`);
+  const name = r.region;
+  const body = parseRegisterBody(await readJson(ctx, req));
+  if (r.cuda) shm.registerCuda(name);
+  else shm.registerSystem(name, requiredString(body, 'key'), optionalUint(body, 'offset'), requiredUint(body, 'byte_size'));
+  sendEmpty(res, 200);
 }
 
 function parseRegisterBody(j: unknown): Record<string, unknown> {
@@ -391,25 +468,24 @@ function optionalUint(j: Record<string, unknown>, key: string): number {
   return v;
 }
 
-async function handleLogging(ctx: Context, req: IncomingMessage, res: ServerResponse, method: string): Promise<void> {
-  if (method === 'POST') {
-    // A body that is not JSON: Triton answers 500 (its JSON wrapper's INTERNAL); a client's mistake is 400
-    // here, as on every path.
-    const j = await readJson(ctx, req);
-    if (j !== undefined) {
-      if (!isObject(j)) throw invalidArg('the logging settings must be a JSON object');
-      ctx.logger.update(j);
-    }
+/** POST /v2/logging: a body that is not JSON is Triton's 500 (its JSON wrapper's INTERNAL); a client's mistake is 400 here, as on every path. */
+function updateLogging(ctx: Context, j: unknown, res: Answer): void {
+  if (j !== undefined) {
+    if (!isObject(j)) throw invalidArg('the logging settings must be a JSON object');
+    ctx.logger.update(j);
   }
   sendJson(res, 200, JSON.stringify(ctx.logger.settings()));
 }
 
-/** GET or POST of the global (model '') or a model's trace setting; the answer is the setting then in force. */
-async function handleTrace(ctx: Context, model: string, req: IncomingMessage, res: ServerResponse, method: string): Promise<void> {
-  if (model !== '' && !ctx.server.isModelReady(model)) throw invalidArg(`Request for unknown model : ${model}`);
-  const given = method === 'POST' ? httpTraceSetting(await readJson(ctx, req)) : null;
+/** GET (`given` null) or POST of the global (model '') or a model's trace setting; the answer is the setting then in force. */
+function handleTrace(ctx: Context, model: string, given: GivenSetting | null, res: Answer): void {
+  checkTraceModel(ctx, model);
   const view = traceSetting(ctx.server, model, given);
   sendJson(res, 200, JSON.stringify(Object.fromEntries(settingEntries(view))));
+}
+
+function checkTraceModel(ctx: Context, model: string): void {
+  if (model !== '' && !ctx.server.isModelReady(model)) throw invalidArg(`Request for unknown model : ${model}`);
 }
 
 /** The body of a trace setting update: strings (trace_level a list of them), null to clear, as TritonJson reads it. */
@@ -441,7 +517,7 @@ function traceCarrier(h: IncomingHttpHeaders): TraceContextCarrier | null {
   return { traceparent: Array.isArray(traceparent) ? traceparent[0] : traceparent, tracestate: Array.isArray(tracestate) ? tracestate.join(',') : tracestate };
 }
 
-function sendError(res: ServerResponse, e: unknown, ctx: Context): void {
+function sendError(res: Answer, e: unknown, ctx: Context): void {
   const err = isNereidError(e) ? e : new NereidError('INTERNAL', 'internal error');
   if (err.limit !== undefined) ctx.server.reportError(err);
   if (!isNereidError(e)) ctx.logger.error(`unexpected error in the HTTP frontend: ${(e as Error)?.stack ?? String(e)}`);

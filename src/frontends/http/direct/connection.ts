@@ -1,0 +1,176 @@
+import type { Socket } from 'node:net';
+import { DirectAnswer, type AnswerOwner } from './answer.js';
+import { MAX_HEAD_BYTES, NEEDS_MORE, NOT_PLAIN, parseRequestHead, type RequestHead } from './request-head.js';
+
+/** What a connection needs of the direct path that accepted it (see DirectPath). */
+export interface ConnectionSite<T> {
+  readonly dateLine: string;
+  readonly closing: boolean;
+  /** A clock of whole seconds' precision, read often, set once a second. */
+  readonly now: number;
+  readonly keepAliveSeconds: number;
+  /** The largest body the direct path reads; a longer one goes to node:http. */
+  readonly maxBody: number;
+  /** What to do with a request, decided from its head; undefined gives the connection to node:http. */
+  decide(head: RequestHead): T | undefined;
+  serve(head: RequestHead, body: Buffer, answer: DirectAnswer, ticket: T): void;
+  handOff(connection: DirectConnection<T>, socket: Socket): void;
+  forget(connection: DirectConnection<T>): void;
+}
+
+export type ConnectionState = 'idle' | 'receiving' | 'answering';
+
+/**
+ * One client connection on the direct path: requests are read from the socket, answered one at a time in
+ * the order they came (pipelined ones wait their turn), and the connection is handed to node:http, with
+ * every byte not yet answered, at the first request that is not plain.
+ */
+export class DirectConnection<T> implements AnswerOwner {
+  state: ConnectionState = 'idle';
+  /** When the current state began, on the site's clock. */
+  since: number;
+  private buf: Buffer | null = null;
+  /** How far `buf` has been searched for the end of a head. */
+  private searched = 0;
+  private head: RequestHead | null = null;
+  private ticket: T | undefined;
+  private answer: DirectAnswer | null = null;
+  private driving = false;
+  private done = false;
+
+  constructor(private readonly site: ConnectionSite<T>, readonly socket: Socket) {
+    this.since = site.now;
+    socket.on('data', this.onData);
+    socket.on('error', ignore);
+    socket.once('end', this.onEnd);
+    socket.once('close', this.onClose);
+  }
+
+  get dateLine(): string {
+    return this.site.dateLine;
+  }
+
+  get closing(): boolean {
+    return this.site.closing;
+  }
+
+  /** The server is closing: an idle connection ends now, a busy one after its answer. */
+  closeIfIdle(): void {
+    if (this.state === 'idle') this.socket.destroy();
+  }
+
+  /** node:http's answer to a request whose head or body takes too long to arrive, and the end of the connection. */
+  timeOut(): void {
+    if (this.state === 'receiving' && this.socket.writable) this.socket.end('HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n\r\n');
+    this.socket.destroy();
+  }
+
+  answered(keepAlive: boolean): void {
+    this.answer = null;
+    if (!keepAlive) {
+      this.finish();
+      this.socket.end();
+      return;
+    }
+    this.state = this.buf === null ? 'idle' : 'receiving';
+    this.since = this.site.now;
+    if (this.socket.isPaused()) this.socket.resume();
+    if (!this.driving) this.drive();
+  }
+
+  private readonly onData = (chunk: Buffer): void => {
+    this.buf = this.buf === null ? chunk : Buffer.concat([this.buf, chunk]);
+    if (this.state === 'idle') {
+      this.state = 'receiving';
+      this.since = this.site.now;
+    }
+    if (this.answer !== null) {
+      // Pipelined requests wait for the one being answered; past one more request's worth they wait in the kernel.
+      if (this.buf.byteLength > MAX_HEAD_BYTES + this.site.maxBody) this.socket.pause();
+      return;
+    }
+    this.drive();
+  };
+
+  /**
+   * The client ended its side: as node:http does (httpAllowHalfOpen off), nothing more is read or answered and
+   * the connection closes, which cancels what it still had queued.
+   */
+  private readonly onEnd = (): void => {
+    this.finish();
+    if (this.socket.writable) this.socket.end();
+  };
+
+  private readonly onClose = (): void => {
+    this.finish();
+    const answer = this.answer;
+    this.answer = null;
+    if (answer !== null) answer.connectionClosed();
+  };
+
+  /** Answers every whole request in the buffer, one at a time; returns when one waits for something. */
+  private drive(): void {
+    this.driving = true;
+    try {
+      while (this.buf !== null && this.answer === null && !this.done) {
+        if (this.head === null && !this.readHead(this.buf)) return;
+        const head = this.head!;
+        const end = head.headLength + head.contentLength;
+        const buf: Buffer = this.buf;
+        if (buf.byteLength < end) return;
+        const body = buf.subarray(head.headLength, end);
+        this.buf = buf.byteLength === end ? null : buf.subarray(end);
+        this.head = null;
+        this.searched = 0;
+        this.state = 'answering';
+        const answer = new DirectAnswer(this.socket, this, this.site.keepAliveSeconds);
+        this.answer = answer;
+        this.site.serve(head, body, answer, this.ticket as T);
+      }
+    } finally {
+      this.driving = false;
+    }
+  }
+
+  /** Reads the head of the next request; false when it has not all arrived or the connection went to node:http. */
+  private readHead(buf: Buffer): boolean {
+    const head = parseRequestHead(buf, this.socket, this.searched);
+    if (head === NEEDS_MORE) {
+      this.searched = buf.byteLength;
+      return false;
+    }
+    const ticket = head === NOT_PLAIN || head.contentLength > this.site.maxBody ? undefined : this.site.decide(head);
+    if (ticket === undefined) {
+      this.handOff();
+      return false;
+    }
+    this.head = head as RequestHead;
+    this.ticket = ticket;
+    return true;
+  }
+
+  /** node:http reads the connection from here on, starting with the bytes not yet answered. */
+  private handOff(): void {
+    const socket = this.socket;
+    const rest = this.buf;
+    this.finish();
+    socket.removeListener('data', this.onData);
+    socket.removeListener('error', ignore);
+    socket.removeListener('end', this.onEnd);
+    socket.removeListener('close', this.onClose);
+    if (rest !== null) socket.unshift(rest);
+    if (socket.isPaused()) socket.resume();
+    this.site.handOff(this, socket);
+  }
+
+  private finish(): void {
+    if (this.done) return;
+    this.done = true;
+    this.buf = null;
+    this.site.forget(this);
+  }
+}
+
+function ignore(): void {
+  // The socket's 'close' follows; an error a client causes is not the server's to report.
+}

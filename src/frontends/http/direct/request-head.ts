@@ -1,0 +1,104 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import type { Socket } from 'node:net';
+
+/**
+ * The head of a plain HTTP/1.1 request, as the direct path reads it: GET or POST, an origin-form target, one
+ * Host, each header at most once, the body framed by Content-Length alone. The shapes of `headers` and
+ * `rawHeaders` are node:http's (names lower-cased in the one, as sent in the other), so a handler reads a
+ * request the same way on either path.
+ */
+export interface RequestHead {
+  readonly method: 'GET' | 'POST';
+  readonly url: string;
+  readonly headers: IncomingHttpHeaders;
+  readonly rawHeaders: string[];
+  /** The body's length in bytes (0 when no Content-Length was sent). */
+  readonly contentLength: number;
+  /** The head's length in bytes, its closing empty line included. */
+  readonly headLength: number;
+  /** The connection it came on. */
+  readonly socket: Socket;
+}
+
+/**
+ * What parseRequestHead found: a head, NEEDS_MORE when its end has not arrived yet, or NOT_PLAIN when the
+ * request is anything else. A request that is not plain is not refused here: node:http reads it, with its own
+ * parser and every rule of RFC 9112, so this parser only ever has to recognise what it fully understands.
+ */
+export const NEEDS_MORE = 0;
+export const NOT_PLAIN = 1;
+export type HeadResult = RequestHead | typeof NEEDS_MORE | typeof NOT_PLAIN;
+
+/** node:http's default --max-http-header-size: a longer head goes to node:http, which answers 431. */
+export const MAX_HEAD_BYTES = 16 * 1024;
+/** More header lines than any client of an inference server sends; more go to node:http. */
+export const MAX_HEADERS = 64;
+
+const END_OF_HEAD = Buffer.from('\r\n\r\n');
+const VERSION = ' HTTP/1.1';
+// RFC 9110's token for names; for targets the visible ASCII characters; for values the visible characters,
+// space, tab and obs-text. Anything else (a bare CR or LF, NUL, DEL) makes the request not plain.
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+const TARGET = /^\/[\x21-\x7e]*$/;
+const VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
+const DIGITS = /^[0-9]{1,15}$/;
+
+/**
+ * Reads the head at the start of `buf`, which came on `socket`. `from` is how far an earlier call already looked for the head's end
+ * without finding it, so that a head arriving a byte at a time is searched once, not once per byte.
+ */
+export function parseRequestHead(buf: Buffer, socket: Socket, from = 0): HeadResult {
+  const end = buf.indexOf(END_OF_HEAD, from > 3 ? from - 3 : 0);
+  if (end === -1) return buf.byteLength >= MAX_HEAD_BYTES ? NOT_PLAIN : NEEDS_MORE;
+  if (end + 4 > MAX_HEAD_BYTES) return NOT_PLAIN;
+  const head = buf.toString('latin1', 0, end + 2);
+  const lineEnd = head.indexOf('\r\n');
+  const space = head.indexOf(' ');
+  if (space === -1 || space > lineEnd || head.slice(lineEnd - VERSION.length, lineEnd) !== VERSION) return NOT_PLAIN;
+  const method = head.slice(0, space);
+  if (method !== 'GET' && method !== 'POST') return NOT_PLAIN;
+  const url = head.slice(space + 1, lineEnd - VERSION.length);
+  if (!TARGET.test(url)) return NOT_PLAIN;
+  const headers: IncomingHttpHeaders = Object.create(null) as IncomingHttpHeaders;
+  const rawHeaders: string[] = [];
+  let contentLength = 0;
+  let at = lineEnd + 2;
+  while (at < head.length) {
+    if (rawHeaders.length === 2 * MAX_HEADERS) return NOT_PLAIN;
+    const next = head.indexOf('\r\n', at);
+    const colon = head.indexOf(':', at);
+    if (colon === -1 || colon > next) return NOT_PLAIN;
+    const name = head.slice(at, colon);
+    const value = trim(head.slice(colon + 1, next));
+    at = next + 2;
+    if (!TOKEN.test(name) || !VALUE.test(value)) return NOT_PLAIN;
+    const key = name.toLowerCase();
+    if (headers[key] !== undefined) return NOT_PLAIN;
+    switch (key) {
+      case 'content-length':
+        if (!DIGITS.test(value)) return NOT_PLAIN;
+        contentLength = Number(value);
+        break;
+      case 'connection':
+        if (value.toLowerCase() !== 'keep-alive') return NOT_PLAIN;
+        break;
+      // Another framing, an interim answer or another protocol: node:http's to handle.
+      case 'transfer-encoding': case 'expect': case 'upgrade': return NOT_PLAIN;
+      default: break;
+    }
+    headers[key] = value;
+    rawHeaders.push(name, value);
+  }
+  if (headers.host === undefined) return NOT_PLAIN;
+  if (method === 'POST' ? headers['content-length'] === undefined : contentLength !== 0) return NOT_PLAIN;
+  return { method, url, headers, rawHeaders, contentLength, headLength: end + 4, socket };
+}
+
+/** Optional whitespace around a value, as RFC 9112 allows it. */
+function trim(v: string): string {
+  let a = 0;
+  let b = v.length;
+  while (a < b && (v.charCodeAt(a) === 32 || v.charCodeAt(a) === 9)) a++;
+  while (b > a && (v.charCodeAt(b - 1) === 32 || v.charCodeAt(b - 1) === 9)) b--;
+  return a === 0 && b === v.length ? v : v.slice(a, b);
+}

@@ -1,0 +1,249 @@
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { connect, type AddressInfo, type Socket } from 'node:net';
+import { once } from 'node:events';
+import { DirectPath } from '../../../../src/frontends/http/direct/direct-path.js';
+import type { DirectAnswer } from '../../../../src/frontends/http/direct/answer.js';
+import type { RequestHead } from '../../../../src/frontends/http/direct/request-head.js';
+
+// A bare node:http server with the direct path in front. Both answer the same way: `<path> <body length> <side>`,
+// so each answer says who gave it. Paths under /stream are never taken directly; /slow answers after 100 ms;
+// /unframed answers without a Content-Length.
+interface Site {
+  http: Server;
+  direct: DirectPath<string>;
+  port: number;
+  /** Answers the direct path has not given yet, to release by hand (/hold). */
+  held: (() => void)[];
+}
+
+function answer(res: ServerResponse | DirectAnswer, path: string, bodyLength: number, side: string): void {
+  const text = `${path} ${bodyLength} ${side}`;
+  if (path === '/unframed') res.writeHead(200, { 'Content-Type': 'text/plain' });
+  else res.writeHead(200, { 'Content-Type': 'text/plain', 'Content-Length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+async function startSite(options: { headersTimeout?: number; keepAliveTimeout?: number; maxBody?: number } = {}): Promise<Site> {
+  const http = createServer({ keepAliveTimeout: options.keepAliveTimeout ?? 65_000, headersTimeout: options.headersTimeout ?? 60_000, requestTimeout: 0 }, (req: IncomingMessage, res) => {
+    let n = 0;
+    req.on('data', (c: Buffer) => (n += c.byteLength));
+    req.on('end', () => answer(res, req.url!, n, 'node'));
+  });
+  const held: (() => void)[] = [];
+  const direct = new DirectPath<string>(http, {
+    decide: (head: RequestHead) => (head.url.startsWith('/stream') ? undefined : head.url),
+    serve: (_head, body, res, path) => {
+      if (path === '/slow') setTimeout(() => answer(res, path, body.byteLength, 'direct'), 100);
+      else if (path === '/hold') held.push(() => answer(res, path, body.byteLength, 'direct'));
+      else answer(res, path, body.byteLength, 'direct');
+    },
+  }, options.maxBody ?? 1024);
+  http.listen(0, '127.0.0.1');
+  await once(http, 'listening');
+  return { http, direct, port: (http.address() as AddressInfo).port, held };
+}
+
+interface Answered {
+  status: number;
+  headers: [string, string][];
+  body: string;
+}
+
+/** A raw client: sends `text` (in pieces when given several) and reads `count` answers, or until the connection closes. */
+class RawClient {
+  readonly socket: Socket;
+  private data = Buffer.alloc(0);
+  closed = false;
+
+  constructor(port: number) {
+    this.socket = connect(port, '127.0.0.1');
+    this.socket.on('data', (d: Buffer) => (this.data = Buffer.concat([this.data, d])));
+    this.socket.on('close', () => (this.closed = true));
+    this.socket.on('error', () => {});
+  }
+
+  async send(...pieces: string[]): Promise<void> {
+    for (const [i, p] of pieces.entries()) {
+      this.socket.write(p);
+      if (i < pieces.length - 1) await new Promise((r) => setTimeout(r, 5));
+    }
+  }
+
+  async answers(count: number, timeoutMs = 5000): Promise<Answered[]> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const parsed = parseAnswers(this.data, this.closed);
+      if (parsed.length >= count || this.closed) return parsed;
+      if (Date.now() > deadline) throw new Error(`${parsed.length} of ${count} answers: ${this.data.toString('latin1').slice(0, 300)}`);
+      await new Promise((r) => setTimeout(r, 5));
+    }
+  }
+
+  async closing(timeoutMs = 5000): Promise<void> {
+    if (this.closed) return;
+    const timer = setTimeout(() => this.socket.destroy(new Error('not closed in time')), timeoutMs);
+    await once(this.socket, 'close');
+    clearTimeout(timer);
+  }
+}
+
+function parseAnswers(data: Buffer, closed: boolean): Answered[] {
+  const out: Answered[] = [];
+  let at = 0;
+  for (;;) {
+    const end = data.indexOf('\r\n\r\n', at);
+    if (end === -1) return out;
+    const lines = data.toString('latin1', at, end).split('\r\n');
+    const headers = lines.slice(1).map((l) => [l.slice(0, l.indexOf(':')), l.slice(l.indexOf(':') + 1).trim()] as [string, string]);
+    const length = headers.find(([k]) => k.toLowerCase() === 'content-length');
+    if (length === undefined && !closed) return out;
+    const bodyEnd = length === undefined ? data.byteLength : end + 4 + Number(length[1]);
+    if (bodyEnd > data.byteLength) return out;
+    out.push({ status: Number(lines[0]!.split(' ')[1]), headers, body: data.toString('utf8', end + 4, bodyEnd) });
+    at = bodyEnd;
+  }
+}
+
+const get = (path: string, extra = ''): string => `GET ${path} HTTP/1.1\r\nHost: x\r\n${extra}\r\n`;
+const post = (path: string, body: string, extra = ''): string => `POST ${path} HTTP/1.1\r\nHost: x\r\nContent-Length: ${Buffer.byteLength(body)}\r\n${extra}\r\n${body}`;
+const chunked = (path: string, body: string): string => `POST ${path} HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`;
+
+let site: Site;
+before(async () => {
+  site = await startSite();
+});
+after(() => {
+  site.direct.closeAll();
+  site.http.close();
+});
+
+test('plain requests are answered directly; at the first that is not, node:http takes the connection with every byte not yet answered', async () => {
+  const c = new RawClient(site.port);
+  await c.send(get('/a') + post('/b', 'hello') + chunked('/c', 'abc') + get('/d') + post('/e', 'xy'));
+  const got = await c.answers(5);
+  assert.deepEqual(got.map((a) => a.body), ['/a 0 direct', '/b 5 direct', '/c 3 node', '/d 0 node', '/e 2 node']);
+  assert.ok(got.every((a) => a.status === 200));
+  c.socket.destroy();
+});
+
+test('a direct answer carries the headers node:http gives: the handler\'s, then Date, Connection and Keep-Alive', async () => {
+  const c = new RawClient(site.port);
+  await c.send(get('/a') + get('/stream/a'));
+  const [direct, node] = await c.answers(2);
+  assert.equal(node!.body, '/stream/a 0 node');
+  assert.deepEqual(direct!.headers.map(([k]) => k), node!.headers.map(([k]) => k));
+  assert.deepEqual(direct!.headers.filter(([k]) => k !== 'Date' && k !== 'Content-Length'), node!.headers.filter(([k]) => k !== 'Date' && k !== 'Content-Length'));
+  assert.match(direct!.headers.find(([k]) => k === 'Date')![1], /^[A-Z][a-z]{2}, \d\d [A-Z][a-z]{2} \d{4} \d\d:\d\d:\d\d GMT$/);
+  c.socket.destroy();
+});
+
+test('a request arriving a few bytes at a time, its head and body split anywhere, is answered once, directly', async () => {
+  const c = new RawClient(site.port);
+  const text = post('/split', '{"inputs":[]}');
+  const pieces: string[] = [];
+  for (let i = 0; i < text.length; i += 7) pieces.push(text.slice(i, i + 7));
+  await c.send(...pieces);
+  assert.deepEqual((await c.answers(1)).map((a) => a.body), ['/split 13 direct']);
+  c.socket.destroy();
+});
+
+test('two thousand pipelined requests in one write are answered in order', async () => {
+  const c = new RawClient(site.port);
+  const n = 2000;
+  await c.send(Array.from({ length: n }, (_, i) => get(`/p${i}`)).join(''));
+  const got = await c.answers(n, 20_000);
+  assert.equal(got.length, n);
+  assert.ok(got.every((a, i) => a.body === `/p${i} 0 direct`));
+  c.socket.destroy();
+});
+
+test('a request waiting for a slow answer holds the ones pipelined behind it; they follow in order', async () => {
+  const c = new RawClient(site.port);
+  await c.send(get('/slow') + get('/after') + post('/last', 'z'));
+  assert.deepEqual((await c.answers(3)).map((a) => a.body), ['/slow 0 direct', '/after 0 direct', '/last 1 direct']);
+  c.socket.destroy();
+});
+
+test('a body over the direct path\'s limit, and a route it does not take, go to node:http', async () => {
+  const c = new RawClient(site.port);
+  await c.send(post('/big', 'b'.repeat(1025)));
+  assert.deepEqual((await c.answers(1)).map((a) => a.body), ['/big 1025 node']);
+  c.socket.destroy();
+  const d = new RawClient(site.port);
+  await d.send(post('/stream/x', 'b'));
+  assert.deepEqual((await d.answers(1)).map((a) => a.body), ['/stream/x 1 node']);
+  d.socket.destroy();
+});
+
+test('requests that could be smuggled are node:http\'s to refuse: both framings, two lengths', async () => {
+  for (const text of [
+    'POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nGET /hidden HTTP/1.1\r\nHost: x\r\n\r\n',
+    'POST /a HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nContent-Length: 40\r\n\r\nabcGET /hidden HTTP/1.1\r\nHost: x\r\n\r\n',
+  ]) {
+    const c = new RawClient(site.port);
+    await c.send(text);
+    await c.closing();
+    const got = await c.answers(1);
+    assert.deepEqual(got.map((a) => a.status), [400]);
+    assert.ok(!got.some((a) => a.body.includes('/hidden')));
+  }
+});
+
+test('an answer without a Content-Length ends its connection, which frames it', async () => {
+  const c = new RawClient(site.port);
+  await c.send(get('/unframed') + get('/never'));
+  await c.closing();
+  const got = await c.answers(1);
+  assert.deepEqual(got.map((a) => a.body), ['/unframed 0 direct']);
+  assert.equal(got[0]!.headers.find(([k]) => k === 'Connection')![1], 'close');
+});
+
+test('a client that ends its side while its request is answered: the connection closes and the answer\'s \'close\' listeners run', async () => {
+  const c = new RawClient(site.port);
+  await c.send(get('/hold'));
+  while (site.held.length === 0) await new Promise((r) => setTimeout(r, 5));
+  c.socket.end();
+  await c.closing();
+  // The answer after the end reaches no one and throws nothing.
+  site.held.shift()!();
+});
+
+test('closing: an idle connection ends at once; a busy one gets its answer with Connection: close, then ends', async () => {
+  const s = await startSite();
+  const idle = new RawClient(s.port);
+  await idle.send(get('/a'));
+  await idle.answers(1);
+  const busy = new RawClient(s.port);
+  await busy.send(get('/hold'));
+  while (s.held.length === 0) await new Promise((r) => setTimeout(r, 5));
+  const closed = new Promise<void>((resolve) => s.http.close(() => resolve()));
+  s.http.closeIdleConnections();
+  s.direct.closeIdle();
+  await idle.closing();
+  assert.equal(busy.closed, false);
+  s.held.shift()!();
+  const got = await busy.answers(1);
+  assert.deepEqual(got.map((a) => a.body), ['/hold 0 direct']);
+  assert.equal(got[0]!.headers.find(([k]) => k === 'Connection')![1], 'close');
+  await busy.closing();
+  await closed;
+});
+
+test('node:http\'s timeouts hold: a head that never ends is answered 408 and closed; an idle connection closes after keep-alive', async () => {
+  const s = await startSite({ headersTimeout: 1000, keepAliveTimeout: 1000 });
+  try {
+    const slow = new RawClient(s.port);
+    await slow.send('GET /a HTTP/1.1\r\nHost: x\r\n');
+    const idle = new RawClient(s.port);
+    await idle.send(get('/a'));
+    assert.deepEqual((await idle.answers(1)).map((a) => a.body), ['/a 0 direct']);
+    await slow.closing(10_000);
+    assert.deepEqual((await slow.answers(1)).map((a) => a.status), [408]);
+    await idle.closing(10_000);
+  } finally {
+    s.direct.closeAll();
+    s.http.close();
+  }
+});

@@ -1,0 +1,99 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Socket } from 'node:net';
+import { MAX_HEADERS, MAX_HEAD_BYTES, NEEDS_MORE, NOT_PLAIN, parseRequestHead, type RequestHead } from '../../../../src/frontends/http/direct/request-head.js';
+
+const socket = new Socket();
+
+function parse(text: string, from = 0): ReturnType<typeof parseRequestHead> {
+  return parseRequestHead(Buffer.from(text, 'latin1'), socket, from);
+}
+
+function head(text: string): RequestHead {
+  const h = parse(text);
+  assert.ok(typeof h === 'object', `plain: ${JSON.stringify(text)}`);
+  return h;
+}
+
+test('a plain POST: names lower-cased in headers and as sent in rawHeaders, values trimmed, the body length and where it starts', () => {
+  const text = 'POST /v2/models/simple/infer?x=1 HTTP/1.1\r\nHost: a\r\nContent-Length:  42 \r\nX-Trace:\tv\r\nConnection: Keep-Alive\r\n\r\n';
+  const h = head(`${text}{"inputs"`);
+  assert.equal(h.method, 'POST');
+  assert.equal(h.url, '/v2/models/simple/infer?x=1');
+  assert.deepEqual({ ...h.headers }, { host: 'a', 'content-length': '42', 'x-trace': 'v', connection: 'Keep-Alive' });
+  assert.deepEqual(h.rawHeaders, ['Host', 'a', 'Content-Length', '42', 'X-Trace', 'v', 'Connection', 'Keep-Alive']);
+  assert.equal(h.contentLength, 42);
+  assert.equal(h.headLength, Buffer.byteLength(text));
+  assert.equal(h.socket, socket);
+});
+
+test('a plain GET has no body; header values may hold obs-text, read as latin1 as node:http does', () => {
+  const h = head('GET /v2/health/ready HTTP/1.1\r\nhost: a\r\nuser-agent: caf\xe9\r\n\r\n');
+  assert.equal(h.contentLength, 0);
+  assert.equal(h.headers['user-agent'], 'caf\xe9');
+  assert.equal(head('GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\n\r\n').contentLength, 0);
+});
+
+test('an unfinished head needs more bytes, and the search resumes where it stopped (an end split across reads)', () => {
+  assert.equal(parse('GET /v2 HTTP/1.1\r\nHost: a\r\n'), NEEDS_MORE);
+  assert.equal(parse('GET /v2 HTTP/1.1\r\nHost: a\r\n\r'), NEEDS_MORE);
+  const whole = 'GET /v2 HTTP/1.1\r\nHost: a\r\n\r\n';
+  // The previous read ended after "\r\n\r": the end is found although it started before `from`.
+  assert.equal(head(whole).url, '/v2');
+  assert.equal((parseRequestHead(Buffer.from(whole), socket, whole.length - 1) as RequestHead).url, '/v2');
+});
+
+test('a header __proto__ is a header like any other', () => {
+  const h = head('GET / HTTP/1.1\r\nHost: a\r\n__proto__: x\r\n\r\n');
+  assert.equal(h.headers['__proto__'], 'x');
+  assert.equal(Object.getPrototypeOf(h.headers), null);
+});
+
+test('anything but a plain request is left to node:http, never refused here', () => {
+  const notPlain: [string, string][] = [
+    ['HTTP/1.0', 'GET / HTTP/1.0\r\nHost: a\r\n\r\n'],
+    ['HEAD', 'HEAD / HTTP/1.1\r\nHost: a\r\n\r\n'],
+    ['PUT', 'PUT / HTTP/1.1\r\nHost: a\r\nContent-Length: 0\r\n\r\n'],
+    ['lower-case method', 'get / HTTP/1.1\r\nHost: a\r\n\r\n'],
+    ['absolute-form target', 'GET http://a/v2 HTTP/1.1\r\nHost: a\r\n\r\n'],
+    ['asterisk target', 'GET * HTTP/1.1\r\nHost: a\r\n\r\n'],
+    ['two spaces', 'GET  / HTTP/1.1\r\nHost: a\r\n\r\n'],
+    ['space in the target', 'GET /a b HTTP/1.1\r\nHost: a\r\n\r\n'],
+    ['non-ASCII target', 'GET /caf\xe9 HTTP/1.1\r\nHost: a\r\n\r\n'],
+    ['leading empty line', '\r\nGET / HTTP/1.1\r\nHost: a\r\n\r\n'],
+    ['no Host', 'GET / HTTP/1.1\r\nAccept: */*\r\n\r\n'],
+    ['two Hosts', 'GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n\r\n'],
+    ['two Content-Lengths', 'POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\ncontent-length: 1\r\n\r\nx'],
+    ['a list as Content-Length', 'POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1, 1\r\n\r\nx'],
+    ['a sign in Content-Length', 'POST / HTTP/1.1\r\nHost: a\r\nContent-Length: +1\r\n\r\nx'],
+    ['an empty Content-Length', 'POST / HTTP/1.1\r\nHost: a\r\nContent-Length:\r\n\r\n'],
+    ['a Content-Length past 2^53', 'POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 9999999999999999\r\n\r\n'],
+    ['Transfer-Encoding', 'POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n'],
+    ['both framings', 'POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n'],
+    ['Expect', 'POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nExpect: 100-continue\r\n\r\n'],
+    ['Upgrade', 'GET / HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n'],
+    ['Connection: close', 'GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n'],
+    ['POST without a length', 'POST / HTTP/1.1\r\nHost: a\r\n\r\n'],
+    ['GET with a body', 'GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\nabc'],
+    ['folded header', 'GET / HTTP/1.1\r\nHost: a\r\nX-A: b\r\n c\r\n\r\n'],
+    ['space before the colon', 'GET / HTTP/1.1\r\nHost : a\r\n\r\n'],
+    ['no colon', 'GET / HTTP/1.1\r\nHost: a\r\nnothing\r\n\r\n'],
+    ['empty name', 'GET / HTTP/1.1\r\nHost: a\r\n: v\r\n\r\n'],
+    ['bare LF in a value', 'GET / HTTP/1.1\r\nHost: a\r\nX-A: b\nContent-Length: 5\r\n\r\n'],
+    ['bare CR in a value', 'GET / HTTP/1.1\r\nHost: a\r\nX-A: b\rc\r\n\r\n'],
+    ['NUL in a value', 'GET / HTTP/1.1\r\nHost: a\r\nX-A: b\0c\r\n\r\n'],
+    ['DEL in a value', 'GET / HTTP/1.1\r\nHost: a\r\nX-A: b\x7fc\r\n\r\n'],
+    ['bare LF line ends', 'GET / HTTP/1.1\nHost: a\n\n\r\n\r\n'],
+  ];
+  for (const [what, text] of notPlain) assert.equal(parse(text), NOT_PLAIN, what);
+});
+
+test('a head of MAX_HEAD_BYTES or more, or of more than MAX_HEADERS lines, is not plain (node:http answers it)', () => {
+  const filler = `X-Pad: ${'p'.repeat(MAX_HEAD_BYTES)}`;
+  assert.equal(parse(`GET / HTTP/1.1\r\nHost: a\r\n${filler}\r\n\r\n`), NOT_PLAIN);
+  // Not yet ended, but already too long: no need to wait for the rest.
+  assert.equal(parse(`GET / HTTP/1.1\r\nHost: a\r\n${filler}`), NOT_PLAIN);
+  const many = Array.from({ length: MAX_HEADERS }, (_, i) => `X-${i}: v\r\n`).join('');
+  assert.equal(parse(`GET / HTTP/1.1\r\nHost: a\r\n${many}\r\n`), NOT_PLAIN);
+  assert.equal(head(`GET / HTTP/1.1\r\nHost: a\r\n${many.slice(many.indexOf('\r\n') + 2)}\r\n`).rawHeaders.length, 2 * MAX_HEADERS);
+});
