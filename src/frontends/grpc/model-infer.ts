@@ -1,6 +1,7 @@
 import { unsupported } from '../../errors.js';
 import type { InferenceRequest, Parameters, RootTrace, TraceContextCarrier } from '../../inference/index.js';
 import type { InferenceServer } from '../../server/inference-server.js';
+import type { AbortControllers } from './abort-controllers.js';
 import type { ServerCall } from './call.js';
 import { Status, type CallStatus } from './codes.js';
 import { decodeInferRequest } from './infer-request.js';
@@ -13,6 +14,8 @@ export interface InferContext {
   decode(message: Buffer): ModelInferRequestMsg;
   /** The call's headers that --grpc-header-forward-pattern passes to models, or undefined. */
   forwarded(call: ServerCall): Parameters | undefined;
+  /** The calls' AbortControllers, used again (see abort-controllers.ts). */
+  readonly controllers: AbortControllers;
 }
 
 /**
@@ -20,11 +23,11 @@ export interface InferContext {
  * so work still queued for it is dropped rather than run for nobody.
  */
 export function handleModelInfer(ctx: InferContext): (call: ServerCall, message: Buffer) => void {
-  const { server } = ctx;
+  const { server, controllers } = ctx;
   return (call, message) => {
     const msg = decodeOrEnd(ctx, call, message);
     if (msg === null) return;
-    const abort = new AbortController();
+    const abort = controllers.take();
     let request: InferenceRequest;
     try {
       // As Triton's, the refusal of a decoupled model comes before the request is looked at.
@@ -33,6 +36,7 @@ export function handleModelInfer(ctx: InferContext): (call: ServerCall, message:
       request = decodeInferRequest(msg, abort.signal, ctx.forwarded(call), true).request;
     } catch (e) {
       call.fail(e);
+      controllers.giveBack(abort);
       return;
     }
     // Only a request still running is aborted: an abort builds a DOMException, which would be work for nothing.
@@ -40,6 +44,7 @@ export function handleModelInfer(ctx: InferContext): (call: ServerCall, message:
     const traces = server.traces;
     if (traces.active) {
       const trace = traces.sample(request.model, grpcTraceCarrier(call));
+      // A sampled request's controller is not used again: tracing costs more than a new one.
       if (trace !== null) return tracedInfer(server, call, { ...request, trace }, msg, trace);
     }
     server.infer(request, msg.resolved).then(
@@ -50,9 +55,13 @@ export function handleModelInfer(ctx: InferContext): (call: ServerCall, message:
           call.fail(e);
         } finally {
           res.release?.();
+          controllers.giveBack(abort);
         }
       },
-      (e: unknown) => call.fail(e),
+      (e: unknown) => {
+        call.fail(e);
+        controllers.giveBack(abort);
+      },
     );
   };
 }

@@ -3,6 +3,7 @@ import type { Logger } from '../../observability/logger.js';
 import type { ServerCall } from './call.js';
 import type { CallStatus } from './codes.js';
 import { responseCompression } from './compression.js';
+import { AbortControllers } from './abort-controllers.js';
 import { DESERIALIZE_FAILED, handleModelInfer, type InferContext } from './model-infer.js';
 import { DEFAULT_MAX_DECOMPRESSED_SIZE, MAX_CONCURRENT_STREAMS, MAX_HEADER_LIST_BYTES, MAX_MESSAGE_SIZE, type GrpcOptions } from './options.js';
 import { encodeFramed, loadProtos, type MethodDefinition } from './proto.js';
@@ -40,7 +41,7 @@ export async function startGrpcFrontend(server: InferenceServer, options: GrpcOp
   const inference = protos.inference;
   const streamType = protos.type('inference.ModelStreamInferResponse');
   const decode = boundedInferDeserializer(inference['ModelInfer']!.requestDeserialize, server) as (b: Buffer) => ModelInferRequestMsg;
-  const inferCtx: InferContext = { server, decode, forwarded: (call) => forwarded(call) };
+  const inferCtx: InferContext = { server, decode, forwarded: (call) => forwarded(call), controllers: new AbortControllers() };
   const streamCtx: StreamContext = { ...inferCtx, logger, frame: (r) => encodeFramed(streamType, r) };
 
   const routes = new Map<string, Method>();

@@ -34,7 +34,7 @@ export function handleStreamInfer(ctx: StreamContext, call: ServerCall): void {
 }
 
 class InferStream {
-  private readonly abort = new AbortController();
+  private readonly abort: AbortController;
   private readonly grpcErrorMode: boolean;
   private readonly forwarded: Parameters | undefined;
   /** A refusal of the stream's forwarded headers, answered to each of its requests as Triton does. */
@@ -43,6 +43,7 @@ class InferStream {
   private halfClosed = false;
 
   constructor(private readonly ctx: StreamContext, private readonly call: ServerCall) {
+    this.abort = ctx.controllers.take();
     this.grpcErrorMode = call.get('triton_grpc_error') === 'true';
     try {
       this.forwarded = ctx.forwarded(call);
@@ -75,7 +76,9 @@ class InferStream {
   }
 
   private maybeEnd(): void {
-    if (this.halfClosed && this.inflight === 0) this.call.end(OK);
+    if (!this.halfClosed || this.inflight !== 0) return;
+    this.call.end(OK);
+    this.ctx.controllers.giveBack(this.abort);
   }
 
   private async run(msg: ModelInferRequestMsg): Promise<void> {
