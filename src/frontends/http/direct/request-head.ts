@@ -38,9 +38,8 @@ const END_OF_HEAD = Buffer.from('\r\n\r\n');
 const VERSION = ' HTTP/1.1';
 // RFC 9110's token for names; for targets the visible ASCII characters; for values the visible characters,
 // space, tab and obs-text. Anything else (a bare CR or LF, NUL, DEL) makes the request not plain.
-const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+const HEADER_LINES = /^(?:[!#$%&'*+\-.^_`|~0-9A-Za-z]+:[\t\x20-\x7e\x80-\xff]*\r\n)*$/;
 const TARGET = /^\/[\x21-\x7e]*$/;
-const VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
 const DIGITS = /^[0-9]{1,15}$/;
 
 /**
@@ -59,20 +58,22 @@ export function parseRequestHead(buf: Buffer, socket: Socket, from = 0): HeadRes
   if (method !== 'GET' && method !== 'POST') return NOT_PLAIN;
   const url = head.slice(space + 1, lineEnd - VERSION.length);
   if (!TARGET.test(url)) return NOT_PLAIN;
-  const headers: IncomingHttpHeaders = Object.create(null) as IncomingHttpHeaders;
+  // The header lines are checked in one pass, and lower-cased in one, before they are split.
+  const block = head.slice(lineEnd + 2);
+  if (!HEADER_LINES.test(block)) return NOT_PLAIN;
+  const lower = block.toLowerCase();
+  // A plain object, as node:http's: a name Object.prototype already has (__proto__, constructor) reads as
+  // present below, so such a request goes to node:http.
+  const headers: IncomingHttpHeaders = {};
   const rawHeaders: string[] = [];
   let contentLength = 0;
-  let at = lineEnd + 2;
-  while (at < head.length) {
+  let at = 0;
+  while (at < block.length) {
     if (rawHeaders.length === 2 * MAX_HEADERS) return NOT_PLAIN;
-    const next = head.indexOf('\r\n', at);
-    const colon = head.indexOf(':', at);
-    if (colon === -1 || colon > next) return NOT_PLAIN;
-    const name = head.slice(at, colon);
-    const value = trim(head.slice(colon + 1, next));
-    at = next + 2;
-    if (!TOKEN.test(name) || !VALUE.test(value)) return NOT_PLAIN;
-    const key = name.toLowerCase();
+    const next = block.indexOf('\r\n', at);
+    const colon = block.indexOf(':', at);
+    const key = lower.slice(at, colon);
+    const value = trim(block.slice(colon + 1, next));
     if (headers[key] !== undefined) return NOT_PLAIN;
     switch (key) {
       case 'content-length':
@@ -87,7 +88,8 @@ export function parseRequestHead(buf: Buffer, socket: Socket, from = 0): HeadRes
       default: break;
     }
     headers[key] = value;
-    rawHeaders.push(name, value);
+    rawHeaders.push(block.slice(at, colon), value);
+    at = next + 2;
   }
   if (headers.host === undefined) return NOT_PLAIN;
   if (method === 'POST' ? headers['content-length'] === undefined : contentLength !== 0) return NOT_PLAIN;

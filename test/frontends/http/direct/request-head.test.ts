@@ -43,10 +43,10 @@ test('an unfinished head needs more bytes, and the search resumes where it stopp
   assert.equal((parseRequestHead(Buffer.from(whole), socket, whole.length - 1) as RequestHead).url, '/v2');
 });
 
-test('a header __proto__ is a header like any other', () => {
-  const h = head('GET / HTTP/1.1\r\nHost: a\r\n__proto__: x\r\n\r\n');
-  assert.equal(h.headers['__proto__'], 'x');
-  assert.equal(Object.getPrototypeOf(h.headers), null);
+test('a header named like a property of Object.prototype (__proto__, constructor) is left to node:http', () => {
+  for (const name of ['__proto__', 'constructor', 'Constructor']) assert.equal(parse(`GET / HTTP/1.1\r\nHost: a\r\n${name}: x\r\n\r\n`), NOT_PLAIN, name);
+  // Lower-cased, toString is a name like any other.
+  assert.equal(head('GET / HTTP/1.1\r\nHost: a\r\ntoString: x\r\n\r\n').headers['tostring'], 'x');
 });
 
 test('anything but a plain request is left to node:http, never refused here', () => {
