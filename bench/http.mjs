@@ -228,13 +228,20 @@ async function httpSection() {
         const n = row.median.nereid;
         const r = row.median.reference;
         row.ratio = { throughput: n.throughput / r.throughput, p50: n.p50 / r.p50, p99: n.p99 / r.p99, cpu: n.serverCpuUsPerRequest / r.serverCpuUsPerRequest };
-        verdict(`simple ${enc} c=${c} throughput nereid/reference`, row.ratio.throughput, `>= ${GOALS.throughputRatio}`,
-          row.ratio.throughput >= GOALS.throughputRatio);
-        if (c === 1) {
-          verdict(`simple ${enc} c=1 p50 nereid/reference`, row.ratio.p50, `<= ${GOALS.p50RatioAtC1}`, row.ratio.p50 <= GOALS.p50RatioAtC1);
-        }
-        verdict(`simple ${enc} c=${c} server CPU/req nereid/reference (${fmt(n.serverCpuUsPerRequest)} vs ${fmt(r.serverCpuUsPerRequest)} µs)`, row.ratio.cpu,
-          `<= ${GOALS.cpuRatio}`, row.ratio.cpu <= GOALS.cpuRatio);
+        // The issue's test: the goal holds for the medians and in at least 4 of 5 rounds (each round's two sides
+        // ran back to back, so a round's ratio is the least touched by the machine's drift).
+        const rounds = (field, goal, atLeast) => runs.nereid.filter((x, i) => {
+          const q = x[field] / runs.reference[i][field];
+          return atLeast ? q >= goal : q <= goal;
+        }).length;
+        const need = Math.ceil(0.8 * opt.rounds);
+        const goalOf = (name, value, goal, atLeast, field) => {
+          const k = rounds(field, goal, atLeast);
+          verdict(`${name}, held ${k}/${opt.rounds} rounds`, value, `${atLeast ? '>=' : '<='} ${goal}`, (atLeast ? value >= goal : value <= goal) && k >= need);
+        };
+        goalOf(`simple ${enc} c=${c} throughput nereid/reference`, row.ratio.throughput, GOALS.throughputRatio, true, 'throughput');
+        if (c === 1) goalOf(`simple ${enc} c=1 p50 nereid/reference`, row.ratio.p50, GOALS.p50RatioAtC1, false, 'p50');
+        goalOf(`simple ${enc} c=${c} CPU/req nereid/reference (${fmt(n.serverCpuUsPerRequest)} vs ${fmt(r.serverCpuUsPerRequest)} µs)`, row.ratio.cpu, GOALS.cpuRatio, false, 'serverCpuUsPerRequest');
       }
       for (const s of servers) {
         const m = row.median[s.name];
