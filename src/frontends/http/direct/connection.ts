@@ -36,6 +36,8 @@ export class DirectConnection<T> implements AnswerOwner {
   private ticket: T | undefined;
   private answer: DirectAnswer | null = null;
   private driving = false;
+  /** Set while answers wait for a client that does not read them (see drive). */
+  private draining = false;
   private done = false;
 
   constructor(private readonly site: ConnectionSite<T>, readonly socket: Socket) {
@@ -74,7 +76,7 @@ export class DirectConnection<T> implements AnswerOwner {
     }
     this.state = this.buf === null ? 'idle' : 'receiving';
     this.since = this.site.now;
-    if (this.socket.isPaused()) this.socket.resume();
+    if (this.socket.isPaused() && !this.draining) this.socket.resume();
     if (!this.driving) this.drive();
   }
 
@@ -108,11 +110,19 @@ export class DirectConnection<T> implements AnswerOwner {
     if (answer !== null) answer.connectionClosed();
   };
 
-  /** Answers every whole request in the buffer, one at a time; returns when one waits for something. */
+  /**
+   * Answers every whole request in the buffer, one at a time; returns when one waits for something. While the
+   * answers already written wait for a client that does not read them, nothing more is read or answered (as
+   * node:http does): pipelined requests for large answers would otherwise hold the server's memory.
+   */
   private drive(): void {
     this.driving = true;
     try {
       while (this.buf !== null && this.answer === null && !this.done) {
+        if (this.socket.writableNeedDrain) {
+          this.waitForDrain();
+          return;
+        }
         if (this.head === null && !this.readHead(this.buf)) return;
         const head = this.head!;
         const end = head.headLength + head.contentLength;
@@ -131,6 +141,20 @@ export class DirectConnection<T> implements AnswerOwner {
       this.driving = false;
     }
   }
+
+  private waitForDrain(): void {
+    if (this.draining) return;
+    this.draining = true;
+    this.socket.pause();
+    this.socket.once('drain', this.onDrain);
+  }
+
+  private readonly onDrain = (): void => {
+    this.draining = false;
+    if (this.done) return;
+    this.socket.resume();
+    if (!this.driving && this.answer === null) this.drive();
+  };
 
   /** Reads the head of the next request; false when it has not all arrived or the connection went to node:http. */
   private readHead(buf: Buffer): boolean {
@@ -167,6 +191,7 @@ export class DirectConnection<T> implements AnswerOwner {
     if (this.done) return;
     this.done = true;
     this.buf = null;
+    this.socket.removeListener('drain', this.onDrain);
     this.site.forget(this);
   }
 }

@@ -16,10 +16,12 @@ interface Site {
   port: number;
   /** Answers the direct path has not given yet, to release by hand (/hold). */
   held: (() => void)[];
+  /** How many requests the direct path has served. */
+  served: number;
 }
 
 function answer(res: ServerResponse | DirectAnswer, path: string, bodyLength: number, side: string): void {
-  const text = `${path} ${bodyLength} ${side}`;
+  const text = path === '/large' ? `${path} ${side} ${'l'.repeat(64 * 1024)}` : `${path} ${bodyLength} ${side}`;
   if (path === '/unframed') res.writeHead(200, { 'Content-Type': 'text/plain' });
   else res.writeHead(200, { 'Content-Type': 'text/plain', 'Content-Length': Buffer.byteLength(text) });
   res.end(text);
@@ -32,9 +34,11 @@ async function startSite(options: { headersTimeout?: number; keepAliveTimeout?: 
     req.on('end', () => answer(res, req.url!, n, 'node'));
   });
   const held: (() => void)[] = [];
+  const site = { held, served: 0 };
   const direct = new DirectPath<string>(http, {
     decide: (head: RequestHead) => (head.url.startsWith('/stream') ? undefined : head.url),
     serve: (_head, body, res, path) => {
+      site.served++;
       if (path === '/slow') setTimeout(() => answer(res, path, body.byteLength, 'direct'), 100);
       else if (path === '/hold') held.push(() => answer(res, path, body.byteLength, 'direct'));
       else answer(res, path, body.byteLength, 'direct');
@@ -42,7 +46,7 @@ async function startSite(options: { headersTimeout?: number; keepAliveTimeout?: 
   }, options.maxBody ?? 1024);
   http.listen(0, '127.0.0.1');
   await once(http, 'listening');
-  return { http, direct, port: (http.address() as AddressInfo).port, held };
+  return Object.assign(site, { http, direct, port: (http.address() as AddressInfo).port });
 }
 
 interface Answered {
@@ -158,6 +162,49 @@ test('two thousand pipelined requests in one write are answered in order', async
   assert.ok(got.every((a, i) => a.body === `/p${i} 0 direct`));
   c.socket.destroy();
 });
+
+test('a client that pipelines requests and reads no answers makes the server stop reading, not pile up answers', async () => {
+  const s = await startSite();
+  const socket = connect(s.port, '127.0.0.1');
+  try {
+    socket.pause();
+    const n = 2000; // 128 MiB of answers, were they all made at once
+    socket.write(Array.from({ length: n }, () => get('/large')).join(''));
+    await new Promise((r) => setTimeout(r, 500));
+    // What the kernel's socket buffers hold, and one answer more: a few MiB.
+    assert.ok(s.served < n / 4, `${s.served} of ${n} answered while the client read nothing`);
+    // Read on, counting bytes: every answer comes, in full.
+    let bytes = 0;
+    let first: Buffer | null = null;
+    socket.on('data', (d: Buffer) => {
+      first ??= d;
+      bytes += d.byteLength;
+    });
+    socket.resume();
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      await new Promise((r) => setTimeout(r, 20));
+      const one = first === null ? 0 : answerLength(first);
+      if (one > 0 && bytes >= one * n) {
+        assert.equal(bytes, one * n);
+        break;
+      }
+      assert.ok(Date.now() < deadline, `${bytes} bytes of ${one * n}`);
+    }
+    assert.equal(s.served, n);
+  } finally {
+    socket.destroy();
+    s.direct.closeAll();
+    s.http.close();
+  }
+});
+
+/** The length of the answer at the start of `b`, head and body (every /large answer has the same). */
+function answerLength(b: Buffer): number {
+  const end = b.indexOf('\r\n\r\n');
+  const length = /\r\nContent-Length: (\d+)/.exec(b.toString('latin1', 0, end));
+  return end + 4 + Number(length![1]);
+}
 
 test('a request waiting for a slow answer holds the ones pipelined behind it; they follow in order', async () => {
   const c = new RawClient(site.port);
