@@ -1,5 +1,6 @@
 import type { Socket } from 'node:net';
 import { DirectAnswer, type AnswerOwner } from './answer.js';
+import { Input } from './input.js';
 import { MAX_HEAD_BYTES, NEEDS_MORE, NOT_PLAIN, parseRequestHead, type RequestHead } from './request-head.js';
 
 /** What a connection needs of the direct path that accepted it (see DirectPath). */
@@ -29,8 +30,8 @@ export class DirectConnection<T> implements AnswerOwner {
   state: ConnectionState = 'idle';
   /** When the current state began, on the site's clock. */
   since: number;
-  private buf: Buffer | null = null;
-  /** How far `buf` has been searched for the end of a head. */
+  private readonly input = new Input();
+  /** How far the input has been searched for the end of a head. */
   private searched = 0;
   private head: RequestHead | null = null;
   private ticket: T | undefined;
@@ -74,21 +75,21 @@ export class DirectConnection<T> implements AnswerOwner {
       this.socket.end();
       return;
     }
-    this.state = this.buf === null ? 'idle' : 'receiving';
+    this.state = this.input.length === 0 ? 'idle' : 'receiving';
     this.since = this.site.now;
     if (this.socket.isPaused() && !this.draining) this.socket.resume();
     if (!this.driving) this.drive();
   }
 
   private readonly onData = (chunk: Buffer): void => {
-    this.buf = this.buf === null ? chunk : Buffer.concat([this.buf, chunk]);
+    this.input.push(chunk);
     if (this.state === 'idle') {
       this.state = 'receiving';
       this.since = this.site.now;
     }
     if (this.answer !== null) {
       // Pipelined requests wait for the one being answered; past one more request's worth they wait in the kernel.
-      if (this.buf.byteLength > MAX_HEAD_BYTES + this.site.maxBody) this.socket.pause();
+      if (this.input.length > MAX_HEAD_BYTES + this.site.maxBody) this.socket.pause();
       return;
     }
     this.drive();
@@ -118,18 +119,16 @@ export class DirectConnection<T> implements AnswerOwner {
   private drive(): void {
     this.driving = true;
     try {
-      while (this.buf !== null && this.answer === null && !this.done) {
+      while (this.input.length > 0 && this.answer === null && !this.done) {
         if (this.socket.writableNeedDrain) {
           this.waitForDrain();
           return;
         }
-        if (this.head === null && !this.readHead(this.buf)) return;
+        if (this.head === null && !this.readHead(this.input.view())) return;
         const head = this.head!;
-        const end = head.headLength + head.contentLength;
-        const buf: Buffer = this.buf;
-        if (buf.byteLength < end) return;
-        const body = buf.subarray(head.headLength, end);
-        this.buf = buf.byteLength === end ? null : buf.subarray(end);
+        if (this.input.length < head.headLength + head.contentLength) return;
+        this.input.skip(head.headLength);
+        const body = this.input.take(head.contentLength);
         this.head = null;
         this.searched = 0;
         this.state = 'answering';
@@ -176,7 +175,7 @@ export class DirectConnection<T> implements AnswerOwner {
   /** node:http reads the connection from here on, starting with the bytes not yet answered. */
   private handOff(): void {
     const socket = this.socket;
-    const rest = this.buf;
+    const rest = this.input.length === 0 ? null : this.input.view();
     this.finish();
     socket.removeListener('data', this.onData);
     socket.removeListener('error', ignore);
@@ -190,7 +189,7 @@ export class DirectConnection<T> implements AnswerOwner {
   private finish(): void {
     if (this.done) return;
     this.done = true;
-    this.buf = null;
+    this.input.clear();
     this.socket.removeListener('drain', this.onDrain);
     this.site.forget(this);
   }
