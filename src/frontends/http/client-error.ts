@@ -8,6 +8,11 @@ import type { Duplex } from 'node:stream';
  */
 export function answerClientError(err: Error & { code?: string; reason?: string }, socket: Duplex): void {
   if (!socket.writable) return;
+  // A request that did not arrive within headersTimeout: node:http's own answer, as the direct path gives it.
+  if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+    socket.end('HTTP/1.1 408 Request Timeout\r\nContent-Length: 0\r\nConnection: close\r\n\r\n');
+    return;
+  }
   if (!bothFramings(err)) {
     socket.end('HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n');
     return;

@@ -91,6 +91,7 @@ async function closeServer(http: Server, direct: DirectPath<unknown>, json: Json
     direct.closeIdle();
   });
   clearTimeout(force);
+  direct.closeAll();
   await json.close();
 }
 

@@ -58,6 +58,13 @@ export class DirectAnswer {
     if (this.ended) return this;
     this.ended = true;
     if (!this.headersSent) this.writeHead(200, {});
+    if (!this.socket.writable) {
+      // The connection ended before the answer: it reaches no one, and its 'close' is now.
+      this.head = null;
+      this.connectionClosed();
+      this.owner.answered(false);
+      return this;
+    }
     const done = this.finishListeners !== null || this.closeListeners !== null ? (err?: Error | null) => (err ? this.connectionClosed() : this.finished()) : undefined;
     if (chunk !== undefined) this.send(chunk, done);
     else if (this.head !== null) this.send('', done);

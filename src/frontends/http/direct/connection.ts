@@ -62,17 +62,23 @@ export class DirectConnection<T> implements AnswerOwner {
     if (this.state === 'idle') this.socket.destroy();
   }
 
-  /** node:http's answer to a request whose head or body takes too long to arrive, and the end of the connection. */
+  /** True while answers already written wait to leave (for a client that reads slowly): no timeout runs then. */
+  get flushing(): boolean {
+    return this.draining || this.socket.writableLength > 0;
+  }
+
+  /** The answer to a request whose head or body takes too long to arrive (node:http's), and the end of the connection. */
   timeOut(): void {
-    if (this.state === 'receiving' && this.socket.writable) this.socket.end('HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n\r\n');
+    if (this.state === 'receiving' && this.socket.writable) this.socket.end(REQUEST_TIMEOUT);
     this.socket.destroy();
   }
 
   answered(keepAlive: boolean): void {
     this.answer = null;
     if (!keepAlive) {
+      // Nothing more is read; the connection closes once the answer has left (node:http's destroySoon).
       this.finish();
-      this.socket.end();
+      this.socket.destroySoon();
       return;
     }
     this.state = this.input.length === 0 ? 'idle' : 'receiving';
@@ -82,6 +88,7 @@ export class DirectConnection<T> implements AnswerOwner {
   }
 
   private readonly onData = (chunk: Buffer): void => {
+    if (this.done) return;
     this.input.push(chunk);
     if (this.state === 'idle') {
       this.state = 'receiving';
@@ -106,6 +113,7 @@ export class DirectConnection<T> implements AnswerOwner {
 
   private readonly onClose = (): void => {
     this.finish();
+    this.site.forget(this);
     const answer = this.answer;
     this.answer = null;
     if (answer !== null) answer.connectionClosed();
@@ -183,17 +191,20 @@ export class DirectConnection<T> implements AnswerOwner {
     socket.removeListener('close', this.onClose);
     if (rest !== null) socket.unshift(rest);
     if (socket.isPaused()) socket.resume();
+    this.site.forget(this);
     this.site.handOff(this, socket);
   }
 
+  /** Nothing more is read or answered on this connection. It stays known to the site until it closes (or is handed over). */
   private finish(): void {
     if (this.done) return;
     this.done = true;
     this.input.clear();
     this.socket.removeListener('drain', this.onDrain);
-    this.site.forget(this);
   }
 }
+
+const REQUEST_TIMEOUT = 'HTTP/1.1 408 Request Timeout\r\nContent-Length: 0\r\nConnection: close\r\n\r\n';
 
 function ignore(): void {
   // The socket's 'close' follows; an error a client causes is not the server's to report.

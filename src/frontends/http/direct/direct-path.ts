@@ -68,10 +68,10 @@ export class DirectPath<T> implements ConnectionSite<T> {
   /** The server is closing: idle connections end now, busy ones close after their answer. */
   closeIdle(): void {
     this.closing = true;
-    clearInterval(this.timer);
     for (const c of this.connections) c.closeIfIdle();
   }
 
+  /** Ends every connection at once, and the timer: once this has run, nothing of the direct path remains. */
   closeAll(): void {
     this.closing = true;
     clearInterval(this.timer);
@@ -91,6 +91,11 @@ export class DirectPath<T> implements ConnectionSite<T> {
     this.now = now;
     this.dateLine = `Date: ${new Date(now).toUTCString()}\r\n`;
     for (const c of this.connections) {
+      // Answers still leaving for a slow reader: its time runs from when they have gone (as node:http's).
+      if (c.flushing) {
+        c.since = now;
+        continue;
+      }
       const age = now - c.since;
       if (c.state === 'receiving' ? this.headersTimeout > 0 && age > this.headersTimeout : c.state === 'idle' && age > this.keepAliveTimeout) c.timeOut();
     }

@@ -40,7 +40,7 @@ const VERSION = ' HTTP/1.1';
 // space, tab and obs-text. Anything else (a bare CR or LF, NUL, DEL) makes the request not plain.
 const HEADER_LINES = /^(?:[!#$%&'*+\-.^_`|~0-9A-Za-z]+:[\t\x20-\x7e\x80-\xff]*\r\n)*$/;
 const TARGET = /^\/[\x21-\x7e]*$/;
-const DIGITS = /^[0-9]{1,15}$/;
+const CONTENT_LENGTH = /^ *[0-9]{1,15} *$/;
 
 /**
  * Reads the head at the start of `buf`, which came on `socket`. `from` is how far an earlier call already looked for the head's end
@@ -73,11 +73,13 @@ export function parseRequestHead(buf: Buffer, socket: Socket, from = 0): HeadRes
     const next = block.indexOf('\r\n', at);
     const colon = block.indexOf(':', at);
     const key = lower.slice(at, colon);
-    const value = trim(block.slice(colon + 1, next));
+    const raw = block.slice(colon + 1, next);
+    const value = trim(raw);
     if (headers[key] !== undefined) return NOT_PLAIN;
     switch (key) {
       case 'content-length':
-        if (!DIGITS.test(value)) return NOT_PLAIN;
+        // Spaces around the digits only: llhttp refuses some tabs there, and the two parsers must agree.
+        if (!CONTENT_LENGTH.test(raw)) return NOT_PLAIN;
         contentLength = Number(value);
         break;
       case 'connection':

@@ -18,10 +18,13 @@ interface Site {
   held: (() => void)[];
   /** How many requests the direct path has served. */
   served: number;
+  /** How many answers of /hold have seen their 'close'. */
+  closes: number;
 }
 
 function answer(res: ServerResponse | DirectAnswer, path: string, bodyLength: number, side: string): void {
-  const text = path === '/large' ? `${path} ${side} ${'l'.repeat(64 * 1024)}` : `${path} ${bodyLength} ${side}`;
+  const size = path === '/large' ? 64 * 1024 : path === '/huge' ? 32 * 1024 * 1024 : 0;
+  const text = size > 0 ? `${path} ${side} ${'l'.repeat(size)}` : `${path} ${bodyLength} ${side}`;
   if (path === '/unframed') res.writeHead(200, { 'Content-Type': 'text/plain' });
   else res.writeHead(200, { 'Content-Type': 'text/plain', 'Content-Length': Buffer.byteLength(text) });
   res.end(text);
@@ -34,13 +37,16 @@ async function startSite(options: { headersTimeout?: number; keepAliveTimeout?: 
     req.on('end', () => answer(res, req.url!, n, 'node'));
   });
   const held: (() => void)[] = [];
-  const site = { held, served: 0 };
+  const site = { held, served: 0, closes: 0 };
   const direct = new DirectPath<string>(http, {
     decide: (head: RequestHead) => (head.url.startsWith('/stream') ? undefined : head.url),
     serve: (_head, body, res, path) => {
       site.served++;
       if (path === '/slow') setTimeout(() => answer(res, path, body.byteLength, 'direct'), 100);
-      else if (path === '/hold') held.push(() => answer(res, path, body.byteLength, 'direct'));
+      else if (path === '/hold') {
+        res.once('close', () => site.closes++);
+        held.push(() => answer(res, path, body.byteLength, 'direct'));
+      }
       else answer(res, path, body.byteLength, 'direct');
     },
   }, options.maxBody ?? 1024);
@@ -278,6 +284,42 @@ test('closing: an idle connection ends at once; a busy one gets its answer with 
   await closed;
 });
 
+test('closing: a client that keeps its side open and keeps writing is still closed after its answer, and the server\'s close ends', async () => {
+  const s = await startSite();
+  const socket = connect({ port: s.port, host: '127.0.0.1', allowHalfOpen: true });
+  socket.on('error', () => {});
+  let got = '';
+  socket.on('data', (d: Buffer) => (got += d.toString('latin1')));
+  socket.write(get('/hold'));
+  while (s.held.length === 0) await new Promise((r) => setTimeout(r, 5));
+  let closed = false;
+  s.http.close(() => (closed = true));
+  s.http.closeIdleConnections();
+  s.direct.closeIdle();
+  s.held.shift()!();
+  const writer = setInterval(() => socket.write('garbage that is never read\r\n'), 5);
+  try {
+    for (let i = 0; i < 300 && !closed; i++) await new Promise((r) => setTimeout(r, 10));
+    assert.ok(closed, 'the server closed');
+    assert.match(got, /\/hold 0 direct$/);
+  } finally {
+    clearInterval(writer);
+    socket.destroy();
+    s.direct.closeAll();
+  }
+});
+
+test('an answer ended after its connection was destroyed still gets its \'close\'', async () => {
+  const s = await startSite();
+  const c = new RawClient(s.port);
+  await c.send(get('/hold'));
+  while (s.held.length === 0) await new Promise((r) => setTimeout(r, 5));
+  s.direct.closeAll();
+  s.held.shift()!();
+  assert.equal(s.closes, 1);
+  s.http.close();
+});
+
 test('node:http\'s timeouts hold: a head that never ends is answered 408 and closed; an idle connection closes after keep-alive', async () => {
   const s = await startSite({ headersTimeout: 1000, keepAliveTimeout: 1000 });
   try {
@@ -290,6 +332,35 @@ test('node:http\'s timeouts hold: a head that never ends is answered 408 and clo
     assert.deepEqual((await slow.answers(1)).map((a) => a.status), [408]);
     await idle.closing(10_000);
   } finally {
+    s.direct.closeAll();
+    s.http.close();
+  }
+});
+
+test('no timeout runs while an answer is still leaving for a client that reads slowly', async () => {
+  const s = await startSite({ headersTimeout: 1000, keepAliveTimeout: 1000 });
+  const socket = connect(s.port, '127.0.0.1');
+  try {
+    socket.pause();
+    // Two pipelined answers of 32 MiB: the second request waits for the first answer to drain.
+    socket.write(get('/huge') + get('/huge'));
+    await new Promise((r) => setTimeout(r, 3000));
+    let bytes = 0;
+    let first: Buffer | null = null;
+    socket.on('data', (d: Buffer) => {
+      first ??= d;
+      bytes += d.byteLength;
+    });
+    socket.resume();
+    const deadline = Date.now() + 30_000;
+    for (;;) {
+      await new Promise((r) => setTimeout(r, 20));
+      const one = first === null ? 0 : answerLength(first);
+      if (one > 0 && bytes >= 2 * one) break;
+      assert.ok(!socket.destroyed && Date.now() < deadline, `${bytes} bytes of ${2 * one}, the connection ${socket.destroyed ? 'closed' : 'open'}`);
+    }
+  } finally {
+    socket.destroy();
     s.direct.closeAll();
     s.http.close();
   }

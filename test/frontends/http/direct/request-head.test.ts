@@ -66,6 +66,8 @@ test('anything but a plain request is left to node:http, never refused here', ()
     ['two Content-Lengths', 'POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\ncontent-length: 1\r\n\r\nx'],
     ['a list as Content-Length', 'POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1, 1\r\n\r\nx'],
     ['a sign in Content-Length', 'POST / HTTP/1.1\r\nHost: a\r\nContent-Length: +1\r\n\r\nx'],
+    ['a tab after the length', 'POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 3\t\r\n\r\nabc'],
+    ['a tab before the length', 'POST / HTTP/1.1\r\nHost: a\r\nContent-Length:\t3\r\n\r\nabc'],
     ['an empty Content-Length', 'POST / HTTP/1.1\r\nHost: a\r\nContent-Length:\r\n\r\n'],
     ['a Content-Length past 2^53', 'POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 9999999999999999\r\n\r\n'],
     ['Transfer-Encoding', 'POST / HTTP/1.1\r\nHost: a\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n'],
