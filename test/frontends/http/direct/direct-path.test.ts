@@ -180,23 +180,7 @@ test('a client that pipelines requests and reads no answers makes the server sto
     // What the kernel's socket buffers hold, and one answer more: a few MiB.
     assert.ok(s.served < n / 4, `${s.served} of ${n} answered while the client read nothing`);
     // Read on, counting bytes: every answer comes, in full.
-    let bytes = 0;
-    let first: Buffer | null = null;
-    socket.on('data', (d: Buffer) => {
-      first ??= d;
-      bytes += d.byteLength;
-    });
-    socket.resume();
-    const deadline = Date.now() + 30_000;
-    for (;;) {
-      await new Promise((r) => setTimeout(r, 20));
-      const one = first === null ? 0 : answerLength(first);
-      if (one > 0 && bytes >= one * n) {
-        assert.equal(bytes, one * n);
-        break;
-      }
-      assert.ok(Date.now() < deadline, `${bytes} bytes of ${one * n}`);
-    }
+    await readAnswers(socket, n);
     assert.equal(s.served, n);
   } finally {
     socket.destroy();
@@ -205,7 +189,28 @@ test('a client that pipelines requests and reads no answers makes the server sto
   }
 });
 
-/** The length of the answer at the start of `b`, head and body (every /large answer has the same). */
+/** Resumes a paused socket and reads `count` answers of one length, in full, the connection staying open. */
+async function readAnswers(socket: Socket, count: number): Promise<void> {
+  let bytes = 0;
+  let first: Buffer | null = null;
+  socket.on('data', (d: Buffer) => {
+    first ??= d;
+    bytes += d.byteLength;
+  });
+  socket.resume();
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    await new Promise((r) => setTimeout(r, 20));
+    const one = first === null ? 0 : answerLength(first);
+    if (one > 0 && bytes >= one * count) {
+      assert.equal(bytes, one * count);
+      return;
+    }
+    assert.ok(!socket.destroyed && Date.now() < deadline, `${bytes} bytes of ${one * count}, the connection ${socket.destroyed ? 'closed' : 'open'}`);
+  }
+}
+
+/** The length of the answer at the start of `b`, head and body (every /large or /huge answer has the same). */
 function answerLength(b: Buffer): number {
   const end = b.indexOf('\r\n\r\n');
   const length = /\r\nContent-Length: (\d+)/.exec(b.toString('latin1', 0, end));
@@ -345,20 +350,7 @@ test('no timeout runs while an answer is still leaving for a client that reads s
     // Two pipelined answers of 32 MiB: the second request waits for the first answer to drain.
     socket.write(get('/huge') + get('/huge'));
     await new Promise((r) => setTimeout(r, 3000));
-    let bytes = 0;
-    let first: Buffer | null = null;
-    socket.on('data', (d: Buffer) => {
-      first ??= d;
-      bytes += d.byteLength;
-    });
-    socket.resume();
-    const deadline = Date.now() + 30_000;
-    for (;;) {
-      await new Promise((r) => setTimeout(r, 20));
-      const one = first === null ? 0 : answerLength(first);
-      if (one > 0 && bytes >= 2 * one) break;
-      assert.ok(!socket.destroyed && Date.now() < deadline, `${bytes} bytes of ${2 * one}, the connection ${socket.destroyed ? 'closed' : 'open'}`);
-    }
+    await readAnswers(socket, 2);
   } finally {
     socket.destroy();
     s.direct.closeAll();
