@@ -11,6 +11,8 @@ export interface RequestInfo {
   readonly headers: IncomingHttpHeaders;
   readonly rawHeaders: string[];
   readonly socket: Socket;
+  /** When the request's first byte arrived (process.hrtime), when known: the direct path's, while tracing. */
+  readonly receivedAt?: bigint | undefined;
 }
 
 /**

@@ -152,6 +152,7 @@ function directHandlers(ctx: Context): DirectHandlers<Route | null> {
       }
       if (pending instanceof Promise) pending.catch((e: unknown) => sendError(answer, e, ctx));
     },
+    timesArrival: () => ctx.server.traces.active,
   };
 }
 
@@ -241,7 +242,7 @@ function handleInfer(ctx: Context, model: string, version: number | undefined, r
   if (traces.active) {
     const trace = traces.sample(model, traceCarrier(req.headers));
     if (trace !== null) {
-      followAnswer(trace, res);
+      followAnswer(trace, res, req.receivedAt);
       return infer(ctx, model, version, req, res, body, trace);
     }
   }
@@ -256,8 +257,10 @@ function sampleHttp(ctx: Context, model: string, req: IncomingMessage, res: Serv
 }
 
 /** The frontend's timestamps around a sampled request, and its trace ended once the answer has gone. */
-function followAnswer(trace: RootTrace, res: Answer): void {
-  trace.stamp('HTTP_RECV_START', process.hrtime.bigint());
+function followAnswer(trace: RootTrace, res: Answer, receivedAt?: bigint): void {
+  // Triton's HTTP_RECV_START is when the request began to arrive: known on the direct path, which has the
+  // whole request by the time its handler runs; node:http's requests are stamped as their handler starts.
+  trace.stamp('HTTP_RECV_START', receivedAt ?? process.hrtime.bigint());
   let ended = false;
   const end = (): void => {
     if (ended) return;

@@ -1,6 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtemp, readFile, readdir, rm } from 'node:fs/promises';
+import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startTestServer, type TestServer } from '../../helpers/server.js';
@@ -81,6 +82,25 @@ test('Triton mode: each traced request is Triton’s records (header, one object
         assert.ok(t.stamps.get(HTTP_ORDER[i]!)! >= t.stamps.get(HTTP_ORDER[i - 1]!)!, `${HTTP_ORDER[i - 1]} before ${HTTP_ORDER[i]}`);
       }
     }
+  });
+});
+
+test('HTTP_RECV_START is when the request began to arrive: a body sent 100 ms after its head is inside HTTP_RECV', async () => {
+  await withServer(['level=TIMESTAMPS', 'rate=1', 'triton,file=$DIR/trace.json'], async (s, dir) => {
+    const body = JSON.stringify(SIMPLE);
+    const socket = connect(Number(new URL(s.url).port), '127.0.0.1');
+    let got = '';
+    socket.on('data', (d: Buffer) => (got += d.toString('latin1')));
+    socket.write(`POST /v2/models/simple/infer HTTP/1.1\r\nHost: x\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n`);
+    await new Promise((r) => setTimeout(r, 100));
+    socket.write(body);
+    while (!got.includes('OUTPUT1')) await new Promise((r) => setTimeout(r, 10));
+    socket.destroy();
+    assert.match(got, /^HTTP\/1\.1 200 /);
+    await s.close();
+    const [t] = [...byId(await readTraces(join(dir, 'trace.json'))).values()];
+    const recv = t!.stamps.get('HTTP_RECV_END')! - t!.stamps.get('HTTP_RECV_START')!;
+    assert.ok(recv >= 90e6, `HTTP_RECV took ${recv} ns`);
   });
 });
 

@@ -12,6 +12,8 @@ export interface ConnectionSite<T> {
   readonly keepAliveSeconds: number;
   /** The largest body the direct path reads; a longer one goes to node:http. */
   readonly maxBody: number;
+  /** Whether a request's arrival is timed (Triton's HTTP_RECV_START is when its first byte came). */
+  timesArrival(): boolean;
   /** What to do with a request, decided from its head; undefined gives the connection to node:http. */
   decide(head: RequestHead): T | undefined;
   serve(head: RequestHead, body: Buffer, answer: DirectAnswer, ticket: T): void;
@@ -36,6 +38,8 @@ export class DirectConnection<T> implements AnswerOwner {
   private head: RequestHead | null = null;
   private ticket: T | undefined;
   private answer: DirectAnswer | null = null;
+  /** When the request being received began to arrive, while arrivals are timed. */
+  private arrivedAt: bigint | undefined;
   private driving = false;
   /** Set while answers wait for a client that does not read them (see drive). */
   private draining = false;
@@ -83,6 +87,7 @@ export class DirectConnection<T> implements AnswerOwner {
     }
     this.state = this.input.length === 0 ? 'idle' : 'receiving';
     this.since = this.site.now;
+    if (this.state === 'receiving') this.arrived();
     if (this.socket.isPaused() && !this.draining) this.socket.resume();
     if (!this.driving) this.drive();
   }
@@ -93,6 +98,7 @@ export class DirectConnection<T> implements AnswerOwner {
     if (this.state === 'idle') {
       this.state = 'receiving';
       this.since = this.site.now;
+      this.arrived();
     }
     if (this.answer !== null) {
       // Pipelined requests wait for the one being answered; past one more request's worth they wait in the kernel.
@@ -139,6 +145,10 @@ export class DirectConnection<T> implements AnswerOwner {
         const body = this.input.take(head.contentLength);
         this.head = null;
         this.searched = 0;
+        if (this.arrivedAt !== undefined) {
+          head.receivedAt = this.arrivedAt;
+          this.arrivedAt = undefined;
+        }
         this.state = 'answering';
         const answer = new DirectAnswer(this.socket, this, this.site.keepAliveSeconds);
         this.answer = answer;
@@ -147,6 +157,10 @@ export class DirectConnection<T> implements AnswerOwner {
     } finally {
       this.driving = false;
     }
+  }
+
+  private arrived(): void {
+    this.arrivedAt = this.site.timesArrival() ? process.hrtime.bigint() : undefined;
   }
 
   private waitForDrain(): void {

@@ -9,6 +9,8 @@ export interface DirectHandlers<T> {
   decide(head: RequestHead): T | undefined;
   /** Answers a request through `answer`; the body is whole. */
   serve(head: RequestHead, body: Buffer, answer: DirectAnswer, ticket: T): void;
+  /** Whether requests' arrival times are wanted now (they are traced). */
+  timesArrival(): boolean;
 }
 
 /**
@@ -47,6 +49,10 @@ export class DirectPath<T> implements ConnectionSite<T> {
     this.keepAliveSeconds = Math.floor(http.keepAliveTimeout / 1000);
     this.tick();
     this.timer = setInterval(() => this.tick(), 1000).unref();
+  }
+
+  timesArrival(): boolean {
+    return this.handlers.timesArrival();
   }
 
   decide(head: RequestHead): T | undefined {

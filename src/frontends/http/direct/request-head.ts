@@ -18,6 +18,8 @@ export interface RequestHead {
   readonly headLength: number;
   /** The connection it came on. */
   readonly socket: Socket;
+  /** When its first byte arrived (process.hrtime), set by the connection only while requests are traced. */
+  receivedAt?: bigint;
 }
 
 /**

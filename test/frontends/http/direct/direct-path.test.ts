@@ -40,6 +40,7 @@ async function startSite(options: { headersTimeout?: number; keepAliveTimeout?: 
   const site = { held, served: 0, closes: 0 };
   const direct = new DirectPath<string>(http, {
     decide: (head: RequestHead) => (head.url.startsWith('/stream') ? undefined : head.url),
+    timesArrival: () => false,
     serve: (_head, body, res, path) => {
       site.served++;
       if (path === '/slow') setTimeout(() => answer(res, path, body.byteLength, 'direct'), 100);
