@@ -10,7 +10,7 @@ export function answerClientError(err: Error & { code?: string; reason?: string 
   if (!socket.writable) return;
   // A request that did not arrive within headersTimeout: node:http's own answer, as the direct path gives it.
   if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
-    socket.end('HTTP/1.1 408 Request Timeout\r\nContent-Length: 0\r\nConnection: close\r\n\r\n');
+    socket.end(REQUEST_TIMEOUT);
     return;
   }
   if (!bothFramings(err)) {
@@ -20,6 +20,9 @@ export function answerClientError(err: Error & { code?: string; reason?: string 
   const body = JSON.stringify({ error: BOTH_FRAMINGS });
   socket.end(`HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
 }
+
+/** The answer to a request that did not arrive in time, on either path. */
+export const REQUEST_TIMEOUT = 'HTTP/1.1 408 Request Timeout\r\nContent-Length: 0\r\nConnection: close\r\n\r\n';
 
 const BOTH_FRAMINGS = 'the request has both Transfer-Encoding and Content-Length headers; send only one of them (a body with two framings is refused, as it allows request smuggling)';
 

@@ -100,7 +100,8 @@ test('HTTP_RECV_START is when the request began to arrive: a body sent 100 ms af
     await s.close();
     const [t] = [...byId(await readTraces(join(dir, 'trace.json'))).values()];
     const recv = t!.stamps.get('HTTP_RECV_END')! - t!.stamps.get('HTTP_RECV_START')!;
-    assert.ok(recv >= 90e6, `HTTP_RECV took ${recv} ns`);
+    // At least half the pause: a busy machine can only lengthen it (without the arrival time it is microseconds).
+    assert.ok(recv >= 50e6, `HTTP_RECV took ${recv} ns`);
   });
 });
 

@@ -1,4 +1,5 @@
 import type { Socket } from 'node:net';
+import { REQUEST_TIMEOUT } from '../client-error.js';
 import { DirectAnswer, type AnswerOwner } from './answer.js';
 import { Input } from './input.js';
 import { MAX_HEAD_BYTES, NEEDS_MORE, NOT_PLAIN, parseRequestHead, type RequestHead } from './request-head.js';
@@ -17,7 +18,7 @@ export interface ConnectionSite<T> {
   /** What to do with a request, decided from its head; undefined gives the connection to node:http. */
   decide(head: RequestHead): T | undefined;
   serve(head: RequestHead, body: Buffer, answer: DirectAnswer, ticket: T): void;
-  handOff(connection: DirectConnection<T>, socket: Socket): void;
+  handOff(socket: Socket): void;
   forget(connection: DirectConnection<T>): void;
 }
 
@@ -206,7 +207,7 @@ export class DirectConnection<T> implements AnswerOwner {
     if (rest !== null) socket.unshift(rest);
     if (socket.isPaused()) socket.resume();
     this.site.forget(this);
-    this.site.handOff(this, socket);
+    this.site.handOff(socket);
   }
 
   /** Nothing more is read or answered on this connection. It stays known to the site until it closes (or is handed over). */
@@ -217,8 +218,6 @@ export class DirectConnection<T> implements AnswerOwner {
     this.socket.removeListener('drain', this.onDrain);
   }
 }
-
-const REQUEST_TIMEOUT = 'HTTP/1.1 408 Request Timeout\r\nContent-Length: 0\r\nConnection: close\r\n\r\n';
 
 function ignore(): void {
   // The socket's 'close' follows; an error a client causes is not the server's to report.

@@ -63,7 +63,7 @@ export class DirectPath<T> implements ConnectionSite<T> {
     this.handlers.serve(head, body, answer, ticket);
   }
 
-  handOff(_connection: DirectConnection<T>, socket: Socket): void {
+  handOff(socket: Socket): void {
     this.nodeListener.call(this.http, socket);
   }
 
