@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 // HTTP benchmarks of Nereid against the minimal reference server (bench/reference-server.mjs), in one run:
 //
-//   1. `simple`, JSON and binary tensors, at concurrency 1, 8 and 32: rounds alternate Nereid and the reference;
-//      medians of rounds and the ratios Nereid/reference for throughput, p50 and p99.
+//   1. `simple`, JSON and binary tensors, at concurrency 1, 8 and 32: rounds alternate Nereid and the reference,
+//      each round in interleaved slices (A B B A …, --slices, 4 by default, 2 with --quick); medians of rounds and the ratios Nereid/reference for throughput, p50 and p99.
 //      Goals (issue 17): throughput ≥ 1.0× the reference at every concurrency; p50 at concurrency 1 ≤ 1.05× the
 //      reference; server CPU per request ≤ the reference's.
 //   2. A 1 MiB FP32 identity, binary vs JSON (Nereid; the reference for context). Goal: binary ≥ 5× JSON.
@@ -14,7 +14,7 @@
 //      Goals: gRPC throughput ≥ 1.0× HTTP binary's, at no more server CPU per request.
 //
 //   node bench/http.mjs [--quick] [--only reference|nereid] [--sections http,big,cold,grpc] [--rounds N]
-//                       [--duration S] [--warmup S] [--concurrency 1,8,32] [--starts N] [--settle S] [--out FILE]
+//                       [--duration S] [--warmup S] [--slices N] [--concurrency 1,8,32] [--starts N] [--settle S] [--out FILE]
 //
 // Prints tables and writes every figure, every round included, to .bench-results/http-<time>.json.
 
@@ -39,6 +39,7 @@ const { values: a } = parseArgs({
     rounds: { type: 'string' },
     duration: { type: 'string' },
     warmup: { type: 'string' },
+    slices: { type: 'string' },
     concurrency: { type: 'string', default: '1,8,32' },
     'big-concurrency': { type: 'string', default: '1,4' },
     starts: { type: 'string' },
@@ -50,7 +51,7 @@ const { values: a } = parseArgs({
 });
 if (a.help) {
   process.stdout.write(`usage: node bench/http.mjs [--quick] [--only reference|nereid] [--sections http,big,cold,grpc]
-       [--rounds N] [--duration S] [--warmup S] [--concurrency 1,8,32] [--big-concurrency 1,4]
+       [--rounds N] [--duration S] [--warmup S] [--slices N] [--concurrency 1,8,32] [--big-concurrency 1,4]
        [--starts N] [--settle S] [--out FILE] [--nereid-args '--flag value ...']
 see bench/README.md
 `);
@@ -61,6 +62,7 @@ const opt = {
   rounds: Number(a.rounds ?? (quick ? 2 : 5)),
   duration: Number(a.duration ?? (quick ? 1 : 3)),
   warmup: Number(a.warmup ?? (quick ? 0.3 : 1)),
+  slices: Math.max(1, Number(a.slices ?? (quick ? 2 : 4))),
   concurrency: a.concurrency.split(',').map(Number),
   bigConcurrency: a['big-concurrency'].split(',').map(Number),
   starts: Number(a.starts ?? (quick ? 2 : 5)),
@@ -100,17 +102,48 @@ function gitDescribe() {
   }
 }
 
-/** One measured run, with the server's CPU time per request (user + system, all threads). */
-async function measure(server, path, bodies, concurrency, extra = {}) {
+/**
+ * One side's measured run: `opt.slices` slices of duration/slices seconds each (see alternate), merged, with the
+ * server's CPU time per request (user + system, all threads).
+ */
+async function measure(server, path, bodies, concurrency, extra, slice) {
   const cpu0 = cpuMs(server.pid);
+  // A slice's warm-up opens its connections and warms the caches the other side's slice left cold.
+  const warmup = opt.warmup / opt.slices;
   const r = await runLoad({
-    url: server.origin + path, bodies, concurrency, duration: opt.duration, warmup: opt.warmup, ...extra,
+    url: server.origin + path, bodies, concurrency, duration: opt.duration / opt.slices, warmup, keepLatencies: true, ...extra,
   });
   const cpu1 = cpuMs(server.pid);
   // CPU time includes the warm-up; spread it over every request the server answered in the run.
-  const served = r.requests * (1 + opt.warmup / Math.max(r.seconds, 1e-9));
-  r.serverCpuUsPerRequest = ((cpu1 - cpu0) * 1000) / served;
-  return r;
+  const served = r.requests * (1 + warmup / Math.max(r.seconds, 1e-9));
+  slice.push({ ...r, cpuMs: cpu1 - cpu0, served });
+}
+
+/** A side's slices of one round as one run: throughput over their summed time, percentiles over every latency. */
+function merge(slices) {
+  const n = slices.reduce((s, r) => s + r.requests, 0);
+  const seconds = slices.reduce((s, r) => s + r.seconds, 0);
+  const lat = new Float64Array(n);
+  let at = 0;
+  for (const r of slices) {
+    lat.set(r.latencies, at);
+    at += r.requests;
+  }
+  lat.sort();
+  const q = (p) => (n === 0 ? NaN : lat[Math.min(n - 1, Math.max(0, Math.ceil(p * n) - 1))]);
+  const errors = slices.reduce((s, r) => s + r.errors, 0);
+  return {
+    requests: n,
+    seconds,
+    throughput: seconds > 0 ? n / seconds : 0,
+    p50: q(0.5),
+    p99: q(0.99),
+    p999: q(0.999),
+    errors,
+    errorDetail: errors > 0 ? { samples: slices.flatMap((r) => r.errorDetail?.samples ?? []) } : undefined,
+    serverCpuUsPerRequest: (slices.reduce((s, r) => s + r.cpuMs, 0) * 1000) / slices.reduce((s, r) => s + r.served, 0),
+    slices: slices.length,
+  };
 }
 
 function summarize(runs) {
@@ -128,16 +161,24 @@ function summarize(runs) {
   };
 }
 
-/** Runs `rounds` rounds over the servers, reversing their order every other round so drift hits both alike. */
-async function alternate(servers, path, bodies, concurrency, label, extra) {
+/**
+ * Runs `rounds` rounds over the servers. A round gives each side `opt.slices` slices, in the order A B B A A B …
+ * (reversed every other round), so the machine's drift over seconds, which on a shared host is larger than the
+ * difference measured, falls on both sides alike within each round rather than deciding it.
+ */
+async function alternate(servers, path, bodies, concurrency, label, extra = {}) {
   const runs = Object.fromEntries(servers.map((s) => [s.name, []]));
   for (let round = 0; round < opt.rounds; round++) {
-    const order = round % 2 === 0 ? servers : [...servers].reverse();
-    for (const s of order) {
-      const r = await measure(s, path, bodies, concurrency, extra);
+    const slices = Object.fromEntries(servers.map((s) => [s.name, []]));
+    for (let k = 0; k < opt.slices; k++) {
+      const order = (round + k) % 2 === 0 ? servers : [...servers].reverse();
+      for (const s of order) await measure(s, path, bodies, concurrency, extra, slices[s.name]);
+    }
+    for (const s of servers) {
+      const r = merge(slices[s.name]);
       runs[s.name].push(r);
       log(`  ${label} c=${concurrency} round ${round + 1}/${opt.rounds} ${padEnd(s.name, 9)} ` +
-        `${pad(fmt(r.throughput), 7)} req/s  p50 ${pad(us(r.p50), 6)} µs  p99 ${pad(us(r.p99), 6)} µs` +
+        `${pad(fmt(r.throughput), 7)} req/s  p50 ${pad(us(r.p50), 6)} µs  p99 ${pad(us(r.p99), 6)} µs  cpu ${pad(fmt(r.serverCpuUsPerRequest), 4)} µs` +
         (r.errors ? `  ERRORS ${r.errors}: ${r.errorDetail.samples[0]}` : ''));
     }
   }
@@ -219,7 +260,7 @@ async function httpSection() {
     for (const enc of ['json', 'binary']) await runLoad({ url: s.origin + path, bodies: bodies[enc], concurrency: 8, duration: opt.warmup * 2, warmup: 0 });
   }
   const out = [];
-  for (const enc of ['json', 'binary']) {
+  for (const enc of (process.env.ENC_ORDER ?? 'json,binary').split(',')) {
     for (const c of opt.concurrency) {
       const runs = await alternate(servers, path, bodies[enc], c, `simple ${enc}`);
       const row = { encoding: enc, concurrency: c, runs, median: {} };
@@ -229,7 +270,7 @@ async function httpSection() {
         const r = row.median.reference;
         row.ratio = { throughput: n.throughput / r.throughput, p50: n.p50 / r.p50, p99: n.p99 / r.p99, cpu: n.serverCpuUsPerRequest / r.serverCpuUsPerRequest };
         // The issue's test: the goal holds for the medians and in at least 4 of 5 rounds (each round's two sides
-        // ran back to back, so a round's ratio is the least touched by the machine's drift).
+        // ran in interleaved slices, so a round's ratio is the least touched by the machine's drift).
         const rounds = (field, goal, atLeast) => runs.nereid.filter((x, i) => {
           const q = x[field] / runs.reference[i][field];
           return atLeast ? q >= goal : q <= goal;
@@ -441,7 +482,7 @@ async function main() {
     opt.sections.delete('big');
   }
   log(`${results.meta.cpus} CPUs (${results.meta.cpuModel}), node ${process.version}, commit ${results.meta.commit}`);
-  log(`rounds ${opt.rounds} × ${opt.duration} s (+${opt.warmup} s warm-up) per side; concurrency ${opt.concurrency.join(',')}`);
+  log(`rounds ${opt.rounds} × ${opt.duration} s (+${opt.warmup} s warm-up) per side in ${opt.slices} interleaved slices; concurrency ${opt.concurrency.join(',')}`);
 
   // Each section's Nereid serves a temporary repository holding only that section's model, as the reference
   // loads only that model.

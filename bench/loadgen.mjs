@@ -54,6 +54,7 @@ function percentile(sorted, n, q) {
  *                                  checked for status 200 and a non-empty body only. Large bodies use k > 1 so
  *                                  the client's own JSON parsing does not dominate what is measured.
  * @param {number} [o.maxSamples]   latency array size to preallocate (grows if exceeded)
+ * @param {boolean} [o.keepLatencies]  also return every measured latency, sorted (ms), for merging runs
  */
 export async function runLoad(o) {
   const { url, bodies, concurrency } = o;
@@ -204,6 +205,7 @@ export async function runLoad(o) {
     min: n > 0 ? sorted[0] : NaN,
     max: n > 0 ? sorted[n - 1] : NaN,
     bytesIn,
+    latencies: o.keepLatencies ? sorted : undefined,
   };
 }
 
