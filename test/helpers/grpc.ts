@@ -95,6 +95,7 @@ export function int32s(b: Buffer): number[] {
 const protoRoot = new protobuf.Root().loadSync(join(PROTO_DIR, 'grpc_service.proto'), { keepCase: true });
 export const requestType = protoRoot.lookupType('inference.ModelInferRequest');
 export const responseType = protoRoot.lookupType('inference.ModelInferResponse');
+export const streamResponseType = protoRoot.lookupType('inference.ModelStreamInferResponse');
 
 export interface RawReply {
   status: string | undefined;

@@ -62,6 +62,8 @@ export class ServerCall implements Metadata, StreamHandler {
   private compression: ResponseCompression | null = null;
   /** Set while a response compresses: later responses and the status wait their turn. */
   private sending: Promise<void> | null = null;
+  /** Set while an OK end waits for `sending`. */
+  private closing = false;
 
   constructor(
     private readonly stream: Http2Stream,
@@ -152,12 +154,19 @@ export class ServerCall implements Metadata, StreamHandler {
   /** Ends the call with `status`: trailers after the response, or a trailers-only response when nothing was sent. */
   end(status: CallStatus): void {
     if (this.ended) return;
+    const ok = status.code === Status.OK;
+    // An OK end already waits for the responses still compressing: a second one adds nothing.
+    if (ok && this.closing) return;
     const sending = this.sending;
     if (sending !== null) {
       // Responses still compressing go first; a failure (not OK) ends the call at once.
       this.sending = null;
-      if (status.code === Status.OK) {
-        void sending.then(() => this.end(status));
+      if (ok) {
+        this.closing = true;
+        void sending.then(() => {
+          this.closing = false;
+          this.end(status);
+        });
         return;
       }
     }

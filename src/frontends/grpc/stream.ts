@@ -1,4 +1,4 @@
-import type { InferenceRequest, Parameters } from '../../inference/index.js';
+import type { InferenceRequest, InferenceResponse, Parameters } from '../../inference/index.js';
 import type { InferenceServer } from '../../server/inference-server.js';
 import type { ServerCall } from './call.js';
 import { Status } from './codes.js';
@@ -63,10 +63,7 @@ class InferStream {
           return;
         }
         this.inflight++;
-        void this.run(msg).finally(() => {
-          this.inflight--;
-          this.maybeEnd();
-        });
+        this.run(msg);
       },
       () => {
         this.halfClosed = true;
@@ -75,13 +72,20 @@ class InferStream {
     );
   }
 
+  /** A request of the stream is over, answered or failed. */
+  private readonly done = (): void => {
+    this.inflight--;
+    this.maybeEnd();
+  };
+
   private maybeEnd(): void {
     if (!this.halfClosed || this.inflight !== 0) return;
     this.call.end(OK);
     this.ctx.controllers.giveBack(this.abort);
   }
 
-  private async run(msg: ModelInferRequestMsg): Promise<void> {
+  /** Starts one request; `done` runs once it is over, whichever way. */
+  private run(msg: ModelInferRequestMsg): void {
     const server = this.ctx.server;
     let request: InferenceRequest;
     let emptyFinal: boolean;
@@ -90,6 +94,7 @@ class InferStream {
       ({ request, emptyFinalResponse: emptyFinal } = decodeInferRequest(msg, this.abort.signal, this.forwarded));
     } catch (e) {
       this.fail(e, msg, false);
+      this.done();
       return;
     }
     const traces = server.traces;
@@ -99,22 +104,34 @@ class InferStream {
         const read = process.hrtime.bigint();
         trace.stamp('GRPC_WAITREAD_START', read);
         trace.stamp('GRPC_WAITREAD_END', read);
-        return this.answer(msg, { ...request, trace }, emptyFinal).finally(() => trace.end());
+        void this.answer(msg, { ...request, trace }, emptyFinal).finally(() => {
+          trace.end();
+          this.done();
+        });
+        return;
       }
     }
-    return this.answer(msg, request, emptyFinal);
+    const resolved = msg.resolved;
+    if (resolved !== undefined && resolved.decoupled) {
+      void this.answer(msg, request, emptyFinal).finally(this.done);
+      return;
+    }
+    // The usual request, one response, without an async function's promises on the way.
+    server.infer(request, resolved).then((res) => this.reply(msg, res), (e: unknown) => this.fail(e, msg, true)).then(this.done, this.done);
   }
 
   private async answer(msg: ModelInferRequestMsg, request: InferenceRequest, emptyFinal: boolean): Promise<void> {
     const server = this.ctx.server;
     const resolved = msg.resolved;
     if (resolved === undefined || !resolved.decoupled) {
+      let res: InferenceResponse;
       try {
-        const res = await server.infer(request, resolved);
-        this.call.write(inferResponseFrame(res, FINAL, true));
+        res = await server.infer(request, resolved);
       } catch (e) {
         this.fail(e, msg, true);
+        return;
       }
+      this.reply(msg, res);
       return;
     }
     const stream = server.inferStream(request, resolved);
@@ -131,6 +148,19 @@ class InferStream {
     }
     if (!finalSent && emptyFinal) {
       this.call.write(this.ctx.frame({ error_message: '', infer_response: { id: msg.id, model_name: msg.model_name, model_version: msg.model_version, parameters: FINAL, outputs: [], raw_output_contents: [] } }));
+    }
+  }
+
+  /** The one response of a request to an ordinary model. */
+  private reply(msg: ModelInferRequestMsg, res: InferenceResponse): void {
+    try {
+      const framed = inferResponseFrame(res, FINAL, true);
+      // The stream's last answer once the client has half-closed (a stream per request, as some clients use it):
+      // headers, message and OK trailers leave in one buffer, as a unary call's do.
+      if (this.halfClosed && this.inflight === 1) this.call.respond(framed);
+      else this.call.write(framed);
+    } catch (e) {
+      this.fail(e, msg, true);
     }
   }
 

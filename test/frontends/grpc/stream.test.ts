@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import * as grpc from '@grpc/grpc-js';
 import { EXAMPLES } from '../../helpers/paths.js';
 import { tempRepository } from '../../helpers/server.js';
-import { int32Bytes, int32s, startGrpcTestServer, type GrpcTestServer } from '../../helpers/grpc.js';
+import { int32Bytes, int32s, rawCall, requestType, streamResponseType, startGrpcTestServer, type GrpcTestServer } from '../../helpers/grpc.js';
 
 // ModelStreamInfer as Triton's stream clients use it: decoupled repeat_int32, sequences sent on one stream with
 // request ids, ordinary models, the empty final response, and both ways errors come back.
@@ -84,6 +84,27 @@ test('ordinary model on a stream: one response per request, marked final', async
     assert.equal(finalFlag(r), true);
     assert.deepEqual(int32s(r.infer_response.raw_output_contents[0]), Array(16).fill(3));
   }
+});
+
+test('a stream per request (one message, then the half-close, as h2load sends it): its answer, then OK', async () => {
+  const path = '/inference.GRPCInferenceService/ModelStreamInfer';
+  const x = Array.from({ length: 16 }, (_, i) => i);
+  const message = (inputs: unknown[], raw: Buffer[]) => Buffer.from(requestType.encode(requestType.fromObject({ model_name: 'simple', id: 'one', inputs, raw_input_contents: raw })).finish());
+  const good = message([{ name: 'INPUT0', datatype: 'INT32', shape: [1, 16] }, { name: 'INPUT1', datatype: 'INT32', shape: [1, 16] }], [int32Bytes(x), int32Bytes(x)]);
+  // Several at once, so some answers find their stream half-closed and some may not yet.
+  const replies = await Promise.all(Array.from({ length: 8 }, () => rawCall(s.grpc.port, path, good, false)));
+  for (const reply of replies) {
+    assert.equal(reply.status, '0', reply.message);
+    const r = streamResponseType.decode(reply.body) as any;
+    assert.equal(r.error_message, '');
+    assert.equal(r.infer_response.id, 'one');
+    assert.equal(finalFlag(r), true);
+    assert.deepEqual(int32s(Buffer.from(r.infer_response.raw_output_contents[0])), x.map((v) => 2 * v));
+  }
+  // One that fails while the model has it is answered on the stream, which still ends OK.
+  const bad = await rawCall(s.grpc.port, path, message([{ name: 'INPUT0', datatype: 'INT32', shape: [1, 16] }, { name: 'INPUT1', datatype: 'INT32', shape: [1, 8] }], [int32Bytes(x), int32Bytes(x.slice(0, 8))]), false);
+  assert.equal(bad.status, '0', bad.message);
+  assert.match((streamResponseType.decode(bad.body) as any).error_message, /INPUT1/);
 });
 
 test('a sequence over one stream, with request ids, as simple_grpc_sequence_stream_infer_client sends it', async () => {

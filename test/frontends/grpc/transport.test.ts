@@ -7,7 +7,7 @@ import { gunzipSync } from 'node:zlib';
 import * as grpc from '@grpc/grpc-js';
 import { readSslFiles } from '../../../src/frontends/grpc/options.js';
 import { EXAMPLES, FIXTURES } from '../../helpers/paths.js';
-import { failure, InferenceClient, int32Bytes, int32s, rawCall, requestType, responseType, startGrpcTestServer, unary, type Client } from '../../helpers/grpc.js';
+import { failure, InferenceClient, int32Bytes, int32s, rawCall, requestType, responseType, startGrpcTestServer, streamResponseType, unary, type Client } from '../../helpers/grpc.js';
 import { tempRepository } from '../../helpers/server.js';
 import { makeCertificates, opensslSkip } from '../../helpers/certificates.js';
 
@@ -91,6 +91,12 @@ test('--grpc-infer-response-compression-level: inference responses come compress
     assert.equal(reply.compressedFlag, 1);
     const res = responseType.decode(gunzipSync(reply.body)) as unknown as { raw_output_contents: Uint8Array[] };
     assert.deepEqual(int32s(Buffer.from(res.raw_output_contents[0]!)), x.map((v) => 2 * v));
+    // A stream of one request, half-closed at once: its one answer comes compressed too, then OK.
+    const streamed = await rawCall(s.grpc.port, '/inference.GRPCInferenceService/ModelStreamInfer', message, false, { 'grpc-accept-encoding': 'gzip' });
+    assert.equal(streamed.status, '0', streamed.message);
+    assert.equal(streamed.compressedFlag, 1);
+    const inner = (streamResponseType.decode(gunzipSync(streamed.body)) as any).infer_response;
+    assert.deepEqual(int32s(Buffer.from(inner.raw_output_contents[0])), x.map((v) => 2 * v));
     // A client that accepts no compression gets plain messages.
     const plain = await rawCall(s.grpc.port, '/inference.GRPCInferenceService/ModelInfer', message, false, { 'grpc-accept-encoding': 'identity' });
     assert.equal(plain.compressedFlag, 0);
