@@ -10,7 +10,7 @@ import * as grpc from '@grpc/grpc-js';
 import protobuf from 'protobufjs';
 import { simpleBodies } from './bodies.mjs';
 import { runLoad } from './loadgen.mjs';
-import { BENCH_DIR, HOST, PIN, ROOT, cpuMs } from './servers.mjs';
+import { BENCH_DIR, HOST, PIN, ROOT, childrenCpuMs, cpuMs } from './servers.mjs';
 
 export const SIMPLE = join(ROOT, 'examples', 'model_repository', 'simple');
 export const INFER_PATH = '/inference.GRPCInferenceService/ModelInfer';
@@ -51,23 +51,33 @@ function checkResponse(r, b) {
   return null;
 }
 
-const quantile = (sorted, q) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))];
-
-/** The server's CPU µs per request from /proc readings taken at the measured span's edges. */
+/**
+ * The server's CPU µs per request from /proc readings taken at the measured span's edges, and the client's:
+ * this process's own CPU time over the same span (the grpc-js and undici clients run in it; nothing else does
+ * during a measurement).
+ */
 function cpuSpan(pid, warmupS) {
   let cpu0 = NaN;
-  const timer = setTimeout(() => { cpu0 = cpuMs(pid); }, warmupS * 1000);
+  let client0 = null;
+  const timer = setTimeout(() => {
+    cpu0 = cpuMs(pid);
+    client0 = process.cpuUsage();
+  }, warmupS * 1000);
   return (requests) => {
     clearTimeout(timer);
-    return ((cpuMs(pid) - cpu0) * 1000) / requests;
+    const c = process.cpuUsage(client0 ?? undefined);
+    return { server: ((cpuMs(pid) - cpu0) * 1000) / requests, client: client0 === null ? NaN : (c.user + c.system) / requests };
   };
 }
 
+const quantile = (sorted, q) => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(q * sorted.length) - 1))];
+
 function summary(lat, durationS, errors, perRequestCpu) {
   lat.sort((x, y) => x - y);
+  const cpu = perRequestCpu(lat.length);
   return {
     requests: lat.length, throughput: lat.length / durationS, p50: quantile(lat, 0.5), p99: quantile(lat, 0.99),
-    serverCpuUsPerRequest: perRequestCpu(lat.length), errors: errors.length, errorSamples: errors.slice(0, 3),
+    serverCpuUsPerRequest: cpu.server, clientCpuUsPerRequest: cpu.client, errors: errors.length, errorSamples: errors.slice(0, 3),
   };
 }
 
@@ -163,7 +173,9 @@ export async function grpcStreamLoad({ port, pid, bodies, concurrency, duration,
 export async function httpBinaryLoad({ origin, pid, concurrency, duration, warmup }) {
   const cpu = cpuSpan(pid, warmup);
   const r = await runLoad({ url: `${origin}/v2/models/simple/infer`, bodies: simpleBodies('binary'), concurrency, duration, warmup });
-  r.serverCpuUsPerRequest = cpu(r.requests);
+  const c = cpu(r.requests);
+  r.serverCpuUsPerRequest = c.server;
+  r.clientCpuUsPerRequest = c.client;
   return r;
 }
 
@@ -204,6 +216,7 @@ export function h2loadHttpBinary({ origin, pid, tmp, concurrency, duration, warm
 
 function h2load(pid, warmup, args, duration) {
   const cpu = cpuSpan(pid, warmup);
+  const client0 = childrenCpuMs();
   return new Promise((resolve, reject) => {
     execFile(H2LOAD, ['-D', `${Math.round(duration * 1000)}ms`, '--warm-up-time', `${Math.round(warmup * 1000)}ms`, ...args], { maxBuffer: 1 << 20 }, (err, stdout) => {
       if (err) {
@@ -213,11 +226,13 @@ function h2load(pid, warmup, args, duration) {
       const done = /requests: \d+ total, \d+ started, (\d+) done, (\d+) succeeded, (\d+) failed, (\d+) errored/.exec(stdout);
       const mean = /time for request:\s+\S+\s+\S+\s+(\S+)/.exec(stdout);
       const requests = done ? Number(done[2]) : 0;
+      // h2load's own CPU time, warm-up included, spread over the requests of the warm-up too.
+      const clientMs = childrenCpuMs() - client0;
       const failed = done ? Number(done[3]) + Number(done[4]) : 1;
       const ms = (s) => (s.endsWith('us') ? Number(s.slice(0, -2)) / 1000 : s.endsWith('ms') ? Number(s.slice(0, -2)) : Number(s.slice(0, -1)) * 1000);
       resolve({
         requests, throughput: requests / duration, p50: mean ? ms(mean[1]) : NaN, p99: NaN,
-        serverCpuUsPerRequest: cpu(requests), errors: failed, errorSamples: failed ? [stdout.split('\n').slice(-8).join(' ')] : [],
+        serverCpuUsPerRequest: cpu(requests).server, clientCpuUsPerRequest: (clientMs * 1000) / (requests * (1 + warmup / duration)), errors: failed, errorSamples: failed ? [stdout.split('\n').slice(-8).join(' ')] : [],
       });
     });
   });

@@ -2,7 +2,8 @@
 // gRPC on `simple`: Nereid's ModelInfer (side `nereid`) and ModelStreamInfer (`stream`) against Nereid's own
 // HTTP binary (`http`), with the bare references for context: `reference`, a minimal grpc-js server, and
 // `reference-h2`, the same on node:http2 (bench/grpc-reference-server.mjs); `before` is another Nereid build
-// given with --before DIR (a checkout with bin/ and dist/). Each side is driven by a grpc-js client and by
+// given with --before DIR (a checkout with bin/ and dist/), on ModelInfer, and `before-stream` that build on
+// ModelStreamInfer. Each side is driven by a grpc-js client and by
 // h2load (nghttp2's C client; HTTP binary through h2load --h1), rounds alternating every pair (see
 // grpc-suite.mjs). Prints medians of rounds (req/s, p50 µs, server CPU µs per request) and the goals: gRPC
 // ≥ 1.0× HTTP binary's throughput at no more CPU per request.
@@ -41,7 +42,7 @@ const opt = {
   concurrency: a.concurrency.split(',').map(Number), sides: a.sides.split(','), clients: a.clients.split(','), before: a.before, log,
 };
 for (const s of opt.sides) if (!SIDES.includes(s)) throw new Error(`unknown side ${s}; sides: ${SIDES.join(', ')}`);
-if (opt.sides.includes('before') && !opt.before) throw new Error('the side `before` needs --before DIR');
+if (opt.sides.some((s) => s.startsWith('before')) && !opt.before) throw new Error('the sides `before` and `before-stream` need --before DIR');
 if (!nereidBuilt()) throw new Error('build first: npm run build');
 
 const meta = { date: new Date().toISOString(), node: process.version, cpus: cpus().length, commit: commitName(), options: { ...opt, log: undefined } };
@@ -54,12 +55,12 @@ try {
   killAll();
 }
 
-console.log(`\ngRPC on simple, ${opt.rounds} rounds of ${opt.duration} s, medians (req/s, p50 µs — h2load: mean —, server CPU µs per request); load average ${result.load[0].toFixed(2)} before, ${result.load[1].toFixed(2)} after\n`);
+console.log(`\ngRPC on simple, ${opt.rounds} rounds of ${opt.duration} s, medians (req/s, p50 µs — h2load: mean —, server CPU µs per request, client CPU µs per request); load average ${result.load[0].toFixed(2)} before, ${result.load[1].toFixed(2)} after\n`);
 printGrpcTable(result.rows, opt.sides);
 const verdicts = grpcVerdicts(result.rows);
 if (verdicts.length > 0) {
   console.log('\ngoals:');
-  for (const v of verdicts) console.log(`  ${v.pass ? 'pass' : 'FAIL'}  ${v.name}: ${v.value.toFixed(2)} (goal ${v.goal})`);
+  for (const v of verdicts) console.log(`  ${v.pass ? 'pass' : 'FAIL'}  ${v.name}: ${v.value.toFixed(2)} (goal ${v.goal})${v.note ? `  [${v.note}]` : ''}`);
 }
 const dir = join(ROOT, '.bench-results');
 mkdirSync(dir, { recursive: true });

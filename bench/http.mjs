@@ -198,8 +198,8 @@ const results = {
 };
 const verdicts = [];
 const errorNotes = [];
-function verdict(name, value, goal, pass) {
-  verdicts.push({ name, value, goal, pass });
+function verdict(name, value, goal, pass, note) {
+  verdicts.push({ name, value, goal, pass, note });
 }
 
 let tmp = null;
@@ -465,9 +465,9 @@ async function grpcSection() {
     sides, clients: ['grpc-js', 'h2load'], concurrency: [1, 8], log,
     rounds: opt.rounds, duration: quick ? Math.min(opt.duration, 0.8) : opt.duration, warmup: opt.warmup,
   });
-  console.log(`\n== gRPC on simple: nereid = ModelInfer, stream = ModelStreamInfer, http = HTTP binary (medians; req/s, p50 µs, server CPU µs/req; load ${r.load[0].toFixed(1)}) ==`);
+  console.log(`\n== gRPC on simple: nereid = ModelInfer, stream = ModelStreamInfer, http = HTTP binary (medians; req/s, p50 µs, server and client CPU µs/req; load ${r.load[0].toFixed(1)}) ==`);
   printGrpcTable(r.rows, sides);
-  for (const v of grpcVerdicts(r.rows)) verdict(v.name, v.value, v.goal, v.pass);
+  for (const v of grpcVerdicts(r.rows)) verdict(v.name, v.value, v.goal, v.pass, v.note);
   return r;
 }
 
@@ -514,7 +514,7 @@ async function main() {
   results.errors = errorNotes;
   if (verdicts.length) {
     console.log('\n== goals ==');
-    for (const v of verdicts) console.log(`${v.pass ? 'pass' : 'FAIL'}  ${padEnd(v.name, 52)} ${pad(fmt(v.value, 2), 6)}  (goal ${v.goal})`);
+    for (const v of verdicts) console.log(`${v.pass ? 'pass' : 'FAIL'}  ${padEnd(v.name, 52)} ${pad(fmt(v.value, 2), 6)}  (goal ${v.goal})${v.note ? `  [${v.note}]` : ''}`);
   }
   if (errorNotes.length) {
     console.log('\nTHIS RUN HAD ERRORS; the figures above include failed requests:');

@@ -69,14 +69,23 @@ export function rssKiB(pid) {
 }
 
 /** User + system CPU time of a process (all its threads) in ms (Linux /proc, 100 ticks per second), or NaN. */
-export function cpuMs(pid) {
+export function cpuMs(pid, at = 11) {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) * 10; // utime, stime are fields 14 and 15 of the line
+    // utime, stime are fields 14 and 15 of the line (cutime, cstime 16 and 17, for childrenCpuMs)
+    return (Number(fields[at]) + Number(fields[at + 1])) * 10;
   } catch {
     return NaN;
   }
+}
+
+/**
+ * CPU time, in ms, of this process's children that have ended and been waited for (cutime + cstime of
+ * /proc/self/stat): the delta around a child's run is that child's CPU time, or NaN.
+ */
+export function childrenCpuMs() {
+  return cpuMs('self', 13);
 }
 
 const live = new Set();
