@@ -8,7 +8,7 @@
 // grpc-suite.mjs). Prints medians of rounds (req/s, p50 µs, server CPU µs per request) and the goals: gRPC
 // ≥ 1.0× HTTP binary's throughput at no more CPU per request.
 //
-//   node bench/grpc.mjs [--rounds N] [--duration S] [--warmup S] [--concurrency 1,8]
+//   node bench/grpc.mjs [--rounds N] [--duration S] [--warmup S] [--slices N] [--concurrency 1,8]
 //                       [--sides reference,reference-h2,nereid,stream,http] [--clients grpc-js,h2load]
 //                       [--before DIR] [--out FILE]
 //
@@ -29,6 +29,7 @@ const { values: a } = parseArgs({
     rounds: { type: 'string', default: '5' },
     duration: { type: 'string', default: '3' },
     warmup: { type: 'string', default: '1' },
+    slices: { type: 'string', default: '4' },
     concurrency: { type: 'string', default: '1,8' },
     sides: { type: 'string', default: 'reference,reference-h2,nereid,stream,http' },
     clients: { type: 'string', default: 'grpc-js,h2load' },
@@ -38,7 +39,7 @@ const { values: a } = parseArgs({
 });
 const log = (s) => process.stderr.write(s + '\n');
 const opt = {
-  rounds: Number(a.rounds), duration: Number(a.duration), warmup: Number(a.warmup),
+  rounds: Number(a.rounds), duration: Number(a.duration), warmup: Number(a.warmup), slices: Number(a.slices),
   concurrency: a.concurrency.split(',').map(Number), sides: a.sides.split(','), clients: a.clients.split(','), before: a.before, log,
 };
 for (const s of opt.sides) if (!SIDES.includes(s)) throw new Error(`unknown side ${s}; sides: ${SIDES.join(', ')}`);
@@ -47,7 +48,7 @@ if (!nereidBuilt()) throw new Error('build first: npm run build');
 
 const meta = { date: new Date().toISOString(), node: process.version, cpus: cpus().length, commit: commitName(), options: { ...opt, log: undefined } };
 log(`${meta.cpus} CPUs, node ${process.version}, commit ${meta.commit}`);
-log(`${opt.rounds} rounds × ${opt.duration} s (+${opt.warmup} s warm-up) per side and client; concurrency ${opt.concurrency.join(',')}; sides ${opt.sides.join(',')}; clients ${opt.clients.join(',')}`);
+log(`${opt.rounds} rounds × ${opt.duration} s (+${opt.warmup} s warm-up) per side and client in ${opt.slices} interleaved slices; concurrency ${opt.concurrency.join(',')}; sides ${opt.sides.join(',')}; clients ${opt.clients.join(',')}`);
 let result;
 try {
   result = await runGrpcSuite(opt);

@@ -463,7 +463,7 @@ async function grpcSection() {
   const sides = ['nereid', 'stream', 'http'];
   const r = await runGrpcSuite({
     sides, clients: ['grpc-js', 'h2load'], concurrency: [1, 8], log,
-    rounds: opt.rounds, duration: quick ? Math.min(opt.duration, 0.8) : opt.duration, warmup: opt.warmup,
+    rounds: opt.rounds, duration: quick ? Math.min(opt.duration, 0.8) : opt.duration, warmup: opt.warmup, slices: opt.slices,
   });
   console.log(`\n== gRPC on simple: nereid = ModelInfer, stream = ModelStreamInfer, http = HTTP binary (medians; req/s, p50 µs, server and client CPU µs/req; load ${r.load[0].toFixed(1)}) ==`);
   printGrpcTable(r.rows, sides);
