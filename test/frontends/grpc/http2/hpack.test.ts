@@ -114,3 +114,41 @@ test('every octet nghttp2 may put in a header value decodes as it was sent, Huff
   assert.ok(huffmanSeen, 'nghttp2 Huffman-coded some strings');
   for (const [k, v] of Object.entries(values)) assert.equal(fields.get(k), v, k);
 });
+
+test('Huffman literals sent again on every request (nghttp2 never indexes :path) decode right from the decoder\'s cache', async () => {
+  // Paths of one length that differ in one character, more of them than the cache holds, each sent twice,
+  // and one too long to be kept: every block goes through the connection's one decoder, in order.
+  const paths = Array.from({ length: 12 }, (_, i) => `/inference.GRPCInferenceService/Model${String.fromCharCode(0x61 + i)}`);
+  const long = `/${'x'.repeat(300)}`;
+  const sent = [...paths, ...paths.slice().reverse(), long, long, paths[0]!];
+  const received: Buffer[] = [];
+  const server = net.createServer((s) => s.on('data', (c: Buffer) => received.push(c)));
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const port = (server.address() as net.AddressInfo).port;
+  const session = http2.connect(`http://127.0.0.1:${port}`);
+  session.on('error', () => {});
+  for (const path of sent) session.request({ ':method': 'POST', ':path': path }).on('error', () => {});
+  await new Promise((r) => setTimeout(r, 300));
+  session.destroy();
+  server.close();
+  const bytes = Buffer.concat(received).subarray(24);
+  const decoder = new HeaderDecoder();
+  const got: string[] = [];
+  let huffmanPaths = 0;
+  for (let at = 0; at + 9 <= bytes.length;) {
+    const length = bytes.readUIntBE(at, 3);
+    if (bytes[at + 3] === 0x1) {
+      const block = bytes.subarray(at + 9, at + 9 + length);
+      decoder.decode(block, Infinity, (n, v) => {
+        if (n === ':path') got.push(v);
+      });
+      // A literal :path without indexing (name index 4), its value Huffman-coded.
+      const i = block.indexOf(0x04);
+      if (i >= 0 && (block[i + 1]! & 0x80) !== 0) huffmanPaths++;
+    }
+    at += 9 + length;
+  }
+  assert.deepEqual(got, sent);
+  assert.ok(huffmanPaths >= paths.length * 2, `nghttp2 sent ${huffmanPaths} Huffman-coded :path literals`);
+});
