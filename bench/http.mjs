@@ -19,7 +19,7 @@
 // Prints tables and writes every figure, every round included, to .bench-results/http-<time>.json.
 
 import { mkdtempSync, cpSync, rmSync, mkdirSync, writeFileSync, existsSync, readdirSync } from 'node:fs';
-import { tmpdir, cpus } from 'node:os';
+import { tmpdir, cpus, loadavg } from 'node:os';
 import { join, relative, basename } from 'node:path';
 import { parseArgs } from 'node:util';
 import { execFileSync } from 'node:child_process';
@@ -191,6 +191,8 @@ const results = {
     node: process.version,
     cpus: cpus().length,
     cpuModel: cpus()[0]?.model,
+    /** One-minute load average at the start and at the end of the run. */
+    load: [loadavg()[0]],
     commit: gitDescribe(),
     options: { ...opt, sections: [...opt.sections], sides },
     goals: GOALS,
@@ -512,8 +514,9 @@ async function main() {
 
   results.verdicts = verdicts;
   results.errors = errorNotes;
+  results.meta.load.push(loadavg()[0]);
   if (verdicts.length) {
-    console.log('\n== goals ==');
+    console.log(`\n== goals == (load average ${results.meta.load.map((x) => x.toFixed(2)).join(' at the start, ')} at the end)`);
     for (const v of verdicts) console.log(`${v.pass ? 'pass' : 'FAIL'}  ${padEnd(v.name, 52)} ${pad(fmt(v.value, 2), 6)}  (goal ${v.goal})${v.note ? `  [${v.note}]` : ''}`);
   }
   if (errorNotes.length) {
