@@ -15,6 +15,32 @@ function decodeAll(d: HeaderDecoder, hex: string, max = Infinity): Array<[string
   return out;
 }
 
+/**
+ * The header blocks node:http2's client (nghttp2) sends for the requests `send` makes, in order: a bare socket
+ * server keeps the bytes, and never answers.
+ */
+async function nghttp2Blocks(send: (session: http2.ClientHttp2Session) => void): Promise<Buffer[]> {
+  const received: Buffer[] = [];
+  const server = net.createServer((s) => s.on('data', (c: Buffer) => received.push(c)));
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const port = (server.address() as net.AddressInfo).port;
+  const session = http2.connect(`http://127.0.0.1:${port}`);
+  session.on('error', () => {});
+  send(session);
+  await new Promise((r) => setTimeout(r, 300));
+  session.destroy();
+  server.close();
+  const bytes = Buffer.concat(received).subarray(24);
+  const blocks: Buffer[] = [];
+  for (let at = 0; at + 9 <= bytes.length;) {
+    const length = bytes.readUIntBE(at, 3);
+    if (bytes[at + 3] === 0x1) blocks.push(bytes.subarray(at + 9, at + 9 + length));
+    at += 9 + length;
+  }
+  return blocks;
+}
+
 // The three requests of RFC 7541's examples C.3 and C.4, decoded.
 const FIRST: Array<[string, string]> = [[':method', 'GET'], [':scheme', 'http'], [':path', '/'], [':authority', 'www.example.com']];
 const THIRD: Array<[string, string]> = [[':method', 'GET'], [':scheme', 'https'], [':path', '/index.html'], [':authority', 'www.example.com'], ['custom-key', 'custom-value']];
@@ -84,32 +110,14 @@ test('encodeBlock writes fields the decoder reads back, static entries as one oc
 });
 
 test('every octet nghttp2 may put in a header value decodes as it was sent, Huffman-coded or not', async () => {
-  // node:http2's client encodes the request; a bare socket server keeps its bytes for the decoder.
   const visible = Array.from({ length: 0x7f - 0x20 }, (_, i) => String.fromCharCode(0x20 + i)).join('');
   const values = { 'x-visible': visible.trim(), 'x-letters': 'abcdefghijklmnopqrstuvwxyz0123456789', 'x-repeat': 'aaaaaaaaaaaaaaaaaaaaaaaa' };
-  const received: Buffer[] = [];
-  const server = net.createServer((s) => s.on('data', (c: Buffer) => received.push(c)));
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const port = (server.address() as net.AddressInfo).port;
-  const session = http2.connect(`http://127.0.0.1:${port}`);
-  session.on('error', () => {});
-  const req = session.request({ ':method': 'POST', ':path': '/x', ...values });
-  req.on('error', () => {});
-  await new Promise((r) => setTimeout(r, 300));
-  session.destroy();
-  server.close();
-  const bytes = Buffer.concat(received).subarray(24);
+  const blocks = await nghttp2Blocks((session) => session.request({ ':method': 'POST', ':path': '/x', ...values }).on('error', () => {}));
   const fields = new Map<string, string>();
   let huffmanSeen = false;
-  for (let at = 0; at + 9 <= bytes.length;) {
-    const length = bytes.readUIntBE(at, 3);
-    if (bytes[at + 3] === 0x1) {
-      const block = bytes.subarray(at + 9, at + 9 + length);
-      huffmanSeen = block.some((b, i) => i > 0 && (b & 0x80) !== 0);
-      new HeaderDecoder().decode(block, Infinity, (n, v) => fields.set(n, v));
-    }
-    at += 9 + length;
+  for (const block of blocks) {
+    huffmanSeen = block.some((b, i) => i > 0 && (b & 0x80) !== 0);
+    new HeaderDecoder().decode(block, Infinity, (n, v) => fields.set(n, v));
   }
   assert.ok(huffmanSeen, 'nghttp2 Huffman-coded some strings');
   for (const [k, v] of Object.entries(values)) assert.equal(fields.get(k), v, k);
@@ -121,33 +129,19 @@ test('Huffman literals sent again on every request (nghttp2 never indexes :path)
   const paths = Array.from({ length: 12 }, (_, i) => `/inference.GRPCInferenceService/Model${String.fromCharCode(0x61 + i)}`);
   const long = `/${'x'.repeat(300)}`;
   const sent = [...paths, ...paths.slice().reverse(), long, long, paths[0]!];
-  const received: Buffer[] = [];
-  const server = net.createServer((s) => s.on('data', (c: Buffer) => received.push(c)));
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const port = (server.address() as net.AddressInfo).port;
-  const session = http2.connect(`http://127.0.0.1:${port}`);
-  session.on('error', () => {});
-  for (const path of sent) session.request({ ':method': 'POST', ':path': path }).on('error', () => {});
-  await new Promise((r) => setTimeout(r, 300));
-  session.destroy();
-  server.close();
-  const bytes = Buffer.concat(received).subarray(24);
+  const blocks = await nghttp2Blocks((session) => {
+    for (const path of sent) session.request({ ':method': 'POST', ':path': path }).on('error', () => {});
+  });
   const decoder = new HeaderDecoder();
   const got: string[] = [];
   let huffmanPaths = 0;
-  for (let at = 0; at + 9 <= bytes.length;) {
-    const length = bytes.readUIntBE(at, 3);
-    if (bytes[at + 3] === 0x1) {
-      const block = bytes.subarray(at + 9, at + 9 + length);
-      decoder.decode(block, Infinity, (n, v) => {
-        if (n === ':path') got.push(v);
-      });
-      // A literal :path without indexing (name index 4), its value Huffman-coded.
-      const i = block.indexOf(0x04);
-      if (i >= 0 && (block[i + 1]! & 0x80) !== 0) huffmanPaths++;
-    }
-    at += 9 + length;
+  for (const block of blocks) {
+    decoder.decode(block, Infinity, (n, v) => {
+      if (n === ':path') got.push(v);
+    });
+    // A literal :path without indexing (name index 4), its value Huffman-coded.
+    const i = block.indexOf(0x04);
+    if (i >= 0 && (block[i + 1]! & 0x80) !== 0) huffmanPaths++;
   }
   assert.deepEqual(got, sent);
   assert.ok(huffmanPaths >= paths.length * 2, `nghttp2 sent ${huffmanPaths} Huffman-coded :path literals`);
