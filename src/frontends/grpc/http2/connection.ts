@@ -3,7 +3,7 @@ import {
   ACK, CONTINUATION, DATA, DEFAULT_MAX_FRAME, DEFAULT_WINDOW, END_HEADERS, END_STREAM, ENHANCE_YOUR_CALM,
   FLOW_CONTROL_ERROR, FRAME_HEADER, FRAME_SIZE_ERROR, GOAWAY, HEADERS, MAX_FRAME_LIMIT, MAX_WINDOW, NO_ERROR, PADDED,
   PING, PREFACE, PRIORITY, PRIORITY_FLAG, PROTOCOL_ERROR, PUSH_PROMISE, REFUSED_STREAM, RST_STREAM, SETTINGS,
-  SETTINGS_ENABLE_PUSH, SETTINGS_INITIAL_WINDOW_SIZE, SETTINGS_MAX_CONCURRENT_STREAMS, SETTINGS_MAX_FRAME_SIZE,
+  SETTINGS_ENABLE_PUSH, SETTINGS_HEADER_TABLE_SIZE, SETTINGS_INITIAL_WINDOW_SIZE, SETTINGS_MAX_CONCURRENT_STREAMS, SETTINGS_MAX_FRAME_SIZE,
   SETTINGS_MAX_HEADER_LIST_SIZE, STREAM_CLOSED, COMPRESSION_ERROR, WINDOW_UPDATE, frame, uint32Frame,
 } from './frames.js';
 import { CompressionError, HeaderDecoder } from './hpack.js';
@@ -43,10 +43,22 @@ class ConnectionError extends Error {
   }
 }
 
+/** HPACK's dynamic table size before either side's SETTINGS change it (RFC 9113 6.5.2). */
+const DEFAULT_HEADER_TABLE_SIZE = 4096;
+/** A dynamic table size update to 0 (RFC 7541 6.3). */
+const TABLE_SIZE_ZERO = Buffer.from([0x20]);
+
 export class Http2Connection implements StreamOwner {
   sendWindow = DEFAULT_WINDOW;
   peerMaxFrame = DEFAULT_MAX_FRAME;
   private peerInitialWindow = DEFAULT_WINDOW;
+  /**
+   * The dynamic table size the client's decoder expects of this side's header blocks: 4096 until this side
+   * says otherwise. This side's blocks never index, so the first size update it sends is to 0, and the last.
+   */
+  private encoderTableSize = DEFAULT_HEADER_TABLE_SIZE;
+  /** The client lowered SETTINGS_HEADER_TABLE_SIZE below encoderTableSize: the next header block must say so. */
+  private tableSizeUpdateDue = false;
   private readonly streams = new Map<number, Http2Stream>();
   private readonly blocked = new Set<Http2Stream>();
   private readonly decoder = new HeaderDecoder();
@@ -149,6 +161,15 @@ export class Http2Connection implements StreamOwner {
         socket.resume();
       });
     }
+  }
+
+  outgoingBlock(block: Buffer): Buffer {
+    if (!this.tableSizeUpdateDue) return block;
+    // RFC 7541 4.2: after the decoder's maximum is lowered, the encoder's next block starts with a dynamic table
+    // size update within it (nghttp2 refuses a block without one).
+    this.tableSizeUpdateDue = false;
+    this.encoderTableSize = 0;
+    return Buffer.concat([TABLE_SIZE_ZERO, block]);
   }
 
   waitForWindow(stream: Http2Stream): void {
@@ -416,8 +437,11 @@ export class Http2Connection implements StreamOwner {
         if (value < DEFAULT_MAX_FRAME || value > MAX_FRAME_LIMIT) throw new ConnectionError(PROTOCOL_ERROR, 'SETTINGS_MAX_FRAME_SIZE out of range');
         this.peerMaxFrame = value;
         return;
+      case SETTINGS_HEADER_TABLE_SIZE:
+        if (value < this.encoderTableSize) this.tableSizeUpdateDue = true;
+        return;
       default:
-        // The header table size concerns an encoder that indexes; this one never does. Others are advisory.
+        // The others are advisory.
         return;
     }
   }

@@ -17,6 +17,8 @@ export interface StreamOwner {
   /** The peer's SETTINGS_MAX_FRAME_SIZE. */
   readonly peerMaxFrame: number;
   write(out: Buffer): void;
+  /** A header block as it must leave now: with anything the connection's HPACK state asks to put first. */
+  outgoingBlock(block: Buffer): Buffer;
   /** The stream has DATA waiting for a window update. */
   waitForWindow(stream: Http2Stream): void;
   /** The stream has closed on this side (ended or reset): the connection forgets it. */
@@ -97,6 +99,7 @@ export class Http2Stream {
   respondWhole(head: Buffer, data: Buffer, trailers: Buffer): void {
     if (this.localEnded) return;
     const owner = this.owner;
+    head = owner.outgoingBlock(head);
     const maxFrame = owner.peerMaxFrame;
     const n = data.length;
     if (this.queue !== null || n > this.sendWindow || n > owner.sendWindow || head.length > maxFrame || trailers.length > maxFrame) {
@@ -190,6 +193,7 @@ export class Http2Stream {
 
   /** A header block as HEADERS and, past the peer's frame size, CONTINUATION frames. */
   private headerFrames(block: Buffer, endStream: boolean): Buffer {
+    block = this.owner.outgoingBlock(block);
     const maxFrame = this.owner.peerMaxFrame;
     const frames = Math.max(1, Math.ceil(block.length / maxFrame));
     const out = Buffer.allocUnsafe(FRAME_HEADER * frames + block.length);

@@ -1,6 +1,7 @@
 import { test, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
+import http2 from 'node:http2';
 import { once } from 'node:events';
 import {
   DATA, ENHANCE_YOUR_CALM, FLOW_CONTROL_ERROR, FRAME_SIZE_ERROR, GOAWAY, HEADERS, PING, ACK, PROTOCOL_ERROR,
@@ -249,4 +250,40 @@ test('keepalive: a client that leaves PINGs unanswered is disconnected; max conn
   } finally {
     await aged.close();
   }
+});
+
+test('a client that lowers SETTINGS_HEADER_TABLE_SIZE gets a table size update first, as its HPACK decoder requires', async () => {
+  // nghttp2 (node:http2's client) refuses a header block without the update once it has lowered the size.
+  const call = (session: http2.ClientHttp2Session, path: string) => new Promise<string>((resolve) => {
+    const req = session.request({ ':method': 'POST', ':path': path, 'content-type': 'application/grpc', te: 'trailers' });
+    let status: string | undefined;
+    req.on('response', (h) => (status = h['grpc-status'] as string | undefined));
+    req.on('trailers', (t) => (status = t['grpc-status'] as string));
+    req.on('data', () => {});
+    // A client that cannot decode a header block may just stall: give up rather than hang the test.
+    const stalled = setTimeout(() => {
+      resolve('no answer within 10 s');
+      req.close();
+    }, 10_000);
+    req.on('close', () => {
+      clearTimeout(stalled);
+      resolve(status ?? `no status (stream closed with code ${req.rstCode})`);
+    });
+    req.on('error', () => {});
+    req.end(Buffer.alloc(5));
+  });
+  for (const headerTableSize of [0, 100]) {
+    const session = http2.connect(`http://127.0.0.1:${port}`, { settings: { headerTableSize } });
+    session.on('error', () => {});
+    try {
+      // Headers, message and trailers in one write; again on the same connection; then a trailers-only answer.
+      assert.equal(await call(session, LIVE), '0');
+      assert.equal(await call(session, LIVE), '0');
+      assert.equal(await call(session, '/inference.GRPCInferenceService/NoSuchMethod'), '12');
+      assert.equal(await call(session, METADATA), '0');
+    } finally {
+      session.close();
+    }
+  }
+  await stillServing();
 });
