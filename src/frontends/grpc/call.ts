@@ -62,8 +62,6 @@ export class ServerCall implements Metadata, StreamHandler {
   private compression: ResponseCompression | null = null;
   /** Set while a response compresses: later responses and the status wait their turn. */
   private sending: Promise<void> | null = null;
-  /** Set while an OK end waits for `sending`. */
-  private closing = false;
 
   constructor(
     private readonly stream: Http2Stream,
@@ -154,22 +152,17 @@ export class ServerCall implements Metadata, StreamHandler {
   /** Ends the call with `status`: trailers after the response, or a trailers-only response when nothing was sent. */
   end(status: CallStatus): void {
     if (this.ended) return;
-    const ok = status.code === Status.OK;
-    // An OK end already waits for the responses still compressing: a second one adds nothing.
-    if (ok && this.closing) return;
     const sending = this.sending;
-    if (sending !== null) {
-      // Responses still compressing go first; a failure (not OK) ends the call at once.
-      this.sending = null;
-      if (ok) {
-        this.closing = true;
-        void sending.then(() => {
-          this.closing = false;
-          this.end(status);
-        });
-        return;
-      }
+    if (sending !== null && status.code === Status.OK) {
+      // Responses still compressing go first, for every OK end that comes meanwhile alike.
+      void sending.then(() => {
+        if (this.sending === sending) this.sending = null;
+        this.end(status);
+      });
+      return;
     }
+    // A failure ends the call at once.
+    this.sending = null;
     this.ended = true;
     if (this.timer !== null) clearTimeout(this.timer);
     if (this.headersSent) this.stream.end(status.code === Status.OK ? OK_TRAILERS : encodeBlock(statusFields(status)));
