@@ -6,6 +6,7 @@ import { decodeHeader, type HeaderLimits, type InferHeader } from './infer-reque
 import { isRoundedInteger } from './json-data.js';
 import { parseExactJson } from './json-exact.js';
 import { encodeInfer, type EncodedInfer } from './infer-response.js';
+import { HeaderMemo } from './header-memo.js';
 
 /**
  * JSON request headers: parsed and checked inline when small, in a worker thread when large, so one client's
@@ -79,10 +80,15 @@ export class JsonParser {
   private worker: Worker | undefined;
   private readonly pending = new Map<number, Pending>();
   private nextId = 0;
+  private readonly memo = new HeaderMemo();
 
   /** The header itself when parsed inline (it throws its refusal), a promise of it from the worker. */
   parse(body: Buffer, length: number, bounds: RequestBounds, maxInputSize: number): InferHeader | Promise<InferHeader> {
-    if (length < OFF_THREAD_BYTES) return decodeInferText(body.toString('utf8', 0, length), { bounds, maxInputSize, packBytes: false, pooled: true });
+    if (length < OFF_THREAD_BYTES) {
+      const known = this.memo.find(body, length, bounds, maxInputSize);
+      if (known !== undefined) return known;
+      return this.memo.keep(body, length, bounds, maxInputSize, decodeInferText(body.toString('utf8', 0, length), { bounds, maxInputSize, packBytes: false, pooled: true }));
+    }
     const w = this.ensureWorker();
     const id = this.nextId++;
     // A body that is all JSON and owns its memory (a large one read in several chunks, or inflated) goes to the

@@ -2,7 +2,7 @@ import type { Socket } from 'node:net';
 import { REQUEST_TIMEOUT } from '../client-error.js';
 import { DirectAnswer, type AnswerOwner } from './answer.js';
 import { Input } from './input.js';
-import { MAX_HEAD_BYTES, NEEDS_MORE, NOT_PLAIN, parseRequestHead, type RequestHead } from './request-head.js';
+import { KnownHead, MAX_HEAD_BYTES, NEEDS_MORE, NOT_PLAIN, parseRequestHead, type RequestHead } from './request-head.js';
 
 /** What a connection needs of the direct path that accepted it (see DirectPath). */
 export interface ConnectionSite<T> {
@@ -37,6 +37,8 @@ export class DirectConnection<T> implements AnswerOwner {
   /** How far the input has been searched for the end of a head. */
   private searched = 0;
   private head: RequestHead | null = null;
+  /** The head this connection sent last (see KnownHead). */
+  private readonly known = new KnownHead();
   private ticket: T | undefined;
   private answer: DirectAnswer | null = null;
   /** When the request being received began to arrive, while arrivals are timed. */
@@ -180,7 +182,8 @@ export class DirectConnection<T> implements AnswerOwner {
 
   /** Reads the head of the next request; false when it has not all arrived or the connection went to node:http. */
   private readHead(buf: Buffer): boolean {
-    const head = parseRequestHead(buf, this.socket, this.searched);
+    const known = this.known.match(buf);
+    const head = known ?? parseRequestHead(buf, this.socket, this.searched);
     if (head === NEEDS_MORE) {
       this.searched = buf.byteLength;
       return false;
@@ -190,6 +193,7 @@ export class DirectConnection<T> implements AnswerOwner {
       this.handOff();
       return false;
     }
+    if (known === null) this.known.remember(buf, head as RequestHead);
     this.head = head as RequestHead;
     this.ticket = ticket;
     return true;

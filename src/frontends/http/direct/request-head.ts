@@ -108,3 +108,36 @@ function trim(v: string): string {
   while (b > a && (v.charCodeAt(b - 1) === 32 || v.charCodeAt(b - 1) === 9)) b--;
   return a === 0 && b === v.length ? v : v.slice(a, b);
 }
+
+/** Heads longer than this are not remembered (see KnownHead). */
+export const KNOWN_HEAD_BYTES = 1024;
+
+/**
+ * The last head a connection read, with its bytes. A client sends the same head for every request of the same
+ * size (the same target, headers and Content-Length: binary tensors of fixed shapes), so the next head is
+ * compared with it before it is parsed, as one memcmp rather than a parse. What a head parses to depends on its
+ * bytes and the connection alone. Its header objects are shared by the requests that match it, so they are frozen.
+ */
+export class KnownHead {
+  private bytes: Buffer | null = null;
+  private head: RequestHead | null = null;
+
+  /** The head at the start of `buf` when it is the known one: a head of its own (receivedAt is per request). */
+  match(buf: Buffer): RequestHead | null {
+    const bytes = this.bytes;
+    if (bytes === null || buf.byteLength < bytes.byteLength || buf.compare(bytes, 0, bytes.byteLength, 0, bytes.byteLength) !== 0) return null;
+    return { ...this.head! };
+  }
+
+  /** Remembers `head`, just parsed from the start of `buf`. */
+  remember(buf: Buffer, head: RequestHead): void {
+    const n = head.headLength;
+    if (n > KNOWN_HEAD_BYTES) return;
+    // The connection's buffer is reused for the next bytes: the head's are copied, into the last copy when it fits.
+    if (this.bytes === null || this.bytes.byteLength !== n) this.bytes = Buffer.allocUnsafe(n);
+    buf.copy(this.bytes, 0, 0, n);
+    Object.freeze(head.headers);
+    Object.freeze(head.rawHeaders);
+    this.head = { ...head };
+  }
+}

@@ -170,6 +170,27 @@ test('two thousand pipelined requests in one write are answered in order', async
   c.socket.destroy();
 });
 
+test('a head sent again is answered as itself; one that differs by a byte, or is split differently, is read anew', async () => {
+  const c = new RawClient(site.port);
+  // The same head four times (bodies of one length), then heads of the same length that differ in the target,
+  // in the body's length, and one that is no longer plain: each is answered for what it says.
+  const same = Array.from({ length: 4 }, (_, i) => post('/same', `body${i}`)).join('');
+  await c.send(same + post('/sand', 'body4') + post('/same', 'body55') + post('/same', 'body6', 'Transfer-Encoding: gzip\r\n'));
+  const got = await c.answers(7);
+  assert.deepEqual(got.map((a) => a.body).slice(0, 6), ['/same 5 direct', '/same 5 direct', '/same 5 direct', '/same 5 direct', '/sand 5 direct', '/same 6 direct']);
+  // Two framings (Content-Length and Transfer-Encoding): node:http refuses it.
+  assert.equal(got[6]!.status, 400);
+  c.socket.destroy();
+  // The known head arriving a byte at a time on a new connection, after a whole one.
+  const d = new RawClient(site.port);
+  await d.send(post('/same', 'abcde'));
+  await d.answers(1);
+  const text = post('/same', 'fghij');
+  await d.send(...text.split(''));
+  assert.deepEqual((await d.answers(2)).map((a) => a.body), ['/same 5 direct', '/same 5 direct']);
+  d.socket.destroy();
+});
+
 test('a client that pipelines requests and reads no answers makes the server stop reading, not pile up answers', async () => {
   const s = await startSite();
   const socket = connect(s.port, '127.0.0.1');

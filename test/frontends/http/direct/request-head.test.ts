@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Socket } from 'node:net';
-import { MAX_HEADERS, MAX_HEAD_BYTES, NEEDS_MORE, NOT_PLAIN, parseRequestHead, type RequestHead } from '../../../../src/frontends/http/direct/request-head.js';
+import { KNOWN_HEAD_BYTES, KnownHead, MAX_HEADERS, MAX_HEAD_BYTES, NEEDS_MORE, NOT_PLAIN, parseRequestHead, type RequestHead } from '../../../../src/frontends/http/direct/request-head.js';
 
 const socket = new Socket();
 
@@ -98,4 +98,28 @@ test('a head of MAX_HEAD_BYTES or more, or of more than MAX_HEADERS lines, is no
   const many = Array.from({ length: MAX_HEADERS }, (_, i) => `X-${i}: v\r\n`).join('');
   assert.equal(parse(`GET / HTTP/1.1\r\nHost: a\r\n${many}\r\n`), NOT_PLAIN);
   assert.equal(head(`GET / HTTP/1.1\r\nHost: a\r\n${many.slice(many.indexOf('\r\n') + 2)}\r\n`).rawHeaders.length, 2 * MAX_HEADERS);
+});
+
+test('KnownHead: the head it was given, matched by its bytes at the start of the next request, as a head of its own', () => {
+  const known = new KnownHead();
+  const text = 'POST /v2/models/simple/infer HTTP/1.1\r\nHost: a\r\nContent-Length: 5\r\nX-A: 1\r\n\r\n';
+  const first = Buffer.from(`${text}hello`, 'latin1');
+  assert.equal(known.match(first), null);
+  const parsed = head(`${text}hello`);
+  known.remember(first, parsed);
+  parsed.receivedAt = 7n;
+  const again = known.match(Buffer.from(`${text}world`, 'latin1'));
+  assert.ok(again !== null && again !== parsed);
+  assert.deepEqual({ ...again, receivedAt: undefined }, { ...parsed, receivedAt: undefined });
+  // receivedAt is each request's own; the header objects are shared, so frozen.
+  assert.equal(again.receivedAt, undefined);
+  assert.ok(Object.isFrozen(again.headers) && Object.isFrozen(again.rawHeaders));
+  // One byte different (the value of X-A), or only part of the head arrived: not the known head.
+  assert.equal(known.match(Buffer.from(`${text.replace('X-A: 1', 'X-A: 2')}hello`, 'latin1')), null);
+  assert.equal(known.match(Buffer.from(text.slice(0, -2), 'latin1')), null);
+  // A longer head is not remembered; the one known before stays.
+  const long = `GET / HTTP/1.1\r\nHost: a\r\nX-Long: ${'v'.repeat(KNOWN_HEAD_BYTES)}\r\n\r\n`;
+  known.remember(Buffer.from(long, 'latin1'), head(long));
+  assert.equal(known.match(Buffer.from(long, 'latin1')), null);
+  assert.ok(known.match(first) !== null);
 });
