@@ -3,6 +3,7 @@ import type { RequestBounds } from '../../inference/index.js';
 import type { InferenceServer, ResolvedModel } from '../../server/inference-server.js';
 import { parseVersion } from './infer-request.js';
 import type { ModelInferRequestMsg } from './messages.js';
+import { InferRequestMemo, messageFrom } from './request-memo.js';
 
 /**
  * A ModelInferRequest's counts, read from its bytes before protobufjs decodes it. protobufjs builds one object
@@ -128,21 +129,36 @@ export class Refusal {
   ) {}
 }
 
+/** A message whose fields before its tensors were remembered (request-memo.ts): decoded, its tensors views of its bytes. */
+export class Known {
+  constructor(readonly message: ModelInferRequestMsg) {}
+}
+
 /**
- * The model the message names, looked up for the check, when the message may be decoded; else why not.
- * Throws when the message is not protobuf.
+ * The model the message names, looked up for the check, when the message may be decoded; else why not. With a
+ * memo, a message whose fields before its tensors are remembered comes back decoded (Known). Throws when the
+ * message is not protobuf.
  */
-export function checkInferRequestBounds(buf: Buffer, server: InferenceServer): ResolvedModel | Refusal {
+export function checkInferRequestBounds(buf: Buffer, server: InferenceServer, memo?: InferRequestMemo): ResolvedModel | Refusal | Known {
   const w = new Wire(buf);
   // Positions of the last model_name, model_version and id (proto3: the last occurrence wins).
   let name0 = 0, name1 = 0, version0 = 0, version1 = 0, id0 = 0, id1 = 0;
   let fields = 0, parameters = 0, inputs = 0, outputs = 0, raw = 0;
+  // Where the first raw_input_contents entry begins, and whether only such entries follow it.
+  let rawStart = -1;
+  let rawAtEnd = true;
   while (w.pos < w.end) {
+    const at = w.pos;
     const tag = w.varint();
     const field = tag >>> 3;
     if (++fields > MAX_TOP_LEVEL_FIELDS) {
       return refuse(w, id0, id1, name0, name1, version0, version1, limitExceeded('RESOURCE_EXHAUSTED', 'grpc-request-fields',
         `inference request has more than ${MAX_TOP_LEVEL_FIELDS} top-level fields`));
+    }
+    if (field === 7 && (tag & 7) === LEN) {
+      if (rawStart === -1) rawStart = at;
+    } else if (rawStart !== -1) {
+      rawAtEnd = false;
     }
     if ((tag & 7) !== LEN || field < 1 || field > 7) {
       w.skip(tag & 7, field);
@@ -183,9 +199,29 @@ export function checkInferRequestBounds(buf: Buffer, server: InferenceServer): R
   } else if (outputs > limits.outputs) {
     error = limitExceeded('INVALID_ARG', 'model-outputs', `expected at most ${limits.outputs} requested outputs but got ${outputs} for model '${model}'`);
   } else {
+    if (memo !== undefined) {
+      memo.prefixEnd = rawStart === -1 ? buf.byteLength : rawStart;
+      memo.rawAtEnd = rawAtEnd;
+      const fields = memo.find(buf, limits);
+      // The same bytes before the tensors were checked against these bounds: only the tensors are new.
+      if (fields !== undefined) return new Known(messageFrom(fields, rawEntries(w, memo.prefixEnd, raw), resolved));
+    }
     error = checkTensors(w, limits, model);
   }
   return error === null ? resolved : refuse(w, id0, id1, name0, name1, version0, version1, error);
+}
+
+/** The `count` raw_input_contents entries from `start` to the message's end, as views of it. */
+function rawEntries(w: Wire, start: number, count: number): Buffer[] {
+  const out: Buffer[] = new Array(count);
+  w.pos = start;
+  for (let i = 0; i < count; i++) {
+    w.varint();
+    const end = w.delimited();
+    out[i] = w.buf.subarray(w.pos, end);
+    w.pos = end;
+  }
+  return out;
 }
 
 /** Second pass, over a top level now known to be small: each input's shape and parameters, each output's parameters. */
@@ -336,13 +372,16 @@ function refuse(w: Wire, id0: number, id1: number, name0: number, name1: number,
  * (any deserializer error is answered INTERNAL, which would hide the words of the refusal): it becomes an empty message carrying the refusal, which decoding the request throws.
  */
 export function boundedInferDeserializer(decode: (b: Buffer) => unknown, server: InferenceServer): (b: Buffer) => ModelInferRequestMsg {
+  const memo = new InferRequestMemo();
   return (b) => {
-    const r = checkInferRequestBounds(b, server);
+    const r = checkInferRequestBounds(b, server, memo);
+    if (r instanceof Known) return r.message;
     if (!(r instanceof Refusal)) {
+      const msg = decode(b) as ModelInferRequestMsg & { resolved?: ResolvedModel };
+      memo.keep(b, r.bounds, msg);
       // The model rides along on the message, so that the call does not look it up again.
-      const msg = decode(b) as { resolved?: ResolvedModel };
       msg.resolved = r;
-      return msg as ModelInferRequestMsg;
+      return msg;
     }
     return { refused: r.error, id: r.id, model_name: r.model_name, model_version: r.model_version, parameters: {}, inputs: [], outputs: [], raw_input_contents: [] };
   };
