@@ -62,6 +62,8 @@ export class Http2Connection implements StreamOwner {
   private readonly streams = new Map<number, Http2Stream>();
   private readonly blocked = new Set<Http2Stream>();
   private readonly decoder = new HeaderDecoder();
+  /** The last header block that left the HPACK table as it was, with its fields. */
+  private knownBlock: KnownBlock | null = null;
   private readonly fields: RequestFields;
   /** The highest stream the client opened, served or refused: a higher one is idle. */
   private lastStreamId = 0;
@@ -345,10 +347,11 @@ export class Http2Connection implements StreamOwner {
   }
 
   private headerBlock(id: number, endStream: boolean, block: Buffer): void {
-    // Every block is decoded, refused or not, to keep the connection's HPACK table in step with the client's.
-    const fields = this.fields;
-    fields.start();
-    const size = this.decoder.decode(block, this.settings.maxHeaderListBytes, fields.sink);
+    // Every block is decoded, refused or not, to keep the connection's HPACK table in step with the client's;
+    // one that repeats the last block and leaves the table as it was is not decoded again (see KnownBlock).
+    const known = this.knownBlock;
+    const fields = known !== null && known.matches(block, this.decoder.tableChanges) ? known : this.decodeBlock(block);
+    const size = fields.size;
     if (id <= this.lastStreamId) {
       this.trailers(id, endStream);
       return;
@@ -365,15 +368,26 @@ export class Http2Connection implements StreamOwner {
       this.countReset();
       return;
     }
-    if (!fields.valid()) {
+    if (!fields.valid) {
       this.write(uint32Frame(RST_STREAM, id, PROTOCOL_ERROR));
       return;
     }
-    const stream = new Http2Stream(this, id, fields.take(), size, this.peerInitialWindow, this.settings.streamWindow);
+    const stream = new Http2Stream(this, id, fields.headers, size, this.peerInitialWindow, this.settings.streamWindow);
     this.streams.set(id, stream);
     if (endStream) stream.remoteEnded = true;
     this.onStream(stream);
     if (endStream && !stream.localEnded) stream.remoteEnd();
+  }
+
+  /** The fields of a block, decoded; remembered when decoding it left the table as it was. */
+  private decodeBlock(block: Buffer): KnownBlock {
+    const fields = this.fields;
+    fields.start();
+    const before = this.decoder.tableChanges;
+    const size = this.decoder.decode(block, this.settings.maxHeaderListBytes, fields.sink);
+    const decoded = new KnownBlock(block, before, size, fields.valid(), fields.take());
+    if (this.decoder.tableChanges === before && block.byteLength <= KNOWN_BLOCK_BYTES) this.knownBlock = decoded.keep();
+    return decoded;
   }
 
   /** A second header block on an open stream: trailers, which must end the stream; gRPC servers ignore their fields. */
@@ -544,3 +558,35 @@ function unpad(flags: number, payload: Buffer): Buffer {
 
 function ignore(): void {}
 
+
+/** Header blocks longer than this are not remembered (see KnownBlock). */
+export const KNOWN_BLOCK_BYTES = 1024;
+
+/**
+ * A header block with what it decoded to. A client sends the same block for every call of the same method:
+ * grpc-js and grpcio index every field, nghttp2 clients send the path as a literal never indexed, so once their
+ * fields are in the table each call's block is the same bytes. A block whose decoding added nothing to the
+ * HPACK table decodes to the same fields as long as the table has not changed since, so the next block is
+ * compared with it (one memcmp) before it is decoded and checked. Its fields are shared by the streams that
+ * repeat it, so they are frozen.
+ */
+class KnownBlock {
+  constructor(
+    private bytes: Buffer,
+    private readonly tableChanges: number,
+    readonly size: number,
+    readonly valid: boolean,
+    readonly headers: Record<string, string>,
+  ) {}
+
+  matches(block: Buffer, tableChanges: number): boolean {
+    return tableChanges === this.tableChanges && this.bytes.equals(block);
+  }
+
+  /** This block, made fit to be remembered: its bytes copied (the block is a view of the received chunk). */
+  keep(): this {
+    this.bytes = Buffer.from(this.bytes);
+    Object.freeze(this.headers);
+    return this;
+  }
+}

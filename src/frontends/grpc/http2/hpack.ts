@@ -53,6 +53,8 @@ export class HeaderDecoder {
   /** Recently decoded Huffman literals (see decodedBefore), at most HUFFMAN_CACHE_ENTRIES, replaced in turn. */
   private readonly huffmanCache: Array<{ octets: Buffer; text: string }> = [];
   private huffmanNext = 0;
+  /** Counts every change of the dynamic table: a block decodes to the same fields while it stays the same. */
+  tableChanges = 0;
 
   /** `protocolMax` is SETTINGS_HEADER_TABLE_SIZE as announced (4096 unless changed). */
   constructor(private readonly protocolMax = 4096) {
@@ -85,6 +87,7 @@ export class HeaderDecoder {
         if (size > this.protocolMax) throw new CompressionError('dynamic table size above the announced maximum');
         this.maxSize = size;
         this.evict(0);
+        this.tableChanges++;
         continue;
       } else {
         const indexed = (b & 0xc0) === 0x40;
@@ -185,6 +188,7 @@ export class HeaderDecoder {
   }
 
   private add(name: string, value: string): void {
+    this.tableChanges++;
     const size = name.length + value.length + ENTRY_OVERHEAD;
     this.evict(size);
     // An entry larger than the whole table empties it and is not added (RFC 7541 4.4).

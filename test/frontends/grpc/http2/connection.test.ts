@@ -287,3 +287,33 @@ test('a client that lowers SETTINGS_HEADER_TABLE_SIZE gets a table size update f
   }
   await stillServing();
 });
+
+test('a header block repeated on the next stream is served as itself; a byte different, or the HPACK table changed under it, is read anew', async () => {
+  const c = await FrameClient.connect(port);
+  // A literal field (name and value given) added to the HPACK table, and the index 62 that then refers to it.
+  const literal = (name: string, value: string): Buffer => Buffer.concat([Buffer.from([0x40, name.length]), Buffer.from(name), Buffer.from([value.length]), Buffer.from(value)]);
+  const pseudo = encodeBlock([[':method', 'POST'], [':scheme', 'http'], [':path', LIVE], ['content-type', 'application/grpc']]);
+  const INDEXED_62 = Buffer.from([0xbe]);
+  try {
+    // The same block on streams 1 and 3; on 5 one of the same length, but with te: trailerz, which is malformed.
+    c.send(FrameClient.requestHeaders(1, LIVE), FrameClient.message(1, EMPTY), FrameClient.requestHeaders(3, LIVE), FrameClient.message(3, EMPTY));
+    c.send(headerFrames(5, encodeBlock([[':method', 'POST'], [':scheme', 'http'], [':path', LIVE], [':authority', 'localhost'], ['content-type', 'application/grpc'], ['te', 'trailerz']]), false));
+    for (const id of [1, 3]) assert.equal((await c.trailersOf(id)).fields!['grpc-status'], '0');
+    assert.equal((await c.waitFor((f) => f.type === RST_STREAM && f.stream === 5, 'RST_STREAM of 5')).payload.readUInt32BE(0), PROTOCOL_ERROR);
+    // te: trailers goes into the table (stream 7); blocks that only index it (9, 11) leave the table as it was.
+    c.send(headerFrames(7, Buffer.concat([pseudo, literal('te', 'trailers')]), false), FrameClient.message(7, EMPTY));
+    c.send(headerFrames(9, Buffer.concat([pseudo, INDEXED_62]), false), FrameClient.message(9, EMPTY));
+    c.send(headerFrames(11, Buffer.concat([pseudo, INDEXED_62]), false), FrameClient.message(11, EMPTY));
+    for (const id of [7, 9, 11]) assert.equal((await c.trailersOf(id)).fields!['grpc-status'], '0');
+    // Stream 13 adds te: gzip (malformed: a server takes only te: trailers), which index 62 now names; the
+    // block of stream 15 is the bytes of 9 and 11 again, and now malformed too.
+    c.send(headerFrames(13, Buffer.concat([pseudo, literal('te', 'gzip')]), false));
+    c.send(headerFrames(15, Buffer.concat([pseudo, INDEXED_62]), false), FrameClient.message(15, EMPTY));
+    for (const id of [13, 15]) assert.equal((await c.waitFor((f) => f.type === RST_STREAM && f.stream === id, `RST_STREAM of ${id}`)).payload.readUInt32BE(0), PROTOCOL_ERROR);
+    c.send(FrameClient.requestHeaders(17, LIVE), FrameClient.message(17, EMPTY));
+    assert.equal((await c.trailersOf(17)).fields!['grpc-status'], '0');
+  } finally {
+    c.close();
+  }
+  await stillServing();
+});
