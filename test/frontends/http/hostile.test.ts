@@ -115,7 +115,7 @@ describe('one request does not stall the event loop for everyone else', () => {
    * hostile request took. Taking back the parsed JSON of a body of tiny objects from the worker (structured
    * clone, on this thread) used to be most of that time.
    */
-  async function stallRatio(hostile: () => Promise<Reply>[], expect: (r: Reply) => void): Promise<{ ratio: number; normals: number }> {
+  async function stallRatio(hostile: () => Promise<Reply>[], expect: (r: Reply) => void): Promise<{ ratio: number; normals: number; control: number }> {
     const h = monitorEventLoopDelay({ resolution: 5 });
     const normal = JSON.stringify({ inputs: [good, good1] });
     h.enable();
@@ -134,7 +134,12 @@ describe('one request does not stall the event loop for everyone else', () => {
     const took = performance.now() - t0;
     h.disable();
     for (const r of rs) expect(r);
-    return { ratio: h.max / 1e6 / took, normals };
+    // The control: as many normal requests alone, for the longest stall the machine makes without the hostile one.
+    const c = monitorEventLoopDelay({ resolution: 5 });
+    c.enable();
+    for (let i = 0; i < Math.max(normals, 1); i++) await request(`${s.url}/v2/models/simple/infer`, { body: normal });
+    c.disable();
+    return { ratio: h.max / 1e6 / took, normals, control: h.max / Math.max(c.max, 1) };
   }
 
   // Bodies of tiny objects that the worker must parse in full: the quick scan before parsing cannot refuse
@@ -150,16 +155,21 @@ describe('one request does not stall the event loop for everyone else', () => {
   for (const st of STALLERS) {
     test(`a body of millions of ${st.name}`, async () => {
       const ratios: number[] = [];
+      const controls: number[] = [];
       // The best of five: a busy machine stalls the loop now and then on its own (garbage collection, another
-      // test file's process taking both cores), while a stall the request causes shows in every attempt.
-      for (let attempt = 0; attempt < 5 && !(ratios.length > 0 && Math.min(...ratios) < 0.25); attempt++) {
-        const { ratio } = await stallRatio(
+      // test file's process taking both cores), while a stall the request causes shows in every attempt. A
+      // request refused quickly takes a few times the delay monitor's resolution, so an attempt also passes
+      // when its longest stall is no more than twice the longest one of as many normal requests alone.
+      const passed = (): boolean => ratios.some((r, i) => r < 0.25 || controls[i]! <= 2);
+      for (let attempt = 0; attempt < 5 && !passed(); attempt++) {
+        const { ratio, control } = await stallRatio(
           () => [request(`${s.url}${st.path ?? '/v2/models/simple/infer'}`, { body: st.body, headers: { 'content-type': 'application/json' } })],
           (r) => assert.equal(r.status, st.status, r.body.toString('utf8', 0, 300)),
         );
         ratios.push(ratio);
+        controls.push(control);
       }
-      assert.ok(Math.min(...ratios) < 0.25, `the longest stall was ${ratios.map((r) => r.toFixed(2)).join(', ')} of the hostile request's time`);
+      assert.ok(passed(), `the longest stall was ${ratios.map((r, i) => `${r.toFixed(2)} (${controls[i]!.toFixed(1)}x the control's)`).join(', ')} of the hostile request's time`);
     });
   }
 
