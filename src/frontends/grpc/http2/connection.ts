@@ -558,7 +558,6 @@ function unpad(flags: number, payload: Buffer): Buffer {
 
 function ignore(): void {}
 
-
 /** Header blocks longer than this are not remembered (see KnownBlock). */
 export const KNOWN_BLOCK_BYTES = 1024;
 
