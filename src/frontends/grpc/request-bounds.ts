@@ -177,6 +177,12 @@ export function checkInferRequestBounds(buf: Buffer, server: InferenceServer, me
       case 7: raw++; break;
     }
   }
+  if (memo !== undefined) {
+    memo.prefixEnd = rawStart === -1 ? buf.byteLength : rawStart;
+    memo.rawAtEnd = rawAtEnd;
+    const known = recall(memo, w, server, raw, inputs);
+    if (known !== undefined) return known;
+  }
   const model = w.text(name0, name1);
   if (parameters > MAX_PARAMETERS) {
     return refuse(w, id0, id1, name0, name1, version0, version1, tooManyParameters(parameters, 'the request', model));
@@ -199,16 +205,28 @@ export function checkInferRequestBounds(buf: Buffer, server: InferenceServer, me
   } else if (outputs > limits.outputs) {
     error = limitExceeded('INVALID_ARG', 'model-outputs', `expected at most ${limits.outputs} requested outputs but got ${outputs} for model '${model}'`);
   } else {
-    if (memo !== undefined) {
-      memo.prefixEnd = rawStart === -1 ? buf.byteLength : rawStart;
-      memo.rawAtEnd = rawAtEnd;
-      const fields = memo.find(buf, limits);
-      // The same bytes before the tensors were checked against these bounds: only the tensors are new.
-      if (fields !== undefined) return new Known(messageFrom(fields, rawEntries(w, memo.prefixEnd, raw), resolved));
-    }
     error = checkTensors(w, limits, model);
   }
   return error === null ? resolved : refuse(w, id0, id1, name0, name1, version0, version1, error);
+}
+
+/**
+ * The message decoded from remembered fields when the same bytes before its tensors were checked against the
+ * bounds its model has now: only the tensors are new. Its model is looked up by the name and version remembered,
+ * so nothing of those bytes is decoded. Anything else (a model that cannot take the request now, other bounds,
+ * more tensors than inputs) is left to the full check, which answers it.
+ */
+function recall(memo: InferRequestMemo, w: Wire, server: InferenceServer, raw: number, inputs: number): Known | undefined {
+  const r = memo.find(w.buf);
+  if (r === undefined || raw > inputs) return undefined;
+  let resolved: ResolvedModel;
+  try {
+    resolved = server.resolveModel(r.model, r.version);
+  } catch {
+    return undefined;
+  }
+  if (resolved.bounds !== r.bounds) return undefined;
+  return new Known(messageFrom(r.fields, rawEntries(w, memo.prefixEnd, raw), resolved));
 }
 
 /** The `count` raw_input_contents entries from `start` to the message's end, as views of it. */

@@ -1,6 +1,7 @@
 import type { RequestBounds } from '../../inference/index.js';
 import type { ResolvedModel } from '../../server/inference-server.js';
 import { BytesMemo, deepFreeze } from '../bytes-memo.js';
+import { parseVersion } from './infer-request.js';
 import type { ModelInferRequestMsg } from './messages.js';
 
 /**
@@ -9,8 +10,11 @@ import type { ModelInferRequestMsg } from './messages.js';
  * sends the same bytes before them every time: the model, inputs, outputs and parameters. Those bytes are
  * compared with the ones remembered before they are checked and decoded again; only the tensors, views of the
  * message, are read anew. A message is remembered when its inputs carry no typed contents (their data would
- * make every prefix different), up to MEMO_PREFIX_BYTES, MEMO_ENTRIES of them per server, with the bounds
- * they were checked against. What the remembered fields hold is frozen, as every request decoded from them shares it.
+ * make every prefix different), up to MEMO_PREFIX_BYTES, MEMO_ENTRIES of them per server, with the model's
+ * name and version as the message named them and the bounds they were checked against: the model is found
+ * from those bytes, so an entry is looked up by its bytes alone, and the bounds the model has now are compared
+ * after (the bounds check, request-bounds.ts). What the remembered fields hold is frozen, as every request
+ * decoded from them shares it.
  *
  * The bounds check (request-bounds.ts) reads where the message's tensors begin; `prefixEnd` and `rawAtEnd`
  * are what its last scan found.
@@ -20,16 +24,24 @@ export const MEMO_ENTRIES = 4;
 
 const NO_RAW: readonly Buffer[] = Object.freeze([]);
 
+/** Fields remembered, with the model they name and the bounds they were checked against. */
+export interface RememberedFields {
+  readonly fields: ModelInferRequestMsg;
+  readonly model: string;
+  readonly version: number | undefined;
+  readonly bounds: RequestBounds;
+}
+
 export class InferRequestMemo {
-  private readonly memo = new BytesMemo<ModelInferRequestMsg>(MEMO_PREFIX_BYTES, MEMO_ENTRIES);
+  private readonly memo = new BytesMemo<RememberedFields>(MEMO_PREFIX_BYTES, MEMO_ENTRIES);
   /** Where the last message scanned has its first raw_input_contents (its end when it has none). */
   prefixEnd = 0;
   /** Whether nothing but raw_input_contents follows them in that message. */
   rawAtEnd = false;
 
-  /** The fields before the tensors of `buf`, the message last scanned, if remembered for `bounds`. */
-  find(buf: Buffer, bounds: RequestBounds): ModelInferRequestMsg | undefined {
-    return this.rawAtEnd ? this.memo.find(buf, this.prefixEnd, bounds) : undefined;
+  /** The fields before the tensors of `buf`, the message last scanned, if remembered. */
+  find(buf: Buffer): RememberedFields | undefined {
+    return this.rawAtEnd ? this.memo.find(buf, this.prefixEnd, this) : undefined;
   }
 
   /** Remembers `msg`, decoded from `buf` (the message last scanned, checked for `bounds`), when it may be. */
@@ -40,7 +52,8 @@ export class InferRequestMemo {
     // have its own raw_input_contents and model (a frozen prototype's property cannot be shadowed by assignment).
     const fields: ModelInferRequestMsg = Object.assign(Object.create(Object.getPrototypeOf(msg) as object) as ModelInferRequestMsg, msg, { raw_input_contents: NO_RAW });
     for (const v of Object.values(fields)) deepFreeze(v);
-    this.memo.keep(buf, this.prefixEnd, bounds, fields);
+    // Every entry is this memo's: the bounds are compared once the model is found (see above).
+    this.memo.keep(buf, this.prefixEnd, this, { fields, model: msg.model_name, version: parseVersion(msg.model_version), bounds });
   }
 }
 

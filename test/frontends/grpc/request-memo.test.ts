@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { EXAMPLES } from '../../helpers/paths.js';
 import { tempRepository } from '../../helpers/server.js';
 import { failure, int32Bytes, int32s, requestType, startGrpcTestServer, unary, type GrpcTestServer } from '../../helpers/grpc.js';
-import { checkInferRequestBounds, Known } from '../../../src/frontends/grpc/request-bounds.js';
+import { checkInferRequestBounds, Known, Refusal } from '../../../src/frontends/grpc/request-bounds.js';
 import { InferRequestMemo, MEMO_PREFIX_BYTES } from '../../../src/frontends/grpc/request-memo.js';
 import type { ResolvedModel } from '../../../src/server/inference-server.js';
 
@@ -83,6 +83,10 @@ describe('the bounds check with a memo', () => {
     memo.keep(b, r.bounds, requestType.decode(b) as never);
     assert.ok(checkInferRequestBounds(b, s.server, memo) instanceof Known);
     await s.server.unloadModel('simple');
+    // Remembered, but its model is gone: refused as any request to it is.
+    const gone = checkInferRequestBounds(b, s.server, memo);
+    assert.ok(gone instanceof Refusal);
+    assert.match(gone.error.message, /simple/);
     await s.server.loadModel('simple');
     assert.ok(!(checkInferRequestBounds(b, s.server, memo) instanceof Known));
   });
