@@ -1,7 +1,7 @@
 import { ACCEPT_ENCODING, compress, decompress, type ResponseCompression } from './compression.js';
 import { Status, type CallStatus } from './codes.js';
 import { frame, MessageReader } from './framing.js';
-import { encodeBlock } from './http2/hpack.js';
+import { encodeBlock, FixedBlock } from './http2/hpack.js';
 import type { Http2Stream, StreamHandler } from './http2/stream.js';
 
 /**
@@ -32,18 +32,18 @@ export interface Metadata {
 /** Headers that carry the protocol itself, not the application's metadata. */
 const TRANSPORT_HEADERS = new Set(['content-type', 'te', 'grpc-timeout', 'grpc-encoding', 'grpc-accept-encoding', 'accept-encoding']);
 
-/** The header blocks every call sends alike, encoded once. */
+/** The header blocks every call sends alike, indexed by each connection's encoder after the first (hpack.ts). */
 const RESPONSE_FIELDS: ReadonlyArray<readonly [string, string]> = [
   [':status', '200'],
   ['content-type', 'application/grpc'],
   ['grpc-accept-encoding', ACCEPT_ENCODING],
 ];
-const RESPONSE_HEAD = encodeBlock(RESPONSE_FIELDS);
-const COMPRESSED_HEADS: Readonly<Record<string, Buffer>> = {
-  gzip: encodeBlock([...RESPONSE_FIELDS, ['grpc-encoding', 'gzip']]),
-  deflate: encodeBlock([...RESPONSE_FIELDS, ['grpc-encoding', 'deflate']]),
+const RESPONSE_HEAD = new FixedBlock(RESPONSE_FIELDS);
+const COMPRESSED_HEADS: Readonly<Record<string, FixedBlock>> = {
+  gzip: new FixedBlock([...RESPONSE_FIELDS, ['grpc-encoding', 'gzip']]),
+  deflate: new FixedBlock([...RESPONSE_FIELDS, ['grpc-encoding', 'deflate']]),
 };
-const OK_TRAILERS = encodeBlock([['grpc-status', '0']]);
+const OK_TRAILERS = new FixedBlock([['grpc-status', '0']]);
 
 export class ServerCall implements Metadata, StreamHandler {
   /** True once the call has ended, either way: nothing more is sent. */

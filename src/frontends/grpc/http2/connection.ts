@@ -6,9 +6,9 @@ import {
   SETTINGS_ENABLE_PUSH, SETTINGS_HEADER_TABLE_SIZE, SETTINGS_INITIAL_WINDOW_SIZE, SETTINGS_MAX_CONCURRENT_STREAMS,
   SETTINGS_MAX_FRAME_SIZE, SETTINGS_MAX_HEADER_LIST_SIZE, STREAM_CLOSED, COMPRESSION_ERROR, WINDOW_UPDATE, frame, uint32Frame,
 } from './frames.js';
-import { CompressionError, HeaderDecoder } from './hpack.js';
+import { CompressionError, FixedBlock, HeaderDecoder, HeaderEncoder } from './hpack.js';
 import { RequestFields } from './request-fields.js';
-import { Http2Stream, type StreamOwner } from './stream.js';
+import { Http2Stream, type HeaderBlock, type StreamOwner } from './stream.js';
 
 /**
  * The server side of one HTTP/2 connection (RFC 9113) over a socket, with prior knowledge or ALPN "h2": frames
@@ -43,22 +43,13 @@ class ConnectionError extends Error {
   }
 }
 
-/** HPACK's dynamic table size before either side's SETTINGS change it (RFC 9113 6.5.2). */
-const DEFAULT_HEADER_TABLE_SIZE = 4096;
-/** A dynamic table size update to 0 (RFC 7541 6.3). */
-const TABLE_SIZE_ZERO = Buffer.from([0x20]);
 
 export class Http2Connection implements StreamOwner {
   sendWindow = DEFAULT_WINDOW;
   peerMaxFrame = DEFAULT_MAX_FRAME;
   private peerInitialWindow = DEFAULT_WINDOW;
-  /**
-   * The dynamic table size the client's decoder expects of this side's header blocks: 4096 until this side
-   * says otherwise. This side's blocks never index, so the first size update it sends is to 0, and the last.
-   */
-  private encoderTableSize = DEFAULT_HEADER_TABLE_SIZE;
-  /** The client lowered SETTINGS_HEADER_TABLE_SIZE below encoderTableSize: the next header block must say so. */
-  private tableSizeUpdateDue = false;
+  /** This side's HPACK state: the entries it put in the client's dynamic table. */
+  private readonly encoder = new HeaderEncoder();
   private readonly streams = new Map<number, Http2Stream>();
   private readonly blocked = new Set<Http2Stream>();
   private readonly decoder = new HeaderDecoder();
@@ -81,9 +72,15 @@ export class Http2Connection implements StreamOwner {
   private servedUpTo = 0;
   private closed = false;
   private readPaused = false;
+  /** Writes in the current tick of the loop, and in the last one that wrote (see write()). */
+  private tickWrites = 0;
+  private lastTickWrites = 0;
   /** The socket is corked until the end of the current tick. */
   private corked = false;
-  private readonly uncork = (): void => {
+  private readonly endTick = (): void => {
+    this.lastTickWrites = this.tickWrites;
+    this.tickWrites = 0;
+    if (!this.corked) return;
     this.corked = false;
     this.socket.uncork();
   };
@@ -147,12 +144,16 @@ export class Http2Connection implements StreamOwner {
   write(out: Buffer): void {
     if (this.closed) return;
     const socket = this.socket;
-    // Frames written in one turn of the event loop (a stream's headers, message and trailers; responses that
-    // completed together) leave in one system call.
-    if (!this.corked) {
-      this.corked = true;
-      socket.cork();
-      process.nextTick(this.uncork);
+    // Frames written in one tick of the event loop (responses that completed together) leave in one system
+    // call: the socket is corked until the tick ends. But the tick ends only after every promise job queued
+    // behind the response has run, so a lone response (one client at a time, one call in flight) would wait
+    // for the server's bookkeeping. The first write of a tick therefore leaves at once when the last tick that
+    // wrote wrote once, and only what follows it in the same tick is corked.
+    if (this.tickWrites++ === 0) {
+      process.nextTick(this.endTick);
+      if (this.lastTickWrites > 1) this.cork();
+    } else if (!this.corked) {
+      this.cork();
     }
     socket.write(out);
     if (!this.readPaused && socket.writableLength > OUTPUT_HIGH_WATER) {
@@ -165,13 +166,13 @@ export class Http2Connection implements StreamOwner {
     }
   }
 
-  outgoingBlock(block: Buffer): Buffer {
-    if (!this.tableSizeUpdateDue) return block;
-    // RFC 7541 4.2: after the decoder's maximum is lowered, the encoder's next block starts with a dynamic table
-    // size update within it (nghttp2 refuses a block without one).
-    this.tableSizeUpdateDue = false;
-    this.encoderTableSize = 0;
-    return Buffer.concat([TABLE_SIZE_ZERO, block]);
+  private cork(): void {
+    this.corked = true;
+    this.socket.cork();
+  }
+
+  outgoingBlock(block: HeaderBlock): Buffer {
+    return block instanceof FixedBlock ? this.encoder.encode(block) : this.encoder.plain(block);
   }
 
   waitForWindow(stream: Http2Stream): void {
@@ -452,7 +453,9 @@ export class Http2Connection implements StreamOwner {
         this.peerMaxFrame = value;
         return;
       case SETTINGS_HEADER_TABLE_SIZE:
-        if (value < this.encoderTableSize) this.tableSizeUpdateDue = true;
+        // RFC 7541 4.2: once the client's decoder has a smaller table, this side's next block starts with a
+        // dynamic table size update (nghttp2 refuses a block without one).
+        this.encoder.peerTableSize(value);
         return;
       default:
         // The others are advisory.

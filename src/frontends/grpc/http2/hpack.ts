@@ -2,8 +2,9 @@ import { huffmanDecode } from './huffman.js';
 
 /**
  * HPACK (RFC 7541) as a gRPC server needs it: a decoder for the clients' header blocks, with the dynamic
- * table they index into, and an encoder of fixed blocks that uses no dynamic table (the server's response
- * headers and trailers are built once, so compressing them per response would buy nothing).
+ * table they index into, and an encoder of fixed blocks. The fields every response repeats (its headers and
+ * OK trailers) enter each connection's dynamic table once and are indexes after (HeaderEncoder); other blocks
+ * (error statuses) are literals that never index.
  */
 
 /** RFC 7541 Appendix A: index 1 is the first entry. */
@@ -224,12 +225,115 @@ export function encodeBlock(fields: ReadonlyArray<readonly [string, string]>): B
       writeInt(parts, exact + 1, 7, 0x80);
       continue;
     }
-    const named = STATIC_TABLE.findIndex(([n]) => n === name);
-    writeInt(parts, named + 1, 4, 0x00);
-    if (named < 0) writeString(parts, name);
-    writeString(parts, value);
+    writeLiteral(parts, name, value, 4, 0x00);
   }
   return Buffer.from(parts);
+}
+
+/** A literal field: its name as the static table's index where it has one, else as a string, then its value. */
+function writeLiteral(out: number[], name: string, value: string, prefixBits: number, flags: number): void {
+  const named = STATIC_TABLE.findIndex(([n]) => n === name);
+  writeInt(out, named + 1, prefixBits, flags);
+  if (named < 0) writeString(out, name);
+  writeString(out, value);
+}
+
+/** Fields a server sends alike on many streams (a response's headers, its OK trailers): see HeaderEncoder. */
+export class FixedBlock {
+  constructor(readonly fields: ReadonlyArray<readonly [string, string]>) {}
+}
+
+/** The default SETTINGS_HEADER_TABLE_SIZE, the most this side's encoder uses (RFC 9113 6.5.2). */
+const ENCODER_TABLE_SIZE = 4096;
+
+/**
+ * One connection's encoder. A FixedBlock's fields that the static table lacks are sent the first time as
+ * literals with incremental indexing, and from then on as indexes into the client's dynamic table: the
+ * headers and trailers of a response shrink from about 80 octets to 5, and the client's decoder looks them up
+ * instead of reading and allocating them again. A block is encoded once per state of the table and reused
+ * while the table stays as it was. Blocks must leave in the order they are encoded, as the client's decoder
+ * changes its table in the order it reads them. Only FixedBlocks insert; other blocks (plain()) never index.
+ */
+export class HeaderEncoder {
+  /** The entries this side inserted, newest first, as the client's decoder holds them. */
+  private readonly names: string[] = [];
+  private readonly values: string[] = [];
+  private size = 0;
+  private maxSize = ENCODER_TABLE_SIZE;
+  /** A size the next block must announce first (RFC 7541 4.2), or -1. */
+  private sizeUpdate = -1;
+  /** Counts every change of the table: an encoding stays valid while the count does. */
+  private changes = 0;
+  private readonly encoded = new Map<FixedBlock, { bytes: Buffer; changes: number }>();
+
+  /** The client's SETTINGS_HEADER_TABLE_SIZE. A smaller table than this side's takes effect with the next block. */
+  peerTableSize(value: number): void {
+    // A larger table is the client's offer, not a request: this side keeps to the one it has.
+    if (value >= this.maxSize) return;
+    this.maxSize = value;
+    this.sizeUpdate = value;
+    this.evict(0);
+    this.changes++;
+  }
+
+  /** A block encoded elsewhere, without indexing: as it is, or after the size update this side owes. */
+  plain(block: Buffer): Buffer {
+    if (this.sizeUpdate < 0) return block;
+    const out: number[] = [];
+    writeInt(out, this.sizeUpdate, 5, 0x20);
+    this.sizeUpdate = -1;
+    return Buffer.concat([Buffer.from(out), block]);
+  }
+
+  encode(block: FixedBlock): Buffer {
+    const known = this.encoded.get(block);
+    if (known !== undefined && known.changes === this.changes) return known.bytes;
+    const before = this.changes;
+    const out: number[] = [];
+    const announces = this.sizeUpdate >= 0;
+    if (announces) {
+      writeInt(out, this.sizeUpdate, 5, 0x20);
+      this.sizeUpdate = -1;
+    }
+    for (const [name, value] of block.fields) this.field(out, name, value);
+    const bytes = Buffer.from(out);
+    // Kept only when it inserted nothing and announced no size: the same bytes then mean the same fields.
+    if (this.changes === before && !announces) this.encoded.set(block, { bytes, changes: this.changes });
+    return bytes;
+  }
+
+  private field(out: number[], name: string, value: string): void {
+    const exact = STATIC_TABLE.findIndex(([n, v]) => n === name && v === value);
+    if (exact >= 0) {
+      writeInt(out, exact + 1, 7, 0x80);
+      return;
+    }
+    for (let i = 0; i < this.names.length; i++) {
+      if (this.names[i] === name && this.values[i] === value) {
+        writeInt(out, STATIC_TABLE.length + 1 + i, 7, 0x80);
+        return;
+      }
+    }
+    const size = Buffer.byteLength(name, 'latin1') + Buffer.byteLength(value, 'latin1') + ENTRY_OVERHEAD;
+    if (size > this.maxSize) {
+      writeLiteral(out, name, value, 4, 0x00);
+      return;
+    }
+    writeLiteral(out, name, value, 6, 0x40);
+    this.evict(size);
+    this.names.unshift(name);
+    this.values.unshift(value);
+    this.size += size;
+    this.changes++;
+  }
+
+  /** Drops the oldest entries until `incoming` more octets fit, as the client's decoder does. */
+  private evict(incoming: number): void {
+    while (this.size + incoming > this.maxSize && this.names.length > 0) {
+      this.size -= Buffer.byteLength(this.names.pop()!, 'latin1') + Buffer.byteLength(this.values.pop()!, 'latin1') + ENTRY_OVERHEAD;
+      this.changes++;
+    }
+  }
 }
 
 function writeInt(out: number[], value: number, prefixBits: number, flags: number): void {

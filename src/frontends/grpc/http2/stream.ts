@@ -1,4 +1,8 @@
 import { DATA, END_HEADERS, END_STREAM, FRAME_HEADER, HEADERS, CONTINUATION, writeFrameHeader } from './frames.js';
+import type { FixedBlock } from './hpack.js';
+
+/** A header block to send: fields the connection's encoder may index, or a block encoded without indexing. */
+export type HeaderBlock = FixedBlock | Buffer;
 
 /** What a stream's owner hears from the client's side. */
 export interface StreamHandler {
@@ -17,8 +21,11 @@ export interface StreamOwner {
   /** The peer's SETTINGS_MAX_FRAME_SIZE. */
   readonly peerMaxFrame: number;
   write(out: Buffer): void;
-  /** A header block as it must leave now: with anything the connection's HPACK state asks to put first. */
-  outgoingBlock(block: Buffer): Buffer;
+  /**
+   * A header block encoded as it must leave now, by the connection's HPACK state: the caller writes it before
+   * any other block is encoded.
+   */
+  outgoingBlock(block: HeaderBlock): Buffer;
   /** The stream has DATA waiting for a window update. */
   waitForWindow(stream: Http2Stream): void;
   /** The stream has closed on this side (ended or reset): the connection forgets it. */
@@ -45,7 +52,7 @@ export class Http2Stream {
   localEnded = false;
   private handler: StreamHandler | null = null;
   private queue: Buffer[] | null = null;
-  private queuedTrailers: Buffer | null = null;
+  private queuedTrailers: HeaderBlock | null = null;
 
   constructor(
     private readonly owner: StreamOwner,
@@ -67,9 +74,9 @@ export class Http2Stream {
   }
 
   /** The response's HEADERS; `endStream` for a response without body or trailers. */
-  respond(block: Buffer, endStream: boolean): void {
+  respond(block: HeaderBlock, endStream: boolean): void {
     if (this.localEnded) return;
-    this.owner.write(this.headerFrames(block, endStream));
+    this.owner.write(this.headerFrames(this.owner.outgoingBlock(block), endStream));
     if (endStream) this.finish();
   }
 
@@ -85,27 +92,36 @@ export class Http2Stream {
   }
 
   /** The trailing HEADERS, which end the stream once every DATA before them is sent. */
-  end(trailers: Buffer): void {
+  end(trailers: HeaderBlock): void {
     if (this.localEnded) return;
     if (this.queue !== null) {
       this.queuedTrailers = trailers;
       return;
     }
-    this.owner.write(this.headerFrames(trailers, true));
+    this.owner.write(this.headerFrames(this.owner.outgoingBlock(trailers), true));
     this.finish();
   }
 
   /** HEADERS, DATA and trailers of a whole response, in one write when the windows take the DATA at once. */
-  respondWhole(head: Buffer, data: Buffer, trailers: Buffer): void {
+  respondWhole(headBlock: HeaderBlock, data: Buffer, trailerBlock: HeaderBlock): void {
     if (this.localEnded) return;
     const owner = this.owner;
-    head = owner.outgoingBlock(head);
-    const maxFrame = owner.peerMaxFrame;
     const n = data.length;
-    if (this.queue !== null || n > this.sendWindow || n > owner.sendWindow || head.length > maxFrame || trailers.length > maxFrame) {
-      this.respond(head, false);
+    if (this.queue !== null || n > this.sendWindow || n > owner.sendWindow) {
+      this.respond(headBlock, false);
       this.write(data);
-      this.end(trailers);
+      this.end(trailerBlock);
+      return;
+    }
+    // Encoded in the order they leave. The windows take the DATA, so all of it leaves now, after the headers.
+    const head = owner.outgoingBlock(headBlock);
+    const trailers = owner.outgoingBlock(trailerBlock);
+    const maxFrame = owner.peerMaxFrame;
+    if (head.length > maxFrame || trailers.length > maxFrame) {
+      owner.write(this.headerFrames(head, false));
+      this.sendData(data);
+      owner.write(this.headerFrames(trailers, true));
+      this.finish();
       return;
     }
     const frames = n === 0 ? 0 : Math.ceil(n / maxFrame);
@@ -191,9 +207,8 @@ export class Http2Stream {
     this.owner.waitForWindow(this);
   }
 
-  /** A header block as HEADERS and, past the peer's frame size, CONTINUATION frames. */
+  /** An encoded header block as HEADERS and, past the peer's frame size, CONTINUATION frames. */
   private headerFrames(block: Buffer, endStream: boolean): Buffer {
-    block = this.owner.outgoingBlock(block);
     const maxFrame = this.owner.peerMaxFrame;
     const frames = Math.max(1, Math.ceil(block.length / maxFrame));
     const out = Buffer.allocUnsafe(FRAME_HEADER * frames + block.length);

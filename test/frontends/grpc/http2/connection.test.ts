@@ -272,7 +272,8 @@ test('a client that lowers SETTINGS_HEADER_TABLE_SIZE gets a table size update f
     req.on('error', () => {});
     req.end(Buffer.alloc(5));
   });
-  for (const headerTableSize of [0, 100]) {
+  // 4096 (the default): the responses' fields are indexed; 100: they evict each other; 0: never indexed.
+  for (const headerTableSize of [0, 100, 4096]) {
     const session = http2.connect(`http://127.0.0.1:${port}`, { settings: { headerTableSize } });
     session.on('error', () => {});
     try {

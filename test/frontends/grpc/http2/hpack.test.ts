@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import net from 'node:net';
 import http2 from 'node:http2';
 import { once } from 'node:events';
-import { CompressionError, encodeBlock, HeaderDecoder } from '../../../../src/frontends/grpc/http2/hpack.js';
+import { CompressionError, encodeBlock, FixedBlock, HeaderDecoder, HeaderEncoder } from '../../../../src/frontends/grpc/http2/hpack.js';
 import { huffmanDecode } from '../../../../src/frontends/grpc/http2/huffman.js';
 
 // HPACK decoding against RFC 7541's own examples (Appendix C), against what nghttp2 (node:http2's client)
@@ -107,6 +107,48 @@ test('encodeBlock writes fields the decoder reads back, static entries as one oc
   const block = encodeBlock(fields);
   assert.equal(block[0], 0x88, ':status 200 is static index 8');
   assert.deepEqual(decodeAll(new HeaderDecoder(), block.toString('hex')), fields);
+});
+
+const HEAD = new FixedBlock([[':status', '200'], ['content-type', 'application/grpc'], ['grpc-accept-encoding', 'identity,deflate,gzip']]);
+const OK = new FixedBlock([['grpc-status', '0']]);
+
+/** Encodes `blocks` in turn and decodes each as a client would: the fields must come back every time. */
+function roundTrips(enc: HeaderEncoder, dec: HeaderDecoder, blocks: FixedBlock[]): Buffer[] {
+  return blocks.map((b) => {
+    const bytes = enc.encode(b);
+    assert.deepEqual(decodeAll(dec, bytes.toString('hex')), b.fields);
+    return bytes;
+  });
+}
+
+test('HeaderEncoder: a fixed block\'s fields enter the dynamic table once, then are one octet each', () => {
+  const enc = new HeaderEncoder();
+  const dec = new HeaderDecoder();
+  const sizes = roundTrips(enc, dec, [HEAD, OK, HEAD, OK, HEAD, OK]).map((b) => b.length);
+  assert.ok(sizes[0]! > 40 && sizes[1]! > 10, `first blocks are literals: ${sizes}`);
+  assert.deepEqual(sizes.slice(2), [3, 1, 3, 1]);
+  // A block that never indexes (an error status) leaves the table as it was.
+  assert.deepEqual(decodeAll(dec, enc.plain(encodeBlock([['grpc-status', '13']])).toString('hex')), [['grpc-status', '13']]);
+  assert.deepEqual(roundTrips(enc, dec, [OK, HEAD]).map((b) => b.length), [1, 3]);
+});
+
+test('HeaderEncoder: a client\'s smaller table is announced first and kept to, down to a table of none', () => {
+  for (const size of [0, 60, 100]) {
+    const enc = new HeaderEncoder();
+    enc.peerTableSize(size);
+    const dec = new HeaderDecoder(size);
+    const blocks = roundTrips(enc, dec, [HEAD, OK, HEAD, OK, OK, HEAD]);
+    assert.equal(blocks[0]![0]! >> 5, 1, `size ${size}: the first block starts with a dynamic table size update`);
+    assert.ok(blocks.slice(1).every((b) => b[0]! >> 5 !== 1), `size ${size}: and only the first`);
+    // A block that never indexes carries the update when it comes first.
+    const late = new HeaderEncoder();
+    late.peerTableSize(size);
+    assert.equal(late.plain(encodeBlock([['grpc-status', '13']]))[0]! >> 5, 1);
+  }
+  // A larger table is an offer: the encoder keeps its own, and announces nothing.
+  const enc = new HeaderEncoder();
+  enc.peerTableSize(65536);
+  assert.equal(roundTrips(enc, new HeaderDecoder(), [HEAD])[0]![0], 0x88);
 });
 
 test('every octet nghttp2 may put in a header value decodes as it was sent, Huffman-coded or not', async () => {
