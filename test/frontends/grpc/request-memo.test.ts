@@ -6,6 +6,8 @@ import { tempRepository } from '../../helpers/server.js';
 import { failure, int32Bytes, int32s, requestType, startGrpcTestServer, unary, type GrpcTestServer } from '../../helpers/grpc.js';
 import { checkInferRequestBounds, Known, Refusal } from '../../../src/frontends/grpc/request-bounds.js';
 import { InferRequestMemo, MEMO_PREFIX_BYTES } from '../../../src/frontends/grpc/request-memo.js';
+import { decodeInferRequest } from '../../../src/frontends/grpc/infer-request.js';
+import type { ModelInferRequestMsg } from '../../../src/frontends/grpc/messages.js';
 import type { ResolvedModel } from '../../../src/server/inference-server.js';
 
 // ModelInfer requests whose fields before their tensors repeat: those fields are decoded once per server and
@@ -74,6 +76,48 @@ describe('the bounds check with a memo', () => {
     const long = message(simple([int32Bytes(IN0), int32Bytes(TWOS)], undefined, { id: 'x'.repeat(MEMO_PREFIX_BYTES) }));
     assert.equal(seenTwice(long), false);
     assert.equal(seenTwice(message(simple([int32Bytes(IN0), int32Bytes(TWOS)]))), true);
+  });
+
+  test('a remembered message decodes to the request its whole decode gives', () => {
+    const memo = new InferRequestMemo();
+    const extra = { id: 'x', parameters: { p: { int64_param: 3 }, priority: { uint64_param: 1 } }, outputs: [{ name: 'OUTPUT1' }] };
+    const known = (b: Buffer): ModelInferRequestMsg => {
+      const r = checkInferRequestBounds(b, s.server, memo);
+      if (r instanceof Known) return r.message;
+      memo.keep(b, (r as ResolvedModel).bounds, requestType.decode(b) as never);
+      return (checkInferRequestBounds(b, s.server, memo) as Known).message;
+    };
+    const first = known(message(simple([int32Bytes(IN0), int32Bytes(TWOS)], undefined, extra)));
+    const b = message(simple([int32Bytes(TWOS), int32Bytes(IN0)], undefined, extra));
+    const second = known(b);
+    const whole = decodeInferRequest(requestType.decode(b) as never, undefined, undefined).request;
+    const fromMemo = decodeInferRequest(second, undefined, undefined).request;
+    assert.deepEqual(fromMemo, whole);
+    assert.deepEqual(fromMemo.inputs.map((t) => int32s(t.data as Buffer)), [TWOS, IN0]);
+    assert.deepEqual(decodeInferRequest(first, undefined, undefined).request.inputs.map((t) => int32s(t.data as Buffer)), [IN0, TWOS]);
+    // Headers forwarded to the model join the remembered parameters, for this request only.
+    assert.deepEqual(decodeInferRequest(second, undefined, { h: 'v' }).request.parameters, { h: 'v', p: 3 });
+    assert.deepEqual(decodeInferRequest(second, undefined, undefined).request.parameters, { p: 3 });
+  });
+
+  test('a remembered message whose fields do not decode fails as the whole message does, every time', () => {
+    const memo = new InferRequestMemo();
+    const b = message({ model_name: 'simple', inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1, 16] }, { name: 'INPUT1', datatype: 'NOPE', shape: [1, 16] }], raw_input_contents: [int32Bytes(IN0)] });
+    const r = checkInferRequestBounds(b, s.server, memo) as ResolvedModel;
+    // As the frontend decodes a message the first time: with the model its check looked up.
+    const whole = Object.assign(requestType.decode(b), { resolved: r }) as never as ModelInferRequestMsg;
+    const error = (m: ModelInferRequestMsg): string => {
+      try {
+        decodeInferRequest(m, undefined, undefined);
+      } catch (e) {
+        return (e as Error).message;
+      }
+      return 'decoded';
+    };
+    const expected = error(whole);
+    assert.match(expected, /NOPE/);
+    memo.keep(b, r.bounds, requestType.decode(b) as never);
+    for (let i = 0; i < 2; i++) assert.equal(error((checkInferRequestBounds(b, s.server, memo) as Known).message), expected);
   });
 
   test('a model loaded again has new bounds: its first request is checked and decoded anew', async () => {
