@@ -43,7 +43,6 @@ class ConnectionError extends Error {
   }
 }
 
-
 export class Http2Connection implements StreamOwner {
   sendWindow = DEFAULT_WINDOW;
   peerMaxFrame = DEFAULT_MAX_FRAME;

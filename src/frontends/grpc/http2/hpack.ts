@@ -249,7 +249,7 @@ const ENCODER_TABLE_SIZE = 4096;
 /**
  * One connection's encoder. A FixedBlock's fields that the static table lacks are sent the first time as
  * literals with incremental indexing, and from then on as indexes into the client's dynamic table: the
- * headers and trailers of a response shrink from about 80 octets to 5, and the client's decoder looks them up
+ * headers and trailers of a response shrink from about 80 octets to 4, and the client's decoder looks them up
  * instead of reading and allocating them again. A block is encoded once per state of the table and reused
  * while the table stays as it was. Blocks must leave in the order they are encoded, as the client's decoder
  * changes its table in the order it reads them. Only FixedBlocks insert; other blocks (plain()) never index.
