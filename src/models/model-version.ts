@@ -140,6 +140,14 @@ export class ModelVersion {
   }
 
   infer(request: InferenceRequest): Promise<InferenceResponse> {
+    return new Promise((resolve, reject) => this.inferTo(request, resolve, reject));
+  }
+
+  /**
+   * As infer(), answered through `resolve` or `reject`: a model that runs on the event loop and is run at once
+   * (the direct scheduler with one request at a time) answers before this returns.
+   */
+  inferTo(request: InferenceRequest, resolve: (r: InferenceResponse) => void, reject: (e: unknown) => void): void {
     const ctx = this.context;
     const start = process.hrtime.bigint();
     let rows: number;
@@ -149,24 +157,31 @@ export class ModelVersion {
       outputs = request.outputs ? this.checkOutputs(request.outputs) : ctx.outputNames;
     } catch (e) {
       this.stats.recordFailure(Number(process.hrtime.bigint() - start));
-      return Promise.reject(forRequest(e, request.id));
+      reject(forRequest(e, request.id));
+      return;
     }
     if (ctx.decoupled) {
-      return Promise.reject(new NereidError('UNSUPPORTED', `model '${ctx.name}' uses the decoupled transaction policy: read its responses with inferStream()`));
+      reject(new NereidError('UNSUPPORTED', `model '${ctx.name}' uses the decoupled transaction policy: read its responses with inferStream()`));
+      return;
     }
     if (request.trace !== undefined) traceQueued(request.trace, ctx, request, start);
-    if (this.cache) return this.inferCached(request, outputs, rows, start);
-    return this.run(request, outputs, rows, start, request.borrowOutputs === true);
+    if (this.cache) this.inferCached(request, outputs, rows, start).then(resolve, reject);
+    else this.enqueue(request, outputs, rows, start, request.borrowOutputs === true, resolve, reject);
   }
 
   private run(request: InferenceRequest, outputs: readonly string[], rows: number, start: bigint, borrow: boolean): Promise<InferenceResponse> {
+    return new Promise((resolve, reject) => this.enqueue(request, outputs, rows, start, borrow, resolve, reject));
+  }
+
+  private enqueue(
+    request: InferenceRequest, outputs: readonly string[], rows: number, start: bigint, borrow: boolean,
+    resolve: (r: InferenceResponse) => void, reject: (e: NereidError) => void,
+  ): void {
     const ctx = this.context;
     const inputs = ctx.reshapes ? request.inputs.map((t) => ctx.toBackend(t)) : request.inputs;
-    return new Promise((resolve, reject) => {
-      const job = new InferJob(this, request, inputs, outputs, rows, start, borrow, resolve, reject, this.untrack);
-      this.live.add(job);
-      this.scheduler.enqueue(job);
-    });
+    const job = new InferJob(this, request, inputs, outputs, rows, start, borrow, resolve, reject, this.untrack);
+    this.live.add(job);
+    this.scheduler.enqueue(job);
   }
 
   /**

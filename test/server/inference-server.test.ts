@@ -63,3 +63,47 @@ test('explicit mode through the in-process API: load, unload', async () => {
     await server.close();
   }
 });
+
+test('inferTo: a request run at once is answered before inferTo returns, one run at the end of the turn afterwards, each once', async () => {
+  const server = await InferenceServer.create({ modelRepositories: [EXAMPLES], modelControlMode: 'explicit', loadModels: ['simple'] }, { logger: quiet });
+  try {
+    const a = Array.from({ length: 16 }, (_, i) => i);
+    const request = { model: 'simple', inputs: [int32('INPUT0', a), int32('INPUT1', a)] };
+    const answers: string[] = [];
+    const call = (): Promise<void> => new Promise((done) => {
+      server.inferTo(request, undefined, (r) => {
+        answers.push(`ok ${r.outputs.length}`);
+        done();
+      }, (e) => {
+        answers.push(`error ${String(e)}`);
+        done();
+      });
+      answers.push('returned');
+    });
+    // A fresh model waits for the end of the loop's turn to run its requests: the answer comes after, and
+    // the answers of a turn's requests come after all of the turn's runs (in promise jobs, as a promise's).
+    const executions: number[] = [];
+    const executed = (): number => (server.statistics('simple').model_stats[0] as { execution_count: number }).execution_count;
+    await new Promise<void>((done) => {
+      for (let i = 0; i < 2; i++) {
+        server.inferTo(request, undefined, () => {
+          executions.push(executed());
+          if (executions.length === 2) done();
+        }, () => done());
+      }
+    });
+    assert.deepEqual(executions, [2, 2]);
+    await call();
+    assert.deepEqual(answers.splice(0), ['returned', 'ok 2']);
+    // One request at a time, turn after turn: the scheduler runs them as they come, and the answer comes first.
+    for (let i = 0; i < 80; i++) await call();
+    assert.deepEqual(answers.splice(0).slice(-2), ['ok 2', 'returned']);
+    // A refused request is refused at once, once.
+    server.inferTo({ model: 'simple', inputs: [int32('INPUT0', a)] }, undefined, () => answers.push('ok'), (e) => answers.push(`refused ${(e as Error).message.includes('INPUT1')}`));
+    answers.push('returned');
+    await new Promise((r) => setImmediate(r));
+    assert.deepEqual(answers, ['refused true', 'returned']);
+  } finally {
+    await server.close();
+  }
+});

@@ -47,7 +47,11 @@ export function handleModelInfer(ctx: InferContext): (call: ServerCall, message:
       // A sampled request's controller is not used again: tracing costs more than a new one.
       if (trace !== null) return tracedInfer(server, call, { ...request, trace }, msg, trace);
     }
-    server.infer(request, msg.resolved).then(
+    // Answered through callbacks: a model run at once answers before inferTo returns, and the response leaves
+    // without waiting for a turn of the promise jobs.
+    server.inferTo(
+      request,
+      msg.resolved,
       (res) => {
         try {
           call.respond(inferResponseFrame(res));

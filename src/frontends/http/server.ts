@@ -2,7 +2,7 @@ import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Serv
 import type { AddressInfo, Socket } from 'node:net';
 import { NereidError, invalidArg, isNereidError, unavailable, unsupported } from '../../errors.js';
 import type { InferenceServer } from '../../server/inference-server.js';
-import type { RequestBounds } from '../../inference/index.js';
+import type { InferenceResponse, RequestBounds } from '../../inference/index.js';
 import type { Logger } from '../../observability/logger.js';
 import { INSPECT_BYTES, readBody } from './body.js';
 import { DirectPath, type DirectHandlers } from './direct/direct-path.js';
@@ -310,15 +310,41 @@ async function infer(
     const parsed = header instanceof Promise ? await header : header;
     decoded = decodeInfer(parsed, binary, binary === NO_BINARY ? 0 : jsonLength, target);
   }
-  const response = await ctx.server.infer(trace === null ? decoded.request : { ...decoded.request, trace }, resolved);
+  const request = trace === null ? decoded.request : { ...decoded.request, trace };
+  // Answered through callbacks: a model run at once answers before inferTo returns, and the response is
+  // written then, without waiting for a turn of the promise jobs.
+  return new Promise<void>((resolve, reject) => {
+    ctx.server.inferTo(request, resolved, (response) => {
+      let sent: Promise<void> | undefined;
+      try {
+        sent = answerInfer(ctx, req, res, signal, decoded, response, trace);
+      } catch (e) {
+        reject(e);
+        return;
+      }
+      if (sent === undefined) resolve();
+      else sent.then(resolve, reject);
+    }, reject);
+  });
+}
+
+/** The response to an infer request, written at once unless its encoding or compression is asynchronous. */
+function answerInfer(
+  ctx: Context, req: RequestInfo, res: Answer, signal: AbortSignal, decoded: DecodedInfer, response: InferenceResponse, trace: RootTrace | null,
+): Promise<void> | undefined {
   if (response.release) releaseWhenDone(res, signal, response.release);
-  if (signal.aborted) return;
+  if (signal.aborted) return undefined;
   const encoded = ctx.json.encode(response, decoded.binaryOutputs, decoded.binaryDefault);
-  const { json: header, blobs } = encoded instanceof Promise ? await encoded : encoded;
+  if (encoded instanceof Promise) return encoded.then(({ json, blobs }) => sendEncoded(req, res, json, blobs, trace));
+  return sendEncoded(req, res, encoded.json, encoded.blobs, trace);
+}
+
+function sendEncoded(req: RequestInfo, res: Answer, header: string | Uint8Array, blobs: readonly Uint8Array[], trace: RootTrace | null): Promise<void> | undefined {
   const answer = negotiate(req.headers['accept-encoding'] as string | undefined);
   if (trace !== null) trace.stamp('HTTP_SEND_START', process.hrtime.bigint());
-  if (answer === 'identity') sendInfer(res, header, blobs);
-  else await sendCompressed(res, header, blobs, answer);
+  if (answer !== 'identity') return sendCompressed(res, header, blobs, answer);
+  sendInfer(res, header, blobs);
+  return undefined;
 }
 
 const NO_BINARY = Buffer.alloc(0);
