@@ -44,7 +44,11 @@ export class InferRequestMemo {
     return this.rawAtEnd ? this.memo.find(buf, this.prefixEnd, this) : undefined;
   }
 
-  /** Remembers `msg`, decoded from `buf` (the message last scanned, checked for `bounds`), when it may be. */
+  /**
+   * Remembers `msg`, decoded from `buf` (the message last scanned, checked for `bounds`), when it may be. Called
+   * before the model is put on the message (`resolved`): everything the message holds is frozen, and the model
+   * must not be.
+   */
   keep(buf: Buffer, bounds: RequestBounds, msg: ModelInferRequestMsg): void {
     if (!this.rawAtEnd || this.prefixEnd > MEMO_PREFIX_BYTES || msg.inputs.some((t) => t.contents !== null)) return;
     // The message's own prototype keeps protobufjs's defaults (fields the client did not send) readable. What
