@@ -53,9 +53,11 @@ export class ServerCall implements Metadata, StreamHandler {
   private headersSent = false;
   private timer: NodeJS.Timeout | null = null;
   private cancelHandler: (() => void) | null = null;
-  private onMessage: ((message: Buffer) => void) | null = null;
+  private onMessage: ((message: Buffer, last: boolean) => void) | null = null;
   private onHalfClose: (() => void) | null = null;
   private reader: MessageReader | null = null;
+  /** The DATA being read ended the client's side. */
+  private lastChunk = false;
   /** Set while a compressed message inflates: later messages and the half-close wait their turn. */
   private pending: Promise<void> | null = null;
   /** How responses are compressed, when they are. */
@@ -99,11 +101,15 @@ export class ServerCall implements Metadata, StreamHandler {
     this.cancelHandler = handler;
   }
 
-  /** Starts delivering the request messages in order, then the half-close (the client's END_STREAM). */
-  read(onMessage: (message: Buffer) => void, onHalfClose: () => void): void {
+  /**
+   * Starts delivering the request messages in order, then the half-close (the client's END_STREAM). A message
+   * is `last` when the client's END_STREAM came with it, so the half-close is known to follow it; a client that
+   * half-closes with an empty DATA frame of its own sends no message marked last.
+   */
+  read(onMessage: (message: Buffer, last: boolean) => void, onHalfClose: () => void): void {
     this.onMessage = onMessage;
     this.onHalfClose = onHalfClose;
-    this.reader = new MessageReader(this.settings.maxMessageBytes, (m, compressed) => this.received(m, compressed));
+    this.reader = new MessageReader(this.settings.maxMessageBytes, (m, compressed, endsChunk) => this.received(m, compressed, this.lastChunk && endsChunk));
   }
 
   /** Compresses the call's responses from now on (--grpc-infer-response-compression-level). */
@@ -191,8 +197,9 @@ export class ServerCall implements Metadata, StreamHandler {
     handler?.();
   }
 
-  onData(data: Buffer): void {
+  onData(data: Buffer, last: boolean): void {
     if (this.ended || this.reader === null) return;
+    this.lastChunk = last;
     try {
       this.reader!.push(data);
     } catch (e) {
@@ -212,9 +219,9 @@ export class ServerCall implements Metadata, StreamHandler {
     });
   }
 
-  private received(message: Buffer, compressed: boolean): void {
+  private received(message: Buffer, compressed: boolean, last: boolean): void {
     if (!compressed && this.pending === null) {
-      this.onMessage!(message);
+      this.onMessage!(message, last);
       return;
     }
     const encoding = this.encoding;
@@ -226,7 +233,7 @@ export class ServerCall implements Metadata, StreamHandler {
     const inflated = compressed ? decompress(encoding as 'gzip' | 'deflate', message, settings.maxDecompressedBytes) : null;
     this.pending = (this.pending ?? Promise.resolve()).then(async () => {
       const m = inflated === null ? message : await inflated;
-      if (!this.ended) this.onMessage!(m);
+      if (!this.ended) this.onMessage!(m, last);
     }).catch((e: unknown) => this.fail(e));
   }
 }

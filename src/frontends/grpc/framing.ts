@@ -4,7 +4,8 @@ import { limitExceeded } from '../../errors.js';
  * gRPC's Length-Prefixed-Message framing (PROTOCOL-HTTP2.md): a compressed flag byte, a 4-byte big-endian
  * length, then the message. The reader takes DATA chunks as they come and hands out whole messages; a message
  * that arrived in one chunk is a view of it (no copy). A declared length above the limit is refused from the
- * prefix, before any of the message is kept.
+ * prefix, before any of the message is kept. Each message says whether it ended its chunk: with the chunk's
+ * end of stream, that makes it the call's last.
  */
 export class MessageReader {
   private head = Buffer.allocUnsafe(5);
@@ -17,7 +18,7 @@ export class MessageReader {
 
   constructor(
     private readonly maxBytes: number,
-    private readonly onMessage: (message: Buffer, compressed: boolean) => void,
+    private readonly onMessage: (message: Buffer, compressed: boolean, endsChunk: boolean) => void,
   ) {}
 
   /** True when no message is partly read (a stream that ends here ended cleanly). */
@@ -39,7 +40,7 @@ export class MessageReader {
         if (this.partsLength === this.bodyLength) {
           const m = this.parts.length === 1 ? this.parts[0]! : Buffer.concat(this.parts, this.bodyLength);
           this.parts = null;
-          this.onMessage(m, this.compressed);
+          this.onMessage(m, this.compressed, pos === n);
         }
         continue;
       }
@@ -63,9 +64,10 @@ export class MessageReader {
       throw limitExceeded('RESOURCE_EXHAUSTED', 'grpc-max-message-size', `Received message larger than max (${length} vs. ${this.maxBytes})`);
     }
     const compressed = flag === 1;
-    if (chunk.length - pos >= length) {
-      this.onMessage(chunk.subarray(pos, pos + length), compressed);
-      return pos + length;
+    const end = pos + length;
+    if (chunk.length >= end) {
+      this.onMessage(chunk.subarray(pos, end), compressed, end === chunk.length);
+      return end;
     }
     this.compressed = compressed;
     this.parts = [];

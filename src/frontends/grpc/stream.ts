@@ -41,6 +41,7 @@ class InferStream {
   private readonly forwardError: unknown;
   private inflight = 0;
   private halfClosed = false;
+  private closed = false;
 
   constructor(private readonly ctx: StreamContext, private readonly call: ServerCall) {
     this.abort = ctx.controllers.take();
@@ -56,12 +57,15 @@ class InferStream {
     // Only a stream still open has requests to abort (an abort builds a DOMException, not worth paying for nothing).
     this.call.onCancel(() => this.abort.abort());
     this.call.read(
-      (message) => {
+      (message, last) => {
         const msg = decodeOrEnd(this.ctx, this.call, message);
         if (msg === null) {
           this.abort.abort();
           return;
         }
+        // A message that came with the client's half-close (a stream per request) is known to be the last
+        // before it runs, so an answer given at once can end the stream in the same write.
+        if (last) this.halfClosed = true;
         this.inflight++;
         this.run(msg);
       },
@@ -79,7 +83,8 @@ class InferStream {
   };
 
   private maybeEnd(): void {
-    if (!this.halfClosed || this.inflight !== 0) return;
+    if (!this.halfClosed || this.inflight !== 0 || this.closed) return;
+    this.closed = true;
     this.call.end(OK);
     this.ctx.controllers.giveBack(this.abort);
   }
@@ -116,8 +121,20 @@ class InferStream {
       void this.answer(msg, request, emptyFinal).finally(this.done);
       return;
     }
-    // The usual request, one response, without an async function's promises on the way.
-    server.infer(request, resolved).then((res) => this.reply(msg, res), (e: unknown) => this.fail(e, msg, true)).then(this.done, this.done);
+    // The usual request, one response, answered through callbacks: a model run at once answers before inferTo
+    // returns (see ModelInfer).
+    server.inferTo(
+      request,
+      resolved,
+      (res) => {
+        this.reply(msg, res);
+        this.done();
+      },
+      (e: unknown) => {
+        this.fail(e, msg, true);
+        this.done();
+      },
+    );
   }
 
   private async answer(msg: ModelInferRequestMsg, request: InferenceRequest, emptyFinal: boolean): Promise<void> {

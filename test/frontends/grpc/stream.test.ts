@@ -5,6 +5,10 @@ import * as grpc from '@grpc/grpc-js';
 import { EXAMPLES } from '../../helpers/paths.js';
 import { tempRepository } from '../../helpers/server.js';
 import { int32Bytes, int32s, rawCall, requestType, streamResponseType, startGrpcTestServer, type GrpcTestServer } from '../../helpers/grpc.js';
+import { AbortControllers } from '../../../src/frontends/grpc/abort-controllers.js';
+import type { ServerCall } from '../../../src/frontends/grpc/call.js';
+import type { ModelInferRequestMsg } from '../../../src/frontends/grpc/messages.js';
+import { handleStreamInfer, type StreamContext } from '../../../src/frontends/grpc/stream.js';
 
 // ModelStreamInfer as Triton's stream clients use it: decoupled repeat_int32, sequences sent on one stream with
 // request ids, ordinary models, the empty final response, and both ways errors come back.
@@ -165,4 +169,71 @@ test('cancelling the stream cancels its requests', async () => {
   // The model saw the cancellation: the stream's request counts as failed, not as a success.
   const stats = s.server.statistics('repeat_int32').model_stats[0] as any;
   assert.ok(stats.inference_stats.fail.count >= 1);
+});
+
+test('a stream per request answered as its model runs: headers, message and OK leave as one response', async () => {
+  // The stream's handler against a call that records what it is asked to send. Once requests have come one per
+  // turn for a while, the model runs each as it comes, so the answer is given inside the message's delivery.
+  const x = Array.from({ length: 16 }, (_, i) => i);
+  const msg = {
+    model_name: 'simple', model_version: '', id: 'one', parameters: {}, outputs: [],
+    inputs: ['INPUT0', 'INPUT1'].map((name) => ({ name, datatype: 'INT32', shape: [1, 16], parameters: {}, contents: null })),
+    raw_input_contents: [int32Bytes(x), int32Bytes(x)],
+  } as unknown as ModelInferRequestMsg;
+  const ctx: StreamContext = {
+    server: s.server, logger: s.logger, decode: () => msg, forwarded: () => undefined, controllers: new AbortControllers(),
+    frame: () => Buffer.alloc(5),
+  };
+  const open = (): { sent: string[]; message(last: boolean): void; halfClose(): void } => {
+    const sent: string[] = [];
+    let onMessage: (m: Buffer, last: boolean) => void = () => {};
+    let onHalfClose: () => void = () => {};
+    const call = {
+      ended: false,
+      get: () => undefined,
+      onCancel: () => {},
+      read: (m: typeof onMessage, h: typeof onHalfClose) => {
+        onMessage = m;
+        onHalfClose = h;
+      },
+      write: () => sent.push('message'),
+      respond: () => {
+        sent.push('message and OK');
+        call.ended = true;
+      },
+      end: (status: { code: number }) => {
+        if (call.ended) return;
+        sent.push(`status ${status.code}`);
+        call.ended = true;
+      },
+    };
+    handleStreamInfer(ctx, call as unknown as ServerCall);
+    return { sent, message: (last) => onMessage(Buffer.alloc(0), last), halfClose: () => onHalfClose() };
+  };
+  const settle = (): Promise<void> => new Promise((r) => setImmediate(r));
+  for (let i = 0; i < 80; i++) {
+    const c = open();
+    c.message(true);
+    c.halfClose();
+    await settle();
+  }
+  // The half-close came with the message: the answer, given at once, ends the stream with it.
+  const withEnd = open();
+  withEnd.message(true);
+  assert.deepEqual(withEnd.sent, ['message and OK'], 'answered inside the delivery, in one response');
+  withEnd.halfClose();
+  await settle();
+  assert.deepEqual(withEnd.sent, ['message and OK']);
+  // The half-close came after (an empty DATA frame of its own): the answer goes first, OK when it comes.
+  const later = open();
+  later.message(false);
+  assert.deepEqual(later.sent, ['message']);
+  later.halfClose();
+  assert.deepEqual(later.sent, ['message', `status ${grpc.status.OK}`]);
+  // Several messages in one stream, the last with the half-close: OK follows the last answer.
+  const several = open();
+  several.message(false);
+  several.message(true);
+  await settle();
+  assert.deepEqual(several.sent, ['message', 'message and OK']);
 });

@@ -305,8 +305,9 @@ export class Http2Connection implements StreamOwner {
     if (length > stream.recvWindow) return this.resetStream(stream, FLOW_CONTROL_ERROR);
     stream.recvWindow -= length;
     const data = unpad(flags, payload);
-    if (data.length > 0) stream.deliver(data);
-    if ((flags & END_STREAM) !== 0) {
+    const last = (flags & END_STREAM) !== 0;
+    if (data.length > 0) stream.deliver(data, last);
+    if (last) {
       stream.remoteEnd();
       return;
     }

@@ -6,8 +6,11 @@ export type HeaderBlock = FixedBlock | Buffer;
 
 /** What a stream's owner hears from the client's side. */
 export interface StreamHandler {
-  /** A piece of the request body (one DATA frame's payload, padding removed). */
-  onData(chunk: Buffer): void;
+  /**
+   * A piece of the request body (one DATA frame's payload, padding removed); `last` when the frame also ended
+   * the client's side (onEnd follows at once).
+   */
+  onData(chunk: Buffer, last: boolean): void;
   /** The client half-closed: no more data comes. */
   onEnd(): void;
   /** The stream closed before this side ended it: the client reset it or its connection went. */
@@ -165,8 +168,8 @@ export class Http2Stream {
 
   // The connection's side.
 
-  deliver(chunk: Buffer): void {
-    this.handler?.onData(chunk);
+  deliver(chunk: Buffer, last: boolean): void {
+    this.handler?.onData(chunk, last);
   }
 
   remoteEnd(): void {
