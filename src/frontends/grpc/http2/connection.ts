@@ -76,6 +76,8 @@ export class Http2Connection implements StreamOwner {
   private lastTickWrites = 0;
   /** The socket is corked until the end of the current tick. */
   private corked = false;
+  /** Frames from the socket are being handled: what they answer is held until all of them have been. */
+  private reading = false;
   private readonly endTick = (): void => {
     this.lastTickWrites = this.tickWrites;
     this.tickWrites = 0;
@@ -143,6 +145,13 @@ export class Http2Connection implements StreamOwner {
   write(out: Buffer): void {
     if (this.closed) return;
     const socket = this.socket;
+    // Answers to what one read brought (a call answered as its model runs, a PING, SETTINGS' ACK) leave together
+    // when its frames have all been handled (onData), still within the read.
+    if (this.reading) {
+      socket.write(out);
+      this.checkOutput();
+      return;
+    }
     // Frames written in one tick of the event loop (responses that completed together) leave in one system
     // call: the socket is corked until the tick ends. But the tick ends only after every promise job queued
     // behind the response has run, so a lone response (one client at a time, one call in flight) would wait
@@ -155,6 +164,12 @@ export class Http2Connection implements StreamOwner {
       this.cork();
     }
     socket.write(out);
+    this.checkOutput();
+  }
+
+  /** A client that does not read its responses is not read from either, until the socket drains. */
+  private checkOutput(): void {
+    const socket = this.socket;
     if (!this.readPaused && socket.writableLength > OUTPUT_HIGH_WATER) {
       this.readPaused = true;
       socket.pause();
@@ -219,6 +234,12 @@ export class Http2Connection implements StreamOwner {
     const input = this.partsLength === 0 ? chunk : Buffer.concat([...this.parts, chunk]);
     this.parts = [];
     this.partsLength = 0;
+    // A client's HEADERS, its DATA and its END_STREAM often come in one read (in one frame or in two), and a
+    // call can be answered before the last of them is handled: the socket is corked meanwhile, so that the
+    // answers leave in one system call, at once.
+    const socket = this.socket;
+    this.reading = true;
+    socket.cork();
     try {
       const used = this.parse(input);
       if (used < input.length && !this.closed) {
@@ -229,6 +250,9 @@ export class Http2Connection implements StreamOwner {
       if (e instanceof ConnectionError) this.fail(e.code);
       else if (e instanceof CompressionError) this.fail(COMPRESSION_ERROR);
       else throw e;
+    } finally {
+      this.reading = false;
+      socket.uncork();
     }
   }
 
