@@ -22,7 +22,7 @@ function prefixed(text: string): Buffer {
   return out;
 }
 
-test('a message is marked last only when the client half-closed in the frame that ended it', async () => {
+test('a message is marked last only when the client half-closed in the frame that ended it', { timeout: 30_000 }, async () => {
   const server = net.createServer();
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');

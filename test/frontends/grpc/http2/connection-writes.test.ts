@@ -61,7 +61,7 @@ test('a tick\'s first write leaves at once after a tick of one write, and is hel
   }
 });
 
-test('the answers to one read\'s frames leave together in one system call, before the read is over', async () => {
+test('the answers to one read\'s frames leave together in one system call, before the read is over', { timeout: 30_000 }, async () => {
   const server = net.createServer();
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
