@@ -12,24 +12,33 @@ import { ACK, PING, SETTINGS as SETTINGS_FRAME, PREFACE, frame } from '../../../
 
 const SETTINGS = { maxConcurrentStreams: 100, maxHeaderListBytes: 16384, streamWindow: 65535, connectionWindow: 65535 };
 
-test('a tick\'s first write leaves at once after a tick of one write, and is held with the rest after a tick of several', async () => {
+/**
+ * A loopback connection: the client's socket and the server's, whose system calls are reported to `onCall`
+ * with the number of buffers each writes at once.
+ */
+async function connectedPair(onCall: (buffers: number) => void): Promise<{ server: net.Server; client: net.Socket; socket: net.Socket }> {
   const server = net.createServer();
   server.listen(0, '127.0.0.1');
   await once(server, 'listening');
   const client = net.connect((server.address() as net.AddressInfo).port, '127.0.0.1');
   const [socket] = (await once(server, 'connection')) as [net.Socket];
-  // Each system call the socket makes: the number of buffers it writes at once.
-  const calls: number[] = [];
   const write = socket._write.bind(socket);
   const writev = socket._writev!.bind(socket);
   socket._write = (chunk, encoding, cb) => {
-    calls.push(1);
+    onCall(1);
     write(chunk, encoding, cb);
   };
   socket._writev = (chunks, cb) => {
-    calls.push(chunks.length);
+    onCall(chunks.length);
     writev(chunks, cb);
   };
+  return { server, client, socket };
+}
+
+test('a tick\'s first write leaves at once after a tick of one write, and is held with the rest after a tick of several', async () => {
+  // Each system call the socket makes: the number of buffers it writes at once.
+  const calls: number[] = [];
+  const { server, client, socket } = await connectedPair((n) => calls.push(n));
   const connection = new Http2Connection(socket, SETTINGS, () => {});
   const ping = (): void => connection.ping(() => {});
   try {
@@ -62,22 +71,8 @@ test('a tick\'s first write leaves at once after a tick of one write, and is hel
 });
 
 test('the answers to one read\'s frames leave together in one system call, before the read is over', { timeout: 30_000 }, async () => {
-  const server = net.createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const client = net.connect((server.address() as net.AddressInfo).port, '127.0.0.1');
-  const [socket] = (await once(server, 'connection')) as [net.Socket];
   const events: string[] = [];
-  const write = socket._write.bind(socket);
-  const writev = socket._writev!.bind(socket);
-  socket._write = (chunk, encoding, cb) => {
-    events.push('write 1');
-    write(chunk, encoding, cb);
-  };
-  socket._writev = (chunks, cb) => {
-    events.push(`write ${chunks.length}`);
-    writev(chunks, cb);
-  };
+  const { server, client, socket } = await connectedPair((n) => events.push(`write ${n}`));
   // Around the connection's own handler: before it, and after it within the same 'data' event.
   socket.prependListener('data', () => events.push('read'));
   const connection = new Http2Connection(socket, SETTINGS, () => {});
