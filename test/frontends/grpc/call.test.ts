@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import net from 'node:net';
 import { once } from 'node:events';
 import { ServerCall, type CallSettings } from '../../../src/frontends/grpc/call.js';
+import { frame as grpcFrame } from '../../../src/frontends/grpc/framing.js';
 import { Status } from '../../../src/frontends/grpc/codes.js';
 import { Http2Connection } from '../../../src/frontends/grpc/http2/connection.js';
 import { DATA, END_STREAM, frame } from '../../../src/frontends/grpc/http2/frames.js';
@@ -14,13 +15,8 @@ import { FrameClient } from '../../helpers/h2-frames.js';
 const SETTINGS = { maxConcurrentStreams: 100, maxHeaderListBytes: 16384, streamWindow: 65535, connectionWindow: 65535 };
 const CALL_SETTINGS: CallSettings = { maxMessageBytes: 1 << 20, maxDecompressedBytes: 1 << 20, errorStatus: () => ({ code: Status.INTERNAL, details: 'internal' }) };
 
-function prefixed(text: string): Buffer {
-  const body = Buffer.from(text);
-  const out = Buffer.alloc(5 + body.length);
-  out.writeUInt32BE(body.length, 1);
-  body.copy(out, 5);
-  return out;
-}
+/** A gRPC message (length-prefixed) holding `text`. */
+const prefixed = (text: string): Buffer => grpcFrame(Buffer.from(text));
 
 test('a message is marked last only when the client half-closed in the frame that ended it', { timeout: 30_000 }, async () => {
   const server = net.createServer();
