@@ -97,17 +97,19 @@ export function killAll() {
 /**
  * Spawns `node <args>` and waits until GET /v2/health/ready answers 200.
  * Resolves to { name, pid, port, origin, readyMs, proc, log(), stop() }; readyMs runs from just before the spawn
- * to the first 200, polled every 5 ms.
+ * to the first 200, polled every 5 ms. `prefix` runs node under another program that execs it in the same
+ * process (valgrind, for bench/instructions.mjs), so `pid` is still the server's.
  */
-export async function startServer(name, nodeArgs, port, { timeoutMs = 120_000 } = {}) {
+export async function startServer(name, nodeArgs, port, { timeoutMs = 120_000, prefix = [] } = {}) {
   let tail = '';
   const keep = (chunk) => {
     tail = (tail + chunk.toString()).slice(-16_384);
   };
   const t0 = performance.now();
+  const command = [...prefix, process.execPath, ...nodeArgs];
   const proc = PIN
-    ? spawn('taskset', ['-c', PIN.server, process.execPath, ...nodeArgs], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] })
-    : spawn(process.execPath, nodeArgs, { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+    ? spawn('taskset', ['-c', PIN.server, ...command], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] })
+    : spawn(command[0], command.slice(1), { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
   proc.stdout.on('data', keep);
   proc.stderr.on('data', keep);
   let exited = null;
