@@ -23,7 +23,7 @@ import { parseArgs } from 'node:util';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { simpleBodies } from './bodies.mjs';
 import { grpcBodies, grpcFrame, H2LOAD, haveH2load, INFER_PATH, SIMPLE, STREAM_PATH } from './grpc-load.mjs';
-import { HOST, ROOT, commitName, freePort, killAll, nereidArgs, nereidBuilt, referenceArgs, startServer } from './servers.mjs';
+import { HOST, ROOT, commitName, freePort, killAll, median, nereidArgs, nereidBuilt, referenceArgs, startServer } from './servers.mjs';
 
 const { values: a } = parseArgs({
   options: {
@@ -210,12 +210,6 @@ async function clientInstructions(server, args, calls) {
   const ir = /I\s+refs:\s+([\d,]+)/.exec(stderr);
   if (!ir) throw new Error(`no instruction count from cachegrind:\n${stderr.slice(-2000)}`);
   return Number(ir[1].replaceAll(',', ''));
-}
-
-function median(xs) {
-  const s = [...xs].sort((x, y) => x - y);
-  const m = s.length >> 1;
-  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
 }
 
 function fmt(n) {
