@@ -7,11 +7,17 @@ import { typedArrayCtor, byteSize, type DataType, type TypedArray } from './data
 export function typedView(dt: Exclude<DataType, 'BYTES'>, bytes: Uint8Array): TypedArray {
   const size = byteSize(dt);
   const Ctor = typedArrayCtor(dt);
-  const n = bytes.byteLength / size;
-  if (bytes.byteOffset % size === 0) return new Ctor(bytes.buffer, bytes.byteOffset, n);
-  const copy = pooledElements(dt, n);
-  bytesOf(copy).set(bytes);
-  return copy;
+  const length = bytes.byteLength;
+  if (bytes.byteOffset % size === 0) return new Ctor(bytes.buffer, bytes.byteOffset, length / size);
+  // The copy goes straight into the pooled Buffer, which is aligned (see pooledElements): no second view of
+  // it to write through, one typed array fewer per input (most raw inputs sit at unaligned offsets).
+  const b = Buffer.allocUnsafe(length);
+  b.set(bytes);
+  const offset = b.byteOffset;
+  if (offset % size === 0) return new Ctor(b.buffer, offset, length / size);
+  const own = new Ctor(length / size);
+  new Uint8Array(own.buffer).set(bytes);
+  return own;
 }
 
 /**
