@@ -48,7 +48,8 @@ if (!nereidBuilt()) throw new Error('build first: npm run build');
 
 const work = mkdtempSync(join(tmpdir(), 'nereid-bench-instructions-'));
 // Under callgrind, the ONNX Runtime backend's load-time probe times the model fifty times slower than it runs
-// and would move it to a worker thread; the parameter keeps it on the event loop, where it runs unmeasured.
+// and would move it to a worker thread; the parameter keeps it on the event loop, where the probe puts it
+// when the server runs outside valgrind.
 cpSync(SIMPLE, join(work, 'repo', 'simple'), { recursive: true });
 appendFileSync(join(work, 'repo', 'simple', 'config.pbtxt'), '\nparameters {\n  key: "nereid_execution_placement"\n  value { string_value: "inline" }\n}\n');
 const grpcFile = join(work, 'grpc.bin');
