@@ -8,5 +8,7 @@ export type { FieldDescriptor, MessageDescriptor, EnumDescriptor, FieldType, Fie
 export { modelConfigToJson, modelConfigFromJson } from './json.js';
 export { autoCompleteBackendFields, normalizeModelConfig, PLATFORM_BACKEND, SEQUENCE_IDLE_DEFAULT_MICROSECONDS } from './normalize.js';
 export type { DirEntry, NormalizeOptions } from './normalize.js';
-export { validateDirectoryName, validateInstanceGroups, validateModelConfig, validateModelIO, validateModelSettings } from './validate.js';
+export {
+  validateDecoupledCache, validateDirectoryName, validateInstanceGroups, validateModelConfig, validateModelIO, validateModelSettings,
+} from './validate.js';
 export type { ValidateOptions } from './validate.js';

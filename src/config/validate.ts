@@ -406,7 +406,8 @@ export function validateInstanceGroups(cfg: ModelConfig): void {
 /** Core's default `--min-supported-compute-capability` (6.0), as C++'s std::to_string prints it. */
 const MIN_COMPUTE_CAPABILITY = '6.000000';
 
-function validateDecoupledCache(cfg: ModelConfig): void {
+/** Core refuses the response cache for a decoupled model, also for an ensemble made decoupled by its steps. */
+export function validateDecoupledCache(cfg: ModelConfig): void {
   if (cfg.response_cache?.enable && cfg.model_transaction_policy?.decoupled) {
     fail(`Response Cache does not currently support model ${cfg.name} with 'decoupled' transaction policy. Please disable the response cache.`);
   }

@@ -1,6 +1,7 @@
 import { invalidArg } from '../errors.js';
 import type { RequestBounds } from '../inference/request.js';
 import type { ModelConfig } from '../config/types.js';
+import type { FailureReason } from '../scheduler/scheduler.js';
 import { byteSize, fromConfigType, type DataType } from '../tensor/datatype.js';
 import { elementCount, formatShape, type Tensor } from '../tensor/tensor.js';
 
@@ -40,6 +41,11 @@ export class ModelContext {
   /** True when any tensor is reshaped between client and backend: only then does a request pay for it. */
   readonly reshapes: boolean;
   readonly bounds: RequestBounds;
+  /**
+   * How a request that reached the scheduler and then failed is counted: BACKEND for a model that executes,
+   * OTHER for an ensemble, whose failures Triton's metrics give no finer reason.
+   */
+  readonly executionFailure: FailureReason;
 
   /**
    * `backendCheck`: the backend's own check of a request's inputs (Backend.inputCheck), run after the config's.
@@ -49,6 +55,7 @@ export class ModelContext {
     private readonly backendCheck?: (inputs: readonly Tensor[]) => void,
   ) {
     this.maxBatchSize = config.max_batch_size;
+    this.executionFailure = config.ensemble_scheduling ? 'OTHER' : 'BACKEND';
     const batched = this.maxBatchSize > 0;
     this.inputs = new Map(config.input.map((i) => {
       const datatype = dataType(i.data_type, i.name);

@@ -5,11 +5,15 @@ import type { ExecutionTimes } from '../backends/backend.js';
 import type { Job } from '../scheduler/scheduler.js';
 import type { Tensor } from '../tensor/tensor.js';
 import { ForwardingScheduler } from './forwarding.js';
+import { fitBatch, requestBatchSize } from './ensemble-shapes.js';
 
 /** What an ensemble needs of a composing model: the same infer every frontend calls. */
 export interface ComposingModel {
   readonly version: number;
   readonly decoupled: boolean;
+  /** For passing tensors between models that batch and models that do not (see fitBatch). */
+  readonly maxBatchSize: number;
+  readonly inputs: ReadonlyMap<string, { readonly dims: readonly number[] }>;
   infer(request: InferenceRequest): Promise<InferenceResponse>;
   inferStream(request: InferenceRequest): AsyncIterable<InferenceResponse>;
 }
@@ -45,6 +49,11 @@ class Scope {
   }
 }
 
+/** Where a step finds the ensemble tensors it reads: a request's map, or a streaming request's scope. */
+interface TensorSource {
+  get(name: string): Tensor | null | undefined;
+}
+
 /** Finds the version of a composing model a request should use (undefined: the highest READY one). */
 export type ModelResolver = (name: string, version: number | undefined) => ComposingModel;
 
@@ -76,6 +85,9 @@ export class EnsembleScheduler extends ForwardingScheduler {
   /** Some step is decoupled: the ensemble is too, and streams a response per result that reaches its outputs. */
   private readonly streaming: boolean;
   private readonly optionalInputs: readonly string[];
+  private readonly batching: boolean;
+  /** The ensemble's outputs' dims (the reshape's when there is one), for fitBatch. */
+  private readonly outputDims: ReadonlyMap<string, readonly number[]>;
 
   constructor(
     private readonly name: string,
@@ -83,9 +95,13 @@ export class EnsembleScheduler extends ForwardingScheduler {
     private readonly resolve: ModelResolver,
     /** Told of each request that succeeded, as Triton counts an ensemble's batch statistics. */
     private readonly onSuccess: (batchSize: number, times: ExecutionTimes) => void = () => undefined,
+    /** Told of each request that failed once it reached the ensemble (see failed()). */
+    private readonly onFailure: (durationNs: number) => void = () => undefined,
   ) {
     super();
     this.streaming = config.model_transaction_policy?.decoupled ?? false;
+    this.batching = config.max_batch_size > 0;
+    this.outputDims = new Map(config.output.map((o) => [o.name, o.reshape ? o.reshape.shape : o.dims]));
     this.optionalInputs = config.input.filter((i) => i.optional).map((i) => i.name);
     this.steps = config.ensemble_scheduling!.step.map((s) => {
       const inputs = Object.entries(s.input_map);
@@ -129,15 +145,68 @@ export class EnsembleScheduler extends ForwardingScheduler {
     this.onSuccess(Math.max(1, job.rows), times);
   }
 
-  private run(job: Job): Promise<Tensor[]> {
+  /**
+   * Triton's ensemble counts a failed request twice, both with reason OTHER (its metrics documentation: a
+   * composing model's REJECTED request shows in the ensemble as reason=OTHER, count=2; core reports the failure
+   * when the ensemble answers with the error and again when it releases the request). The job counts one (its
+   * context's executionFailure); this is the other.
+   */
+  protected override failed(_job: Job, durationNs: number): void {
+    this.onFailure(durationNs);
+  }
+
+  private resolveSteps(): ComposingModel[] | NereidError {
     const models: ComposingModel[] = [];
     for (const s of this.steps) {
       try {
         models.push(this.resolve(s.model, s.version));
       } catch (e) {
-        return Promise.reject(this.stepError(s, e));
+        return this.stepError(s, e);
       }
     }
+    return models;
+  }
+
+  /**
+   * The batch size of each ensemble tensor, kept only when some step batches differently from the ensemble:
+   * otherwise every tensor already has the shape its readers expect. Ensemble inputs carry the request's.
+   */
+  private batchSizes(models: readonly ComposingModel[], job: Job): Map<string, number> | undefined {
+    let mixed = false;
+    for (const m of models) if ((m.maxBatchSize > 0) !== this.batching) mixed = true;
+    if (!mixed) return undefined;
+    const sizes = new Map<string, number>();
+    const b = this.batching ? job.rows : 0;
+    for (const t of job.inputs) sizes.set(t.name, b);
+    return sizes;
+  }
+
+  /** A step's inputs under the composing model's names, fitted to its batching; records its outputs' batch size. */
+  private stepInputs(step: StepPlan, model: ComposingModel, tensors: TensorSource, sizes: Map<string, number> | undefined): Tensor[] {
+    const inputs: Tensor[] = [];
+    for (const [input, t] of step.inputs) {
+      const found = tensors.get(t);
+      if (!found) continue;
+      const dims = sizes && model.inputs.get(input)?.dims;
+      inputs.push(dims ? fitBatch(renamed(found, input), dims, model.maxBatchSize > 0, sizes.get(t) ?? 0) : renamed(found, input));
+    }
+    if (sizes) {
+      const b = requestBatchSize(model.maxBatchSize > 0, inputs);
+      for (const name of step.outputs.values()) sizes.set(name, b);
+    }
+    return inputs;
+  }
+
+  /** An ensemble output as the response carries it, fitted to the ensemble's batching. */
+  private output(name: string, t: Tensor, sizes: Map<string, number> | undefined): Tensor {
+    const dims = sizes && this.outputDims.get(name);
+    return dims ? fitBatch(t, dims, this.batching, sizes.get(name) ?? 0) : t;
+  }
+
+  private run(job: Job): Promise<Tensor[]> {
+    const models = this.resolveSteps();
+    if (!Array.isArray(models)) return Promise.reject(models);
+    const sizes = this.batchSizes(models, job);
     // A tensor settled without data (null) is an optional ensemble input the request left out, or a step output
     // the step's response did not carry. As Triton's ensemble scheduler, a step reading it still runs, without
     // that input: it is the composing model's to accept (an optional input) or refuse (qa/L0_optional_input).
@@ -154,7 +223,7 @@ export class EnsembleScheduler extends ForwardingScheduler {
         for (const name of job.outputs) {
           const t = tensors.get(name);
           if (t === undefined) return reject(this.deadlock(job));
-          if (t) out.push(t);
+          if (t) out.push(this.output(name, t, sizes));
         }
         resolve(out);
       };
@@ -163,12 +232,8 @@ export class EnsembleScheduler extends ForwardingScheduler {
         if (launched[i] || failed || !step.needs.every((t) => tensors.has(t))) return;
         launched[i] = 1;
         pending++;
-        const inputs: Tensor[] = [];
-        for (const [input, t] of step.inputs) {
-          const tensor = tensors.get(t);
-          if (tensor) inputs.push(renamed(tensor, input));
-        }
         const model = models[i]!;
+        const inputs = this.stepInputs(step, model, tensors, sizes);
         model.infer({
           model: step.model, version: model.version, id: job.id, inputs, outputs: step.requested,
           parameters: job.parameters, priority: job.priority, timeoutUs: job.timeoutUs, signal: job.signal, trace: job.trace?.child(),
@@ -204,14 +269,9 @@ export class EnsembleScheduler extends ForwardingScheduler {
    * Resolves when every step of every scope has finished.
    */
   private runStreaming(job: Job): Promise<void> {
-    const models: ComposingModel[] = [];
-    for (const s of this.steps) {
-      try {
-        models.push(this.resolve(s.model, s.version));
-      } catch (e) {
-        return Promise.reject(this.stepError(s, e));
-      }
-    }
+    const models = this.resolveSteps();
+    if (!Array.isArray(models)) return Promise.reject(models);
+    const sizes = this.batchSizes(models, job);
     const root = new Scope(undefined);
     for (const t of job.inputs) root.own.set(t.name, t);
     for (const name of this.optionalInputs) if (!root.own.has(name)) root.own.set(name, null);
@@ -232,7 +292,7 @@ export class EnsembleScheduler extends ForwardingScheduler {
         for (const name of job.outputs) {
           const t = scope.get(name);
           if (t === undefined) return;
-          if (t) out.push(t);
+          if (t) out.push(this.output(name, t, sizes));
         }
         scope.emitted = true;
         job.sender.send(out, false);
@@ -249,12 +309,8 @@ export class EnsembleScheduler extends ForwardingScheduler {
         if (failed || scope.launchedHere(i) || !step.needs.every((t) => scope.get(t) !== undefined)) return;
         scope.launched.add(i);
         pending++;
-        const inputs: Tensor[] = [];
-        for (const [input, t] of step.inputs) {
-          const tensor = scope.get(t);
-          if (tensor) inputs.push(renamed(tensor, input));
-        }
         const model = models[i]!;
+        const inputs = this.stepInputs(step, model, scope, sizes);
         const request: InferenceRequest = {
           model: step.model, version: model.version, id: job.id, inputs, outputs: step.requested,
           parameters: job.parameters, priority: job.priority, timeoutUs: job.timeoutUs, signal: job.signal, trace: job.trace?.child(),

@@ -40,9 +40,11 @@ export abstract class ForwardingScheduler implements Scheduler {
     running.then(() => {
       succeeded = true;
     }, (e: unknown) => job.sender.fail(isNereidError(e) ? e : new NereidError('INTERNAL', (e as Error).message))).finally(() => {
-      const times = { inputNs: 0, inferNs: Number(process.hrtime.bigint() - start), outputNs: 0 };
+      const now = process.hrtime.bigint();
+      const times = { inputNs: 0, inferNs: Number(now - start), outputNs: 0 };
       job.finish(start, times);
       if (succeeded) this.succeeded(job, times);
+      else this.failed(job, Number(now - job.enqueuedNs));
       this.running--;
       if (this.drained && this.running === 0) {
         this.drained();
@@ -53,6 +55,9 @@ export abstract class ForwardingScheduler implements Scheduler {
 
   /** A forwarded request that succeeded, with the time its forwarding took. */
   protected succeeded(_job: Job, _times: ExecutionTimes): void {}
+
+  /** A forwarded request that failed, with the time since it was enqueued. */
+  protected failed(_job: Job, _durationNs: number): void {}
 
   inflight(): number {
     return this.running;

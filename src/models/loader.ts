@@ -3,8 +3,8 @@ import { join } from 'node:path';
 import { NereidError, invalidArg, isNereidError, unavailable } from '../errors.js';
 import type { EnsembleStep, ModelConfig } from '../config/types.js';
 import {
-  autoCompleteBackendFields, normalizeModelConfig, parseModelConfig, validateDirectoryName, validateInstanceGroups, validateModelIO,
-  validateModelSettings,
+  autoCompleteBackendFields, normalizeModelConfig, parseModelConfig, validateDecoupledCache, validateDirectoryName, validateInstanceGroups,
+  validateModelIO, validateModelSettings,
 } from '../config/index.js';
 import type { BackendRegistry } from '../backends/registry.js';
 import { executeTimeoutMs, type Backend, type BackendInstance, type ExecutionTimes, type ModelCalls, type ModelFiles } from '../backends/backend.js';
@@ -269,26 +269,48 @@ function loadEnsemble(model: PreparedModel, context: ModelContext, opts: LoaderO
   const resolve = opts.resolveModel;
   if (!resolve) throw new NereidError('INTERNAL', `ensemble '${model.name}' cannot be loaded without a model resolver`);
   const config = model.config;
-  const configOf = (step: EnsembleStep): ModelConfig => {
+  const contextOf = (step: EnsembleStep): ModelContext => {
     const version = step.model_version >= 0 ? step.model_version : undefined;
     try {
-      return (resolve(step.model_name, version) as ModelVersion).context.config;
+      return (resolve(step.model_name, version) as ModelVersion).context;
     } catch (e) {
       throw unavailable(`${missingStep(model.name, step.model_name, version, e)} (${isNereidError(e) ? e.message : String(e)})`);
     }
   };
   // Core's CheckNode makes sure every step's model is loaded before ValidateEnsembleConfig compares any of them.
-  const stepConfigs = new Map(config.ensemble_scheduling!.step.map((s) => [s, configOf(s)]));
+  const steps = new Map(config.ensemble_scheduling!.step.map((s) => [s, contextOf(s)]));
   // As Triton: the ensemble is decoupled exactly when a decoupled step feeds some of its tensors.
-  const decoupled = checkEnsemble(config, (s) => stepConfigs.get(s)!);
+  const decoupled = checkEnsemble(config, (s) => steps.get(s)!.config);
+  const labels = ensembleLabels(config, model.labels, steps);
   let ctx = context;
-  if (decoupled !== context.decoupled) {
+  if (decoupled !== context.decoupled || labels !== model.labels) {
     config.model_transaction_policy = { ...(config.model_transaction_policy ?? {}), decoupled } as NonNullable<ModelConfig['model_transaction_policy']>;
-    ctx = new ModelContext(model.name, context.version, config, model.labels);
+    // Core validates the ensemble's config again with the decoupled flag its steps gave it.
+    validateDecoupledCache(config);
+    ctx = new ModelContext(model.name, context.version, config, labels);
   }
   const stats = new ModelStatistics(model.name, ctx.version);
   const onSuccess = (rows: number, times: ExecutionTimes): void => stats.recordExecution(rows, times.inputNs, times.inferNs, times.outputNs);
-  return new ModelVersion(ctx, stats, new EnsembleScheduler(model.name, config, resolve, onSuccess), [], cacheFor(config, opts));
+  const onFailure = (durationNs: number): void => stats.recordFailure(durationNs, 'OTHER');
+  return new ModelVersion(ctx, stats, new EnsembleScheduler(model.name, config, resolve, onSuccess, onFailure), [], cacheFor(config, opts));
+}
+
+/**
+ * The labels classification uses for an ensemble's outputs: its own label_filename's where it has one, else
+ * those of the composing model's output the ensemble output comes straight from (Triton's QA builds ensembles
+ * without label files and expects the composing model's labels back, qa/common/gen_ensemble_model_utils.py).
+ * The same map when nothing is added.
+ */
+function ensembleLabels(config: ModelConfig, own: ReadonlyMap<string, string[]>, steps: ReadonlyMap<EnsembleStep, ModelContext>): ReadonlyMap<string, string[]> {
+  let out: Map<string, string[]> | undefined;
+  for (const [step, ctx] of steps) {
+    for (const [output, tensor] of Object.entries(step.output_map)) {
+      const found = ctx.outputs.get(output)?.labels;
+      if (!found || own.has(tensor) || !config.output.some((o) => o.name === tensor)) continue;
+      (out ??= new Map(own)).set(tensor, [...found]);
+    }
+  }
+  return out ?? own;
 }
 
 /**

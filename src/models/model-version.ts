@@ -389,7 +389,7 @@ class InferJob implements Job {
     const now = process.hrtime.bigint();
     if (this.error || !this.result) {
       this.release?.();
-      stats.recordFailure(Number(now - this.enqueuedNs), 'BACKEND');
+      stats.recordFailure(Number(now - this.enqueuedNs), this.model.context.executionFailure);
       this.trace?.stamp(TRACE.REQUEST_END, now);
       this.rejectPromise(this.error ?? new NereidError('INTERNAL', 'backend sent no response'));
       return;
