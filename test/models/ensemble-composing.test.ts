@@ -39,6 +39,9 @@ const MODELS: Record<string, string> = {
   classify: ensemble(8, [['X', 'TYPE_FP32', '[ 4 ]']], [['Y', 'TYPE_FP32', '[ 4 ]']], [step('scores', { INPUT0: 'X' }, { OUTPUT0: 'Y' })]),
   cached_decoupled: ensemble(0, [['IN', 'TYPE_INT32', '[ -1 ]'], ['DELAY', 'TYPE_UINT32', '[ -1 ]'], ['WAIT', 'TYPE_UINT32', '[ 1 ]']],
     [['OUT', 'TYPE_INT32', '[ 1 ]']], [step('repeat_int32', { IN: 'IN', DELAY: 'DELAY', WAIT: 'WAIT' }, { OUT: 'OUT' })], 'response_cache { enable: true }'),
+  // A batching ensemble over the decoupled, non-batching repeat model: streamed through the same mapping.
+  repeat_batched: ensemble(4, [['IN', 'TYPE_INT32', '[ -1 ]'], ['DELAY', 'TYPE_UINT32', '[ -1 ]'], ['WAIT', 'TYPE_UINT32', '[ 1 ]']],
+    [['OUT', 'TYPE_INT32', '[ 1 ]']], [step('repeat_int32', { IN: 'IN', DELAY: 'DELAY', WAIT: 'WAIT' }, { OUT: 'OUT' })]),
   failing: ensemble(0, [['X', 'TYPE_FP32', '[ -1 ]']], [['Y', 'TYPE_FP32', '[ -1 ]']], [step('nop_nobatch_16', { INPUT0: 'X' }, { OUTPUT0: 'Y' })]),
 };
 
@@ -85,6 +88,23 @@ test('a batching ensemble over a non-batching step: a batch of one loses its bat
   const two = await postJson(`${s.url}/v2/models/batch_over_nobatch/infer`, { inputs: [{ name: 'X', shape: [2, 16], datatype: 'FP32', data: [...x, ...x] }] });
   assert.equal(two.status, 400);
   assert.match(two.json().error, /^in ensemble 'batch_over_nobatch', step 'nop_nobatch_16': unexpected shape for input 'INPUT0' for model 'nop_nobatch_16'/);
+});
+
+test('a streaming ensemble maps each response the same way: a batch of one into the decoupled step, [1, 1] out of it', async () => {
+  const bytes = (a: ArrayBufferView) => new Uint8Array(a.buffer);
+  const got: { shape: readonly number[]; value: number }[] = [];
+  for await (const res of s.server.inferStream({
+    model: 'repeat_batched',
+    inputs: [
+      { name: 'IN', datatype: 'INT32', shape: [1, 3], data: bytes(new Int32Array([4, 5, 6])) },
+      { name: 'DELAY', datatype: 'UINT32', shape: [1, 3], data: bytes(new Uint32Array([0, 0, 0])) },
+      { name: 'WAIT', datatype: 'UINT32', shape: [1, 1], data: bytes(new Uint32Array([0])) },
+    ],
+  })) {
+    const out = res.outputs.find((t) => t.name === 'OUT')!;
+    got.push({ shape: out.shape, value: new Int32Array((out.data as Uint8Array).slice().buffer)[0]! });
+  }
+  assert.deepEqual(got.sort((a, b) => a.value - b.value), [4, 5, 6].map((value) => ({ shape: [1, 1], value })));
 });
 
 test('classification through an ensemble uses the labels of the composing output the ensemble output comes from', async () => {
