@@ -297,8 +297,9 @@ function loadEnsemble(model: PreparedModel, context: ModelContext, opts: LoaderO
 
 /**
  * The labels classification uses for an ensemble's outputs: its own label_filename's where it has one, else
- * those of the composing model's output the ensemble output comes straight from (Triton's QA builds ensembles
- * without label files and expects the composing model's labels back, qa/common/gen_ensemble_model_utils.py).
+ * those of the composing model's output the ensemble output comes straight from. Triton's QA writes label files
+ * only for the ensembles whose output does not come straight from the labelled model (the "fan" ones of
+ * qa/common/gen_ensemble_model_utils.py) and expects "label<i>" from every ensemble (qa/common/infer_util.py).
  * The same map when nothing is added.
  */
 function ensembleLabels(config: ModelConfig, own: ReadonlyMap<string, string[]>, steps: ReadonlyMap<EnsembleStep, ModelContext>): ReadonlyMap<string, string[]> {
