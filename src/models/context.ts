@@ -42,10 +42,12 @@ export class ModelContext {
   readonly reshapes: boolean;
   readonly bounds: RequestBounds;
   /**
-   * How a request that reached the scheduler and then failed is counted: BACKEND for a model that executes,
-   * OTHER for an ensemble, whose failures Triton's metrics give no finer reason.
+   * How a request that reached the scheduler and then failed, or was cancelled, is counted: BACKEND and
+   * CANCELED for a model that executes, OTHER for both with an ensemble, whose failures Triton's metrics give
+   * no finer reason.
    */
   readonly executionFailure: FailureReason;
+  readonly cancelledFailure: FailureReason;
 
   /**
    * `backendCheck`: the backend's own check of a request's inputs (Backend.inputCheck), run after the config's.
@@ -56,6 +58,7 @@ export class ModelContext {
   ) {
     this.maxBatchSize = config.max_batch_size;
     this.executionFailure = config.ensemble_scheduling ? 'OTHER' : 'BACKEND';
+    this.cancelledFailure = config.ensemble_scheduling ? 'OTHER' : 'CANCELED';
     const batched = this.maxBatchSize > 0;
     this.inputs = new Map(config.input.map((i) => {
       const datatype = dataType(i.data_type, i.name);

@@ -106,7 +106,7 @@ export class StreamJob implements Job {
     if (this.closed) return;
     this.close();
     const now = process.hrtime.bigint();
-    this.stats.recordFailure(Number(now - this.enqueuedNs), error.code === 'CANCELLED' ? 'CANCELED' : 'OTHER');
+    this.stats.recordFailure(Number(now - this.enqueuedNs), error.code === 'CANCELLED' ? this.context.cancelledFailure : 'OTHER');
     this.trace?.stamp(TRACE.REQUEST_END, now);
     this.stream.fail(error);
   }

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { EXAMPLES } from '../helpers/paths.js';
 import { startTestServer, tempRepository, type TestServer } from '../helpers/server.js';
 import { postJson } from '../helpers/http.js';
+import { until } from '../helpers/until.js';
 import { parseExposition } from '../frontends/metrics/scrape.js';
 
 // What an ensemble takes from its composing models, as Triton's ensemble scheduler does: batch dimensions added
@@ -134,4 +135,29 @@ test('a failed ensemble request counts as two failures with reason OTHER, as Tri
   const after = await scrape();
   assert.deepEqual(reasons(after, 'failing'), { REJECTED: 0, CANCELED: 0, BACKEND: 0, OTHER: 2 });
   assert.equal(after.value('nv_inference_request_success', { model: 'failing', version: '1' }), 0);
+});
+
+test('a cancelled streaming ensemble request counts as two failures with reason OTHER, not CANCELED', async () => {
+  const reasons = async (model: string) => Object.fromEntries(parseExposition(await s.server.metricsText())
+    .find('nv_inference_request_failure', { model, version: '1' }).map((x) => [x.labels['reason'], x.value]));
+  const bytes = (a: ArrayBufferView) => new Uint8Array(a.buffer);
+  const abort = new AbortController();
+  const responses: number[] = [];
+  // The second response is due a minute later: the request is cancelled once the first has arrived.
+  await assert.rejects(async () => {
+    for await (const res of s.server.inferStream({
+      model: 'repeat_batched', signal: abort.signal,
+      inputs: [
+        { name: 'IN', datatype: 'INT32', shape: [1, 2], data: bytes(new Int32Array([7, 8])) },
+        { name: 'DELAY', datatype: 'UINT32', shape: [1, 2], data: bytes(new Uint32Array([0, 60_000])) },
+        { name: 'WAIT', datatype: 'UINT32', shape: [1, 1], data: bytes(new Uint32Array([0])) },
+      ],
+    })) {
+      responses.push(res.outputs.length);
+      abort.abort();
+    }
+  }, (e: any) => e.code === 'CANCELLED');
+  assert.deepEqual(responses, [1]);
+  await until(async () => (await reasons('repeat_batched')).OTHER === 2, 'the ensemble counts its cancelled request');
+  assert.deepEqual(await reasons('repeat_batched'), { REJECTED: 0, CANCELED: 0, BACKEND: 0, OTHER: 2 });
 });
