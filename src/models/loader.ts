@@ -233,7 +233,8 @@ async function loadInstances(model: PreparedModel, context: ModelContext, opts: 
   try {
     scheduler = model.config.sequence_batching
       ? new SequenceBatcher(model.name, model.config, initialStates, scheduled, onExecution, opts.sequenceStore
-        ? { store: opts.sequenceStore, keyPrefix: `nereid:seq:${encodeURIComponent(model.name)}:${version}:` } : undefined)
+        ? { store: opts.sequenceStore, keyPrefix: `nereid:seq:${encodeURIComponent(model.name)}:${version}:` } : undefined,
+        opts.logger.child('sequence.ts'))
       // Without max_batch_size a dynamic batcher still keeps its priority levels and queue policies (batches of one).
       : model.config.dynamic_batching
         ? new DynamicBatcher(model.config, scheduled, onExecution)

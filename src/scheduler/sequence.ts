@@ -6,6 +6,8 @@ import { byteSize, fromConfigType, type DataType } from '../tensor/datatype.js';
 import { elementCount, type Tensor } from '../tensor/tensor.js';
 import { stoppedScheduler, type ExecutionListener, type Job, type Scheduler } from './scheduler.js';
 import { stepDigest, type SequenceStateStore, type StoredSequence } from './sequence-store.js';
+import { batchShapeRule, sameBatchShapes, type BatchShapeRule } from './equal-shapes.js';
+import type { Logger } from '../observability/logger.js';
 
 /** --sequence-state-store for one model version: the store and the prefix of its sequences' keys. */
 export interface SharedSequences {
@@ -46,7 +48,7 @@ interface Lane {
   busy: boolean;
   /** A synchronous instance's batch waits for the end of the loop turn (see direct.ts); one wait at a time. */
   deferred: boolean;
-  /** Oldest strategy: the timer that sends a short batch once its oldest request has waited the queue delay. */
+  /** The timer that sends a short batch once its oldest request has waited the queue delay. */
   delayTimer: NodeJS.Timeout | undefined;
 }
 
@@ -65,6 +67,10 @@ interface ControlPlan {
  * the oldest ready sequences. New sequences beyond the capacity wait in a backlog until one ends or idles out
  * (max_sequence_idle_microseconds).
  *
+ * A batch may wait for more ready sequences (see waitForMore), holds only requests whose shapes may be batched
+ * together (see sameShapes), and a sequence whose next request was cancelled while queued ends there with all
+ * its queued requests (see cancelSequence), all as in Triton's sequence_batch_scheduler.
+ *
  * Unlike Triton's direct strategy, a batch holds only the sequences that have a request waiting (no rows with
  * READY false); models see the same values either way.
  *
@@ -82,9 +88,11 @@ export class SequenceBatcher implements Scheduler {
   private readonly perLane: number;
   private readonly maxRows: number;
   private readonly oldest: boolean;
-  /** Oldest strategy: how long a short batch may wait for more sequences, and the size that need not wait. */
+  /** How long a short batch may wait for more sequences (0: never waits), and the size that need not wait. */
   private readonly delayNs: bigint;
   private readonly fullRows: number;
+  /** Inputs whose shapes keep requests out of one batch (undefined: any requests may share one). */
+  private readonly shapeRule: BatchShapeRule | undefined;
   private readonly controls: readonly ControlPlan[];
   private readonly states: readonly SequenceState[];
   private readonly stateOutputs: ReadonlySet<string>;
@@ -106,6 +114,7 @@ export class SequenceBatcher implements Scheduler {
     instances: readonly BackendInstance[],
     private readonly onExecution: ExecutionListener,
     shared?: SharedSequences,
+    private readonly logger?: Logger,
   ) {
     this.shared = config.model_transaction_policy?.decoupled ? undefined : shared;
     const sb = config.sequence_batching!;
@@ -114,9 +123,17 @@ export class SequenceBatcher implements Scheduler {
     this.oldest = sb.oldest !== undefined;
     const candidates = sb.oldest?.max_candidate_sequences ?? 0;
     this.perLane = this.oldest ? Math.max(1, candidates > 0 ? Math.ceil(candidates / instances.length) : this.maxRows) : this.maxRows;
-    this.delayNs = BigInt(sb.oldest?.max_queue_delay_microseconds ?? 0) * 1000n;
-    const preferred = (sb.oldest?.preferred_batch_size ?? []).filter((n) => n <= this.maxRows);
-    this.fullRows = preferred.length > 0 ? Math.max(...preferred) : this.maxRows;
+    if (sb.oldest) {
+      this.delayNs = BigInt(sb.oldest.max_queue_delay_microseconds) * 1000n;
+      const preferred = sb.oldest.preferred_batch_size.filter((n) => n <= this.maxRows);
+      this.fullRows = preferred.length > 0 ? Math.max(...preferred) : this.maxRows;
+    } else {
+      // Direct: Triton holds a batch only when both the delay and the utilization are set.
+      const utilization = sb.direct?.minimum_slot_utilization ?? 0;
+      this.delayNs = utilization > 0 ? BigInt(sb.direct?.max_queue_delay_microseconds ?? 0) * 1000n : 0n;
+      this.fullRows = slotsForUtilization(utilization, this.maxRows);
+    }
+    this.shapeRule = this.maxRows > 1 ? batchShapeRule(config) : undefined;
     this.controls = sb.control_input.map((c) => {
       const control = c.control[0]!;
       return { name: c.name, control, datatype: controlDataType(control) };
@@ -224,11 +241,13 @@ export class SequenceBatcher implements Scheduler {
       if (i >= 0) this.backlog.splice(i, 1);
     }
     seq.lane = undefined;
-    // A freed place goes to the oldest sequence in the backlog.
+    // A freed place goes to the oldest sequence in the backlog; one with a cancelled request ends instead, as
+    // in Triton, and the place goes on to the next.
     const next = this.backlog.shift();
     if (next) {
       this.place(next);
-      if (next.lane) this.pump(next.lane);
+      if (next.pending.some((j) => j.signal?.aborted)) this.cancelSequence(next);
+      else if (next.lane) this.pump(next.lane);
     }
   }
 
@@ -254,10 +273,21 @@ export class SequenceBatcher implements Scheduler {
 
   private startBatch(lane: Lane): void {
     if (lane.busy) return;
-    const ready = [...lane.sequences].filter((s) => !s.running && s.pending.length > 0);
+    const ready: Sequence[] = [];
+    let cancelled: Sequence[] | undefined;
+    for (const s of lane.sequences) {
+      if (s.running || s.pending.length === 0) continue;
+      if (s.pending[0]!.signal?.aborted) (cancelled ??= []).push(s);
+      else ready.push(s);
+    }
+    if (cancelled) {
+      for (const s of cancelled) this.cancelSequence(s);
+      // A freed place may have gone to a backlogged sequence, whose pump may have started this lane.
+      if (lane.busy) return;
+    }
     if (this.oldest) ready.sort((a, b) => (a.pending[0]!.enqueuedNs < b.pending[0]!.enqueuedNs ? -1 : 1));
-    const batch = ready.slice(0, this.maxRows);
-    if (batch.length === 0 || this.waitForMore(lane, batch)) return;
+    if (ready.length === 0 || this.waitForMore(lane, ready)) return;
+    const batch = this.shapeRule ? this.sameShapes(ready) : ready.slice(0, this.maxRows);
     if (lane.delayTimer) clearTimeout(lane.delayTimer);
     lane.delayTimer = undefined;
     lane.busy = true;
@@ -265,14 +295,33 @@ export class SequenceBatcher implements Scheduler {
   }
 
   /**
-   * Oldest strategy with max_queue_delay_microseconds: a batch below the largest preferred size (or below
-   * max_batch_size without preferred sizes) waits for more sequences until its oldest request has waited the
-   * delay, as Triton's dynamic batcher over the candidate sequences does. A timer, not the next arrival, ends
-   * the wait. Never while stopping: queued requests then run at once.
+   * The sequences whose next requests may share a batch with the first one's (see equal-shapes.ts). Direct
+   * strategy: any of them, as Triton leaves a slot whose request differs out of the batch; oldest strategy: up to
+   * the first that differs, as Triton's dynamic batcher over the sequences ends a batch there. The others wait
+   * for the next batch.
    */
-  private waitForMore(lane: Lane, batch: readonly Sequence[]): boolean {
-    if (!this.oldest || this.delayNs === 0n || batch.length >= this.fullRows || this.stopped) return false;
-    const waited = process.hrtime.bigint() - batch[0]!.pending[0]!.enqueuedNs;
+  private sameShapes(ready: readonly Sequence[]): Sequence[] {
+    const first = ready[0]!.pending[0]!.inputs;
+    const batch = [ready[0]!];
+    for (let i = 1; i < ready.length && batch.length < this.maxRows; i++) {
+      if (sameBatchShapes(this.shapeRule!, first, ready[i]!.pending[0]!.inputs)) batch.push(ready[i]!);
+      else if (this.oldest) break;
+    }
+    return batch;
+  }
+
+  /**
+   * A batch with fewer sequences ready than it needs waits for more until its oldest request has waited the
+   * queue delay (a timer, not the next arrival, ends the wait); never while stopping, when queued requests run
+   * at once. Oldest strategy: below the largest preferred size (or max_batch_size without preferred sizes), as
+   * Triton's dynamic batcher over the candidate sequences does. Direct strategy: below minimum_slot_utilization
+   * of the instance's slots, as Triton's DirectSequenceBatch does.
+   */
+  private waitForMore(lane: Lane, ready: readonly Sequence[]): boolean {
+    if (this.delayNs === 0n || ready.length >= this.fullRows || this.stopped) return false;
+    let oldestNs = ready[0]!.pending[0]!.enqueuedNs;
+    for (const s of ready) if (s.pending[0]!.enqueuedNs < oldestNs) oldestNs = s.pending[0]!.enqueuedNs;
+    const waited = process.hrtime.bigint() - oldestNs;
     if (waited >= this.delayNs) return false;
     if (!lane.delayTimer) {
       lane.delayTimer = setTimeout(() => {
@@ -281,6 +330,22 @@ export class SequenceBatcher implements Scheduler {
       }, Math.ceil(Number(this.delayNs - waited) / 1e6));
     }
     return true;
+  }
+
+  /**
+   * The sequence's next request was cancelled while it waited: as Triton does, the sequence ends there. Its
+   * queued requests are answered CANCELLED and its place is freed; a later request of it needs START again.
+   */
+  private cancelSequence(seq: Sequence): void {
+    if (this.logger?.isVerbose(1)) this.logger.verbose(1, `Releasing canceled sequence CORRID ${String(seq.id)}`);
+    const error = new NereidError('CANCELLED', 'request cancelled');
+    for (const job of seq.pending.splice(0)) {
+      this.queued--;
+      job.state = 'done';
+      job.reject(error, 'CANCELED');
+    }
+    this.release(seq);
+    this.checkDrained();
   }
 
   private async execute(lane: Lane, batch: Sequence[]): Promise<void> {
@@ -460,6 +525,16 @@ export class SequenceBatcher implements Scheduler {
       this.drained = undefined;
     }
   }
+}
+
+/**
+ * Direct strategy: the fewest ready sequences that reach minimum_slot_utilization of `slots`, compared in single
+ * precision as Triton compares the float ratio (so 0.3 of 10 slots is 3, not 4).
+ */
+function slotsForUtilization(utilization: number, slots: number): number {
+  const min = Math.fround(utilization);
+  for (let n = 1; n <= slots; n++) if (Math.fround(n / slots) >= min) return n;
+  return slots + 1; // above 1.0: never full enough, every batch waits out the delay
 }
 
 function storeFailure(model: string, e: Error): NereidError {
