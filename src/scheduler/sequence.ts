@@ -1,12 +1,13 @@
 import { NereidError, invalidArg, isNereidError, unavailable } from '../errors.js';
 import type { ModelConfig, SequenceControl, SequenceState } from '../config/types.js';
 import type { BackendInstance, BackendRequest } from '../backends/backend.js';
-import { NO_RESPONSE, type Parameters } from '../inference/index.js';
+import { NO_RESPONSE, type Parameters, type ResponseSender } from '../inference/index.js';
 import { byteSize, fromConfigType, type DataType } from '../tensor/datatype.js';
 import { elementCount, type Tensor } from '../tensor/tensor.js';
 import { stoppedScheduler, type ExecutionListener, type Job, type Scheduler } from './scheduler.js';
 import { stepDigest, type SequenceStateStore, type StoredSequence } from './sequence-store.js';
 import { batchShapeRule, sameBatchShapes, type BatchShapeRule } from './equal-shapes.js';
+import { AnswerOrder } from './answer-order.js';
 import type { Logger } from '../observability/logger.js';
 
 /** --sequence-state-store for one model version: the store and the prefix of its sequences' keys. */
@@ -50,6 +51,8 @@ interface Lane {
   deferred: boolean;
   /** The timer that sends a short batch once its oldest request has waited the queue delay. */
   delayTimer: NodeJS.Timeout | undefined;
+  /** Oldest strategy with preserve_ordering: the instance's answers go out in dispatch order. */
+  readonly order: AnswerOrder | undefined;
 }
 
 interface ControlPlan {
@@ -118,7 +121,11 @@ export class SequenceBatcher implements Scheduler {
   ) {
     this.shared = config.model_transaction_policy?.decoupled ? undefined : shared;
     const sb = config.sequence_batching!;
-    this.lanes = instances.map((instance) => ({ instance, sequences: new Set(), busy: false, deferred: false, delayTimer: undefined }));
+    // As Triton's oldest strategy hands each instance's sequences to a dynamic batcher of that instance.
+    const ordered = sb.oldest?.preserve_ordering === true && !config.model_transaction_policy?.decoupled && !this.shared;
+    this.lanes = instances.map((instance) => ({
+      instance, sequences: new Set(), busy: false, deferred: false, delayTimer: undefined, order: ordered ? new AnswerOrder(this.answeredInOrder) : undefined,
+    }));
     this.maxRows = Math.max(1, config.max_batch_size);
     this.oldest = sb.oldest !== undefined;
     const candidates = sb.oldest?.max_candidate_sequences ?? 0;
@@ -360,21 +367,28 @@ export class SequenceBatcher implements Scheduler {
     const run: readonly { seq: Sequence; job: Job; held?: HeldStep }[] = this.shared ? await this.loadShared(jobs) : jobs;
     const start = process.hrtime.bigint();
     let times = { inputNs: 0, inferNs: 0, outputNs: 0 };
+    const order = lane.order;
+    const slots = order ? run.map((r) => order.reserve(r.job)) : undefined;
     if (run.length > 0) {
-      const requests = run.map((r) => this.backendRequest(r.seq, r.job, r.held));
+      const requests = run.map((r, i) => this.backendRequest(r.seq, r.job, r.held, slots?.[i]));
       try {
         times = await lane.instance.execute(requests);
         this.onExecution(run.length, times, lane.instance);
       } catch (e) {
         const err = isNereidError(e) ? e : new NereidError('INTERNAL', (e as Error).message);
-        for (const { job } of run) job.sender.fail(err);
+        run.forEach((r, i) => (slots?.[i] ?? r.job.sender).fail(err));
       }
       if (this.shared) await Promise.all(run.map((r) => this.commitShared(r.held!)));
     }
-    for (const { seq, job } of jobs) {
-      // Steps the store answered (a replayed reply, a refusal) were finished when answered.
-      if (run === jobs || run.some((r) => r.job === job)) job.finish(start, times);
-      this.running--;
+    for (let i = 0; i < jobs.length; i++) {
+      const { seq, job } = jobs[i]!;
+      // Steps the store answered (a replayed reply, a refusal) were finished when answered. An ordered answer
+      // leaves the running count when it goes out (see answeredInOrder).
+      if (slots) slots[i]!.end(start, times);
+      else {
+        if (run === jobs || run.some((r) => r.job === job)) job.finish(start, times);
+        this.running--;
+      }
       seq.running = false;
       seq.lastUsedMs = Date.now();
       // With the store a sequence lives there between its steps: its place here is freed after every step, so
@@ -388,7 +402,7 @@ export class SequenceBatcher implements Scheduler {
   }
 
   /** The job's inputs plus the control and state inputs; state outputs are asked for and kept, not returned. */
-  private backendRequest(seq: Sequence, job: Job, held?: HeldStep): BackendRequest {
+  private backendRequest(seq: Sequence, job: Job, held?: HeldStep, out: ResponseSender = job.sender): BackendRequest {
     const batched = this.config.max_batch_size > 0;
     if (job.sequenceStart) seq.state = undefined;
     const inputs: Tensor[] = [...job.inputs];
@@ -398,10 +412,10 @@ export class SequenceBatcher implements Scheduler {
       inputs.push({ ...t, name: st.input_name } as Tensor);
     }
     const outputs = this.states.length > 0 ? [...job.outputs, ...this.states.map((s) => s.output_name)] : job.outputs;
-    const sender = held ? this.holdingSender(held) : this.states.length === 0 ? job.sender : {
+    const sender = held ? this.holdingSender(held) : this.states.length === 0 ? out : {
       send: (outs: readonly Tensor[], final: boolean, params?: Parameters): void => {
         // A final flag with no response (decoupled models) passes through as it is.
-        if (outs === NO_RESPONSE) return job.sender.send(outs, final, params);
+        if (outs === NO_RESPONSE) return out.send(outs, final, params);
         const state = new Map<string, Tensor>();
         const visible: Tensor[] = [];
         for (const t of outs) {
@@ -409,11 +423,11 @@ export class SequenceBatcher implements Scheduler {
           if (job.outputs.includes(t.name)) visible.push(t);
         }
         seq.state = state;
-        job.sender.send(visible, final, params);
+        out.send(visible, final, params);
       },
-      fail: (e: NereidError): void => job.sender.fail(e),
+      fail: (e: NereidError): void => out.fail(e),
       // A Python model that is not decoupled may answer through its response sender after execute() returns.
-      ...(job.sender.answerLater ? { answerLater: (): void => job.sender.answerLater!() } : {}),
+      ...(out.answerLater ? { answerLater: (): void => out.answerLater!() } : {}),
     };
     return {
       inputs, outputs, parameters: job.parameters, sender, id: job.id, sequenceId: seq.id,
@@ -517,6 +531,12 @@ export class SequenceBatcher implements Scheduler {
       if (!seq.running && seq.pending.length === 0 && now - seq.lastUsedMs > this.idleMs) this.release(seq);
     }
   }
+
+  /** preserve_ordering: `n` answers held in order went out. */
+  private readonly answeredInOrder = (n: number): void => {
+    this.running -= n;
+    this.checkDrained();
+  };
 
   private checkDrained(): void {
     if (this.drained && this.inflight() === 0) {

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EXAMPLES, FIXTURES } from '../helpers/paths.js';
@@ -10,6 +10,7 @@ import { InferenceServer } from '../../src/server/inference-server.js';
 import { startHttpFrontend } from '../../src/frontends/http/server.js';
 import { createLogger } from '../../src/observability/logger.js';
 import type { InferenceResponse } from '../../src/inference/index.js';
+import { pythonSkip } from '../backends/python/helpers.js';
 
 // How the sequence batcher forms batches, through the real server: when a batch waits for more sequences
 // (direct strategy's max_queue_delay_microseconds and minimum_slot_utilization), which requests may share a
@@ -125,4 +126,65 @@ test('a cancelled queued request ends its sequence: it and the later queued requ
   const log = await readFile(file, 'utf8');
   await rm(dir, { recursive: true, force: true });
   assert.match(log, /^V.*Releasing canceled sequence CORRID 5"$/m);
+});
+
+// Answers each request from a thread after execute() has returned, DELAY_MS later: the later of two requests in
+// one batch can be answered first.
+const LATE_MODEL = `import threading
+import time
+
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+def later(sender, v, delay_ms):
+    time.sleep(delay_ms / 1000.0)
+    t = pb_utils.Tensor("OUT", np.array([[v]], np.int32))
+    sender.send(pb_utils.InferenceResponse(output_tensors=[t]), flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        for request in requests:
+            v = int(pb_utils.get_input_tensor_by_name(request, "VALUE").as_numpy()[0][0])
+            d = int(pb_utils.get_input_tensor_by_name(request, "DELAY_MS").as_numpy()[0][0])
+            threading.Thread(target=later, args=(request.get_response_sender(), v, d)).start()
+        return [None] * len(requests)
+`;
+
+test('oldest strategy with preserve_ordering: answers go out in request order even when the model answers out of order', { skip: pythonSkip() }, async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'nereid-seq-order-'));
+  // The same model with and without preserve_ordering; the delay gathers two sequences into one batch.
+  for (const [name, preserve] of [['late_ordered', true], ['late_unordered', false]] as const) {
+    await mkdir(join(dir, name, '1'), { recursive: true });
+    await writeFile(join(dir, name, '1', 'model.py'), LATE_MODEL);
+    await writeFile(join(dir, name, 'config.pbtxt'), `name: "${name}"\nbackend: "python"\nmax_batch_size: 4
+input [ { name: "VALUE" data_type: TYPE_INT32 dims: [ 1 ] }, { name: "DELAY_MS" data_type: TYPE_INT32 dims: [ 1 ] } ]
+output [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]
+sequence_batching {
+  oldest { max_candidate_sequences: 4 preferred_batch_size: [ 2 ] max_queue_delay_microseconds: 5000000 preserve_ordering: ${preserve} }
+}
+instance_group [ { count: 1 kind: KIND_CPU } ]
+`);
+  }
+  const s = await startTestServer({ modelRepositories: [dir] });
+  const run = async (model: string): Promise<{ order: number[]; batches: Record<number, number> }> => {
+    const order: number[] = [];
+    const step = (id: number, delayMs: number) => s.server.infer({
+      model, sequenceId: id, sequenceStart: true, sequenceEnd: true,
+      inputs: [{ name: 'VALUE', datatype: 'INT32', shape: [1, 1], data: new Uint8Array(new Int32Array([id]).buffer) },
+        { name: 'DELAY_MS', datatype: 'INT32', shape: [1, 1], data: new Uint8Array(new Int32Array([delayMs]).buffer) }],
+    }).then((r) => void order.push(values(r, 'OUT')[0]!));
+    // The first request is answered 1.5 s after the second, which the model answers at once.
+    await Promise.all([step(1, 1500), step(2, 0)]);
+    return { order, batches: batchSizes(await stats(s, model)) };
+  };
+  try {
+    // Without preserve_ordering the model's order shows; with it, the request order.
+    assert.deepEqual(await run('late_unordered'), { order: [2, 1], batches: { 2: 1 } });
+    assert.deepEqual(await run('late_ordered'), { order: [1, 2], batches: { 2: 1 } });
+  } finally {
+    await s.close();
+    await rm(dir, { recursive: true, force: true });
+  }
 });
