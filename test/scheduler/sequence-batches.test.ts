@@ -11,6 +11,7 @@ import { startHttpFrontend } from '../../src/frontends/http/server.js';
 import { createLogger } from '../../src/observability/logger.js';
 import type { InferenceResponse } from '../../src/inference/index.js';
 import { pythonSkip } from '../backends/python/helpers.js';
+import { until } from '../helpers/until.js';
 
 // How the sequence batcher forms batches, through the real server: when a batch waits for more sequences
 // (direct strategy's max_queue_delay_microseconds and minimum_slot_utilization), which requests may share a
@@ -126,6 +127,39 @@ test('a cancelled queued request ends its sequence: it and the later queued requ
   const log = await readFile(file, 'utf8');
   await rm(dir, { recursive: true, force: true });
   assert.match(log, /^V.*Releasing canceled sequence CORRID 5"$/m);
+});
+
+test('a client that hangs up on the first queued request of a sequence ends the sequence: the later requests are answered CANCELLED', async () => {
+  const repo = await tempRepository([{ from: join(EXAMPLES, 'sequence_accumulator'), name: 'accumulator_held' }]);
+  // A lone sequence's requests wait 2 s for more sequences, so all three are queued when the first hangs up.
+  await copyModel(repo.dir, 'accumulator_held', (t) => t
+    .replace('sequence_batching {', 'sequence_batching {\n  direct { max_queue_delay_microseconds: 2000000 minimum_slot_utilization: 1.0 }'));
+  const s = await startTestServer({ modelRepositories: [repo.dir] });
+  const url = `${s.url}/v2/models/accumulator_held/infer`;
+  const body = (value: number, start: boolean) => ({
+    inputs: [{ name: 'INPUT', shape: [1, 1], datatype: 'INT32', data: [value] }], parameters: { sequence_id: 31, sequence_start: start },
+  });
+  const waiting = (): number => (s.server as any).manager.resolve('accumulator_held').waiting();
+  try {
+    const ac = new AbortController();
+    const hungUp = fetch(url, { method: 'POST', body: JSON.stringify(body(1, true)), signal: ac.signal }).catch(() => 'aborted');
+    await until(() => waiting() === 1, 'the first request to queue');
+    const second = postJson(url, body(2, false));
+    await until(() => waiting() === 2, 'the second request to queue');
+    const third = postJson(url, body(3, false));
+    await until(() => waiting() === 3, 'the third request to queue');
+    ac.abort();
+    assert.equal(await hungUp, 'aborted');
+    for (const r of [await second, await third]) {
+      assert.equal(r.status, 400);
+      assert.match(r.json().error, /cancelled/);
+    }
+    assert.equal(waiting(), 0);
+    assert.equal((await stats(s, 'accumulator_held')).execution_count, 0);
+  } finally {
+    await s.close();
+    await repo.remove();
+  }
 });
 
 // Answers each request from a thread after execute() has returned, DELAY_MS later: the later of two requests in
