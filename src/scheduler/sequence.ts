@@ -66,8 +66,9 @@ interface ControlPlan {
  * sequence run in order, one at a time, with control inputs (START, END, READY, CORRID) filled for the model
  * and implicit state (`state { … }`) carried from each request's state outputs to the next request's inputs.
  * Direct strategy: a sequence is pinned to one instance, which holds up to max(1, max_batch_size) sequences
- * and runs one request of each of its ready sequences as a batch. Oldest strategy: any free instance takes
- * the oldest ready sequences. New sequences beyond the capacity wait in a backlog until one ends or idles out
+ * and runs one request of each of its ready sequences as a batch. Oldest strategy: each instance holds up to
+ * max_candidate_sequences sequences (max(1, max_batch_size) without it) and batches the oldest ready ones.
+ * New sequences beyond the capacity wait in a backlog until one ends or idles out
  * (max_sequence_idle_microseconds).
  *
  * A batch may wait for more ready sequences (see waitForMore), holds only requests whose shapes may be batched
@@ -129,7 +130,8 @@ export class SequenceBatcher implements Scheduler {
     this.maxRows = Math.max(1, config.max_batch_size);
     this.oldest = sb.oldest !== undefined;
     const candidates = sb.oldest?.max_candidate_sequences ?? 0;
-    this.perLane = this.oldest ? Math.max(1, candidates > 0 ? Math.ceil(candidates / instances.length) : this.maxRows) : this.maxRows;
+    // Places per instance, as Triton gives each instance's batcher max_candidate_sequences slots.
+    this.perLane = this.oldest && candidates > 0 ? candidates : this.maxRows;
     if (sb.oldest) {
       this.delayNs = BigInt(sb.oldest.max_queue_delay_microseconds) * 1000n;
       const preferred = sb.oldest.preferred_batch_size.filter((n) => n <= this.maxRows);

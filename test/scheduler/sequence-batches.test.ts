@@ -162,6 +162,30 @@ test('a client that hangs up on the first queued request of a sequence ends the 
   }
 });
 
+test('oldest strategy: every instance holds max_candidate_sequences sequences', async () => {
+  const repo = await tempRepository([{ from: join(EXAMPLES, 'sequence_accumulator'), name: 'accumulator_candidates' }]);
+  // Two instances of two candidate sequences each: four sequences live at once, none in the backlog (where a
+  // fifth would wait for a place until one of them ends or idles out, 60 s here).
+  await copyModel(repo.dir, 'accumulator_candidates', (t) => t
+    .replace('max_sequence_idle_microseconds: 5000000', 'max_sequence_idle_microseconds: 60000000\n  oldest { max_candidate_sequences: 2 }')
+    .replace(/instance_group \[[^\]]*\]/, 'instance_group [ { count: 2 kind: KIND_CPU } ]'));
+  const s = await startTestServer({ modelRepositories: [repo.dir] });
+  const step = (id: number, value: number, start: boolean, end: boolean) => postJson(`${s.url}/v2/models/accumulator_candidates/infer`, {
+    inputs: [{ name: 'INPUT', shape: [1, 1], datatype: 'INT32', data: [value] }], parameters: { sequence_id: id, sequence_start: start, sequence_end: end },
+  }).then((r) => { assert.equal(r.status, 200, r.body.toString()); return r.json().outputs[0].data[0] as number; });
+  let timer: NodeJS.Timeout | undefined;
+  const backlogged = new Promise<string>((resolve) => (timer = setTimeout(() => resolve('a START waited in the backlog'), 20000)));
+  try {
+    const ids = [1, 2, 3, 4];
+    assert.deepEqual(await Promise.race([Promise.all(ids.map((id) => step(id, id, true, false))), backlogged]), ids);
+    assert.deepEqual(await Promise.all(ids.map((id) => step(id, 10, false, true))), ids.map((id) => id + 10));
+  } finally {
+    clearTimeout(timer);
+    await s.close();
+    await repo.remove();
+  }
+});
+
 // Answers each request from a thread after execute() has returned, DELAY_MS later: the later of two requests in
 // one batch can be answered first.
 const LATE_MODEL = `import threading
