@@ -290,7 +290,10 @@ export class SequenceBatcher implements Scheduler {
       else ready.push(s);
     }
     if (cancelled) {
-      for (const s of cancelled) this.cancelSequence(s);
+      for (const s of cancelled) {
+        if (!this.oldest) this.cancelSequence(s);
+        else if (this.cancelTaken(s)) ready.push(s);
+      }
       // A freed place may have gone to a backlogged sequence, whose pump may have started this lane.
       if (lane.busy) return;
     }
@@ -342,8 +345,27 @@ export class SequenceBatcher implements Scheduler {
   }
 
   /**
-   * The sequence's next request was cancelled while it waited: as Triton does, the sequence ends there. Its
-   * queued requests are answered CANCELLED and its place is freed; a later request of it needs START again.
+   * Oldest strategy: the sequence's next request, which the batcher had taken up, was cancelled while it waited
+   * for a batch. As Triton's dynamic batcher over the sequences does, it alone is answered CANCELLED; the
+   * request behind it is taken up now and ends the sequence if it was cancelled too. Returns whether the
+   * sequence has a request ready.
+   */
+  private cancelTaken(seq: Sequence): boolean {
+    const job = seq.pending.shift()!;
+    this.queued--;
+    job.state = 'done';
+    job.reject(new NereidError('CANCELLED', 'request cancelled'), 'CANCELED');
+    const next = seq.pending[0];
+    if (next?.signal?.aborted) this.cancelSequence(seq);
+    else if (!next && job.sequenceEnd) this.release(seq);
+    this.checkDrained();
+    return next !== undefined && !next.signal?.aborted;
+  }
+
+  /**
+   * The sequence's next request was cancelled while it waited in the sequence (direct strategy: in the
+   * sequence's slot): as Triton does, the sequence ends there. Its queued requests are answered CANCELLED and
+   * its place is freed; a later request of it needs START again.
    */
   private cancelSequence(seq: Sequence): void {
     if (this.logger?.isVerbose(1)) this.logger.verbose(1, `Releasing canceled sequence CORRID ${String(seq.id)}`);
@@ -393,6 +415,9 @@ export class SequenceBatcher implements Scheduler {
       }
       seq.running = false;
       seq.lastUsedMs = Date.now();
+      // Oldest strategy: the sequence's next request is taken up now; cancelled while it waited in the
+      // sequence, it ends the sequence (see cancelTaken).
+      if (this.oldest && seq.pending.length > 0 && seq.pending[0]!.signal?.aborted) this.cancelSequence(seq);
       // With the store a sequence lives there between its steps: its place here is freed after every step, so
       // that sequences spread over replicas do not hold places on each one until they idle out.
       if ((job.sequenceEnd || this.shared) && seq.pending.length === 0) this.release(seq);

@@ -162,6 +162,35 @@ test('a client that hangs up on the first queued request of a sequence ends the 
   }
 });
 
+test('oldest strategy: a cancelled request the batcher had taken up is answered alone; one cancelled behind it ends the sequence', async () => {
+  const repo = await tempRepository([{ from: join(EXAMPLES, 'sequence_accumulator'), name: 'accumulator_oldest_held' }]);
+  // A lone sequence's request waits 1 s for a second sequence to batch with.
+  await copyModel(repo.dir, 'accumulator_oldest_held', (t) => t
+    .replace('sequence_batching {', 'sequence_batching {\n  oldest { max_candidate_sequences: 4 preferred_batch_size: [ 2 ] max_queue_delay_microseconds: 1000000 }'));
+  const s = await startTestServer({ modelRepositories: [repo.dir] });
+  const step = (id: number, v: number, flags: { start?: boolean; end?: boolean; signal?: AbortSignal } = {}) => s.server.infer({
+    model: 'accumulator_oldest_held', sequenceId: id, sequenceStart: flags.start ?? false, sequenceEnd: flags.end ?? false, signal: flags.signal,
+    inputs: [{ name: 'INPUT', datatype: 'INT32', shape: [1, 1], data: new Uint8Array(new Int32Array([v]).buffer) }],
+  }).then((r) => values(r, 'OUTPUT')[0], (e: Error & { code?: string }) => e.code);
+  try {
+    // The first request, taken up and waiting for a batch, is cancelled: the sequence goes on without it, as
+    // Triton's dynamic batcher answers the cancelled request and takes up the next.
+    let c = new AbortController();
+    let outcomes = [step(41, 1, { start: true, signal: c.signal }), step(41, 2), step(41, 3, { end: true })];
+    c.abort();
+    assert.deepEqual(await Promise.all(outcomes), ['CANCELLED', 2, 5]);
+    // The second request, cancelled while it waited behind the first: the sequence ends there.
+    c = new AbortController();
+    outcomes = [step(42, 1, { start: true }), step(42, 2, { signal: c.signal }), step(42, 3)];
+    c.abort();
+    assert.deepEqual(await Promise.all(outcomes), [1, 'CANCELLED', 'CANCELLED']);
+    assert.equal(await step(42, 4), 'INVALID_ARG');
+  } finally {
+    await s.close();
+    await repo.remove();
+  }
+});
+
 test('oldest strategy: every instance holds max_candidate_sequences sequences', async () => {
   const repo = await tempRepository([{ from: join(EXAMPLES, 'sequence_accumulator'), name: 'accumulator_candidates' }]);
   // Two instances of two candidate sequences each: four sequences live at once, none in the backlog (where a
