@@ -73,7 +73,8 @@ interface ControlPlan {
  *
  * A batch may wait for more ready sequences (see waitForMore), holds only requests whose shapes may be batched
  * together (see sameShapes), and a sequence whose next request was cancelled while queued ends there with all
- * its queued requests (see cancelSequence), all as in Triton's sequence_batch_scheduler.
+ * its queued requests (see cancelSequence; the oldest strategy answers a request it had taken up alone, see
+ * cancelTaken), all as in Triton's sequence_batch_scheduler.
  *
  * Unlike Triton's direct strategy, a batch holds only the sequences that have a request waiting (no rows with
  * READY false); models see the same values either way.
@@ -122,7 +123,8 @@ export class SequenceBatcher implements Scheduler {
   ) {
     this.shared = config.model_transaction_policy?.decoupled ? undefined : shared;
     const sb = config.sequence_batching!;
-    // As Triton's oldest strategy hands each instance's sequences to a dynamic batcher of that instance.
+    // preserve_ordering orders each instance's answers: Triton's oldest strategy gives every instance a dynamic
+    // batcher of its own, made with that flag.
     const ordered = sb.oldest?.preserve_ordering === true && !config.model_transaction_policy?.decoupled && !this.shared;
     this.lanes = instances.map((instance) => ({
       instance, sequences: new Set(), busy: false, deferred: false, delayTimer: undefined, order: ordered ? new AnswerOrder(this.answeredInOrder) : undefined,
