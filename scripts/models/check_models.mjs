@@ -390,6 +390,8 @@ async function checkModel(repoLabel, dir, results) {
       if (one(config, 'backend') === 'javascript') { console.log(`SKIP ${key}: JavaScript model`); return; }
       // Triton's example backends (identity, repeat, square) have no model file; test/backends runs them.
       if (['identity', 'repeat', 'square'].includes(one(config, 'backend'))) { console.log(`SKIP ${key}: ${one(config, 'backend')} backend`); return; }
+      // TorchScript models run on torch, not onnxruntime; test/backends/python runs them.
+      if (one(config, 'platform') === 'pytorch_libtorch' || one(config, 'backend') === 'pytorch') { console.log(`SKIP ${key}: TorchScript model`); return; }
       // Batch inputs are made by the backend from a formed batch; test/scheduler/dynamic.test.ts runs these.
       if (config.batch_input) { console.log(`SKIP ${key}: batch_input model (the server makes some of its inputs)`); return; }
     }

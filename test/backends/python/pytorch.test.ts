@@ -124,6 +124,14 @@ test('a TorchScript config with too few inputs, or none, or no outputs is refuse
     [`${tio('input', 'a')} ${tio('input', 'b')}`, /model configuration must contain at least one output, none were specified\./],
     [`${tio('input', 'a')} ${tio('input', 'b')} ${tio('output', 'O__0')} sequence_batching { control_input { name: "START" control { kind: CONTROL_SEQUENCE_START int32_false_true: [0, 1] } } }`,
       /input 'START' does not follow <name>__<index> naming convention\./],
+    // torch has no uint64: a CORRID control forward would get must be of a type torch holds.
+    [`${tio('input', 'a')} ${tio('output', 'O__0')} sequence_batching { control_input { name: "CORRID__1" control { kind: CONTROL_SEQUENCE_CORRID data_type: TYPE_UINT64 } } }`,
+      /input 'CORRID__1' type 'TYPE_UINT64' is not supported by PyTorch\./],
+    // Implicit state goes by the index in its names, so a model with state must name everything <name>__<index>.
+    [`${tio('input', 'a')} ${tio('output', 'O__0')} sequence_batching { state { input_name: "S__1" output_name: "S__1" data_type: TYPE_FP32 dims: [1] } }`,
+      /PyTorch model 'm' is using sequence batching with state but not all inputs and outputs follow the <name>__<index> naming convention\./],
+    [`${tio('input', 'X__0')} ${tio('output', 'O__0')} sequence_batching { state { input_name: "S__1" output_name: "STATE" data_type: TYPE_FP32 dims: [1] } }`,
+      /PyTorch model 'm' is using sequence batching with state but state 'STATE' does not follow the <name>__<index> naming convention\./],
   ];
   for (const [config, reason] of cases) {
     const repo = await torchRepo(config);
