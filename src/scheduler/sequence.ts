@@ -4,6 +4,7 @@ import type { BackendInstance, BackendRequest } from '../backends/backend.js';
 import { NO_RESPONSE, type Parameters, type ResponseSender } from '../inference/index.js';
 import { byteSize, fromConfigType, type DataType } from '../tensor/datatype.js';
 import { elementCount, type Tensor } from '../tensor/tensor.js';
+import { deserializeBytes } from '../tensor/bytes.js';
 import { stoppedScheduler, type ExecutionListener, type Job, type Scheduler } from './scheduler.js';
 import { stepDigest, type SequenceStateStore, type StoredSequence } from './sequence-store.js';
 import { batchShapeRule, sameBatchShapes, type BatchShapeRule } from './equal-shapes.js';
@@ -624,20 +625,35 @@ function scalarBytes(dt: DataType, v: number | bigint | string | boolean): Uint8
   return b;
 }
 
-/** A state's value at the start of a sequence: zeros, or initial_state's zero_data or data_file. */
+/**
+ * A state's value at the start of a sequence: zeros, or initial_state's zero_data or data_file. A BYTES state
+ * starts as empty strings (Triton zeroes each element's 4-byte length); its data_file holds serialized
+ * elements (a 4-byte little-endian length before each).
+ */
 function initialState(st: SequenceState, batched: boolean, initialData: ReadonlyMap<string, Uint8Array>): Tensor {
   const dt = fromConfigType(st.data_type);
-  if (!dt || dt === 'BYTES') throw invalidArg(`state '${st.input_name}' has unsupported data type ${st.data_type}`);
+  if (!dt) throw invalidArg(`state '${st.input_name}' has unsupported data type ${st.data_type}`);
   const init = st.initial_state[0];
   const dims = (init && init.dims.length > 0 ? init.dims : st.dims).map((d) => (d < 0 ? 1 : d));
   const shape = batched ? [1, ...dims] : dims;
+  const file = init?.data_file ? initialData.get(init.data_file) : undefined;
+  if (init?.data_file && !file) throw invalidArg(`initial state file '${init.data_file}' of state '${st.input_name}' was not read`);
+  if (dt === 'BYTES') return { name: st.output_name, datatype: dt, shape, data: initialStrings(st, elementCount(shape), file) };
   const size = elementCount(shape) * byteSize(dt);
   let data = new Uint8Array(size);
-  if (init?.data_file) {
-    const file = initialData.get(init.data_file);
-    if (!file) throw invalidArg(`initial state file '${init.data_file}' of state '${st.input_name}' was not read`);
-    if (file.byteLength !== size) throw invalidArg(`initial state file '${init.data_file}' holds ${file.byteLength} bytes; state '${st.input_name}' needs ${size}`);
+  if (file) {
+    if (file.byteLength !== size) throw invalidArg(`initial state file '${init!.data_file}' holds ${file.byteLength} bytes; state '${st.input_name}' needs ${size}`);
     data = new Uint8Array(file);
   }
   return { name: st.output_name, datatype: dt, shape, data } as Tensor;
+}
+
+/** The elements of a BYTES state's initial value: the data file's, or empty strings. */
+function initialStrings(st: SequenceState, count: number, file: Uint8Array | undefined): Uint8Array[] {
+  if (!file) return Array.from({ length: count }, () => new Uint8Array(0));
+  try {
+    return deserializeBytes(new Uint8Array(file), count, st.input_name);
+  } catch (e) {
+    throw invalidArg(`initial state file '${st.initial_state[0]!.data_file}' of state '${st.input_name}': ${(e as Error).message}`);
+  }
 }
