@@ -222,7 +222,6 @@ class TritonPythonModel:
         self.input_order, self.dict_input = _input_order(config, self.module, model_name)
         self.feeds = _feeds(config, self.input_order)
         self.scatter = _scatter(config)
-        self.rows_from = config["input"][0]["name"]
         outputs = config.get("output", [])
         if not outputs:
             raise pb_utils.TritonModelException(
@@ -289,7 +288,8 @@ class TritonPythonModel:
                 start += n
             return
         for r in group:
-            rows = _array(r, self.rows_from).shape[0]
+            # A request's batch size is the first dimension of its first input, as in Triton's backend.
+            rows = r.inputs()[0].shape()[0]
             yield whole[start:start + rows]
             start += rows
 
