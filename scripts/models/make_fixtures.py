@@ -16,7 +16,8 @@ test/fixtures/ is a Triton-style model repository:
   slow/          slow_fp32: ~0.1 s per inference on CPU, for in-flight/drain tests
   batching/      ragged_acc: a ragged input with a batch input and a batch output
   warmup/        model_warmup with zero_data, random_data and input_data_file
-  sequence/      state_no_start: implicit state with no START control
+  sequence/      state_no_start: implicit state with no START control;
+                 string_sum: a TYPE_STRING implicit state with a data_file start
   cache/         cached_add: two inputs, response_cache on
 
 test/fixtures/README.md (written by this script) describes each model and
@@ -344,6 +345,37 @@ def write_sequence(w):
 instance_group [ { count: 1 kind: KIND_CPU } ]
 """))
 
+    # A TYPE_STRING state, as Triton's qa implicit-state models make one: the strings are numbers, cast to
+    # INT32, added and cast back. Its start is initial_state's data_file (the one element "0"), since an empty
+    # string, the state's start without one, does not cast.
+    name = "string_sum"
+    w.write_model("sequence/%s/1/model.onnx" % name, make_model(name, [
+        helper.make_node("Cast", ["INPUT"], ["value"], to=TensorProto.INT32),
+        helper.make_node("Cast", ["SUM_IN"], ["sum_in"], to=TensorProto.INT32),
+        helper.make_node("Add", ["sum_in", "value"], ["sum"]),
+        helper.make_node("Cast", ["sum"], ["OUTPUT"], to=TensorProto.STRING),
+        helper.make_node("Cast", ["sum"], ["SUM_OUT"], to=TensorProto.STRING),
+    ], [vi("INPUT", "TYPE_STRING", [B, 1]), vi("SUM_IN", "TYPE_STRING", [B, 1])],
+        [vi("OUTPUT", "TYPE_STRING", [B, 1]), vi("SUM_OUT", "TYPE_STRING", [B, 1])],
+        doc="string_sum: OUTPUT = SUM_OUT = str(int(SUM_IN) + int(INPUT))"))
+    w.write_bytes("sequence/%s/initial_state/zero.bin" % name, bytes_tensor([b"0"]))
+    w.write_text("sequence/%s/config.pbtxt" % name, cfg(
+        name, [io("INPUT", "TYPE_STRING", [1])], [io("OUTPUT", "TYPE_STRING", [1])], 8,
+        header=HEADER + "\nA running sum of numbers written as strings, kept as a TYPE_STRING implicit state.",
+        extra_bottom="""sequence_batching {
+  state [
+    {
+      input_name: "SUM_IN"
+      output_name: "SUM_OUT"
+      data_type: TYPE_STRING
+      dims: [ 1 ]
+      initial_state { name: "zero" data_type: TYPE_STRING dims: [ 1 ] data_file: "zero.bin" }
+    }
+  ]
+}
+instance_group [ { count: 1 kind: KIND_CPU } ]
+"""))
+
 
 def write_cache(w):
     name = "cached_add"
@@ -551,11 +583,28 @@ and no control inputs. The model cannot tell a START: only the batcher's
 fresh (zero) state on START starts the sum over, so START on a live id with
 5 then 1 must answer 1, not 6.
 
+`string_sum`: INPUT TYPE_STRING [1] (numbers as text) → OUTPUT = SUM_IN +
+INPUT as text, mbs 8, implicit state SUM_IN / SUM_OUT of TYPE_STRING [1]
+whose `initial_state` is the data file `initial_state/zero.bin` (the one
+element "0", serialized): a running sum carried as strings.
+
 ## cache/
 
 `cached_add`: INPUT0, INPUT1 INT32 [4] → OUTPUT0 = INPUT0 + INPUT1, mbs 8,
 `response_cache { enable: true }`. Two requests that differ only in INPUT1
 must get different answers: a cache key must cover every input.
+
+## torch/
+
+Made by `scripts/models/make_torch_examples.py` (with the TorchScript example),
+not by this script: TorchScript models that use what Triton's PyTorch backend
+gives `forward()` beyond the config's inputs.
+
+| model | config | forward |
+|---|---|---|
+| `ragged_torch` | mbs 8, `preferred_batch_size: [3]`, 5 s queue delay; INPUT__0 FP32 [-1] `allow_ragged_batch`; batch input INDEX__1 (BATCH_ACCUMULATED_ELEMENT_COUNT of INPUT__0); OUTPUT__1 a BATCH_SCATTER_WITH_INPUT_SHAPE batch output | OUTPUT__0 [1] = each request's sum, OUTPUT__1 = 2·INPUT__0 |
+| `sequence_torch` | mbs 8, sequence batcher, controls START__1 and READY__2 (fp32), as Triton's qa `libtorch_sequence_*` | `forward(input0, start0, ready0)` = (input0 + start0) · ready0 |
+| `implicit_torch` | mbs 8, controls START__1, END__2, READY__3 (int32), CORRID__4 (INT64); state INPUT_STATE__5 / OUTPUT_STATE__1 INT32 [1] | OUTPUT__0 = OUTPUT_STATE__1 = state + input (a running sum); OUTPUT__2 = 100·corrid + 10·start + end |
 
 ## Written by hand (not by the script)
 
@@ -572,6 +621,8 @@ must get different answers: a cache key must cover every input.
   `exec(decoupled=True)` iterator yields; `python/until_cancelled` streams until
   its request is cancelled and `python/bls_cancel` cancels it through BLS;
   `python/response_parameters` answers with the parameters given as JSON.
+  `python/string_state` keeps a running concatenation as a TYPE_STRING
+  implicit state (INPUT_STATE / OUTPUT_STATE).
 - `shm/simple_client.py`: a shared-memory client for the `simple` model.
 """
 

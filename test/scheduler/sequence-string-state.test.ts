@@ -10,8 +10,9 @@ import { pythonSkip } from '../backends/python/helpers.js';
 
 // Implicit state of TYPE_STRING (BYTES), as Triton's core keeps it (src/sequence_state.cc, and
 // sequence_batch_scheduler.cc's initial state): a sequence starts from empty strings, or from initial_state's
-// zero_data (empty strings too) or data_file (serialized elements, a 4-byte length before each). The model is
-// test/fixtures/python/string_state, a running concatenation; a copy reads its start from a data file.
+// zero_data (empty strings too) or data_file (serialized elements, a 4-byte length before each). The models are
+// test/fixtures/python/string_state, a running concatenation (copies read their start from initial_state), and
+// the ONNX test/fixtures/sequence/string_sum, a running sum of numbers written as strings.
 
 const skip = pythonSkip();
 let repo: { dir: string; remove(): Promise<void> };
@@ -28,9 +29,9 @@ async function withInitialState(name: string, initial: string, file?: { name: st
 }
 
 before(async () => {
-  if (skip) return;
   const model = join(FIXTURES, 'python', 'string_state');
-  repo = await tempRepository([{ from: model }, { from: model, name: 'from_file' }, { from: model, name: 'from_zero' }, { from: model, name: 'bad_file' }]);
+  repo = await tempRepository([{ from: model }, { from: model, name: 'from_file' }, { from: model, name: 'from_zero' }, { from: model, name: 'bad_file' },
+    { from: join(FIXTURES, 'sequence', 'string_sum') }]);
   const utf8 = (v: string) => new TextEncoder().encode(v);
   await withInitialState('from_file', 'data_file: "hello.bin"', { name: 'hello.bin', data: serializeBytes([utf8('hi:')]) });
   await withInitialState('from_zero', 'zero_data: true');
@@ -43,7 +44,7 @@ after(async () => {
   await repo?.remove();
 });
 
-async function concat(model: string, id: number, values: string[]): Promise<string[]> {
+async function steps(model: string, id: number, values: string[]): Promise<string[]> {
   const out: string[] = [];
   for (let i = 0; i < values.length; i++) {
     const r = await postJson(`${s.url}/v2/models/${model}/infer`, {
@@ -59,16 +60,16 @@ async function concat(model: string, id: number, values: string[]): Promise<stri
 }
 
 test('a TYPE_STRING state loads, starts empty and carries each sequence\'s strings from step to step', { skip }, async () => {
-  const [a, b] = await Promise.all([concat('string_state', 1, ['a', 'b', 'c']), concat('string_state', 2, ['x', 'y', 'z'])]);
+  const [a, b] = await Promise.all([steps('string_state', 1, ['a', 'b', 'c']), steps('string_state', 2, ['x', 'y', 'z'])]);
   assert.deepEqual(a, ['a', 'ab', 'abc']);
   assert.deepEqual(b, ['x', 'xy', 'xyz']);
   // A new sequence on the same id starts empty again.
-  assert.deepEqual(await concat('string_state', 1, ['q']), ['q']);
+  assert.deepEqual(await steps('string_state', 1, ['q']), ['q']);
 });
 
 test('a TYPE_STRING initial_state starts from its data_file\'s elements, or from empty strings with zero_data', { skip }, async () => {
-  assert.deepEqual(await concat('from_file', 3, ['x', 'y']), ['hi:x', 'hi:xy']);
-  assert.deepEqual(await concat('from_zero', 4, ['x', 'y']), ['x', 'xy']);
+  assert.deepEqual(await steps('from_file', 3, ['x', 'y']), ['hi:x', 'hi:xy']);
+  assert.deepEqual(await steps('from_zero', 4, ['x', 'y']), ['x', 'xy']);
 });
 
 test('a TYPE_STRING initial_state data_file that does not hold the state\'s elements is refused at load', { skip }, async () => {
@@ -77,4 +78,11 @@ test('a TYPE_STRING initial_state data_file that does not hold the state\'s elem
   assert.equal(bad.state, 'UNAVAILABLE');
   assert.match(bad.reason, /initial state file 'two\.bin' of state 'INPUT_STATE'/);
   assert.equal((await request(`${s.url}/v2/models/string_state/ready`)).status, 200);
+});
+
+test('an ONNX model\'s TYPE_STRING state starts from its initial_state data file and carries between steps', async () => {
+  const [a, b] = await Promise.all([steps('string_sum', 5, ['5', '7', '1']), steps('string_sum', 6, ['-2', '10'])]);
+  assert.deepEqual(a, ['5', '12', '13']);
+  assert.deepEqual(b, ['-2', '8']);
+  assert.deepEqual(await steps('string_sum', 5, ['4']), ['4']);
 });
