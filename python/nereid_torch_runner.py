@@ -10,7 +10,8 @@ outputs go in config order. Requests of one execution are concatenated along the
 Beyond the config's inputs forward takes, as Triton's backend gives them: each ``batch_input`` (made here from
 the shapes of the batch), each sequence control input (START, END, READY, CORRID, at the ``__<index>`` of its
 name) and each implicit state's input (``sequence_batching.state``, at the index of its ``input_name``); a
-state's ``output_name`` is the forward result at its index. A ragged input (``allow_ragged_batch``) reaches
+state's ``output_name`` is the forward result at its index. A TYPE_STRING input or state reaches forward as a
+List[str] and a List[str] result answers a TYPE_STRING output. A ragged input (``allow_ragged_batch``) reaches
 forward flat: every request's elements one after another, so requests of different shapes share a batch.
 """
 
@@ -25,9 +26,10 @@ import triton_python_backend_utils as pb_utils
 
 
 def _index(name):
-    """The index of a ``<name>__<index>`` name: the digits after its first ``__`` (none reads as 0)."""
-    digits = name[name.index("__") + 2:]
-    return int(digits) if digits else 0
+    """The index of a ``<name>__<index>`` name: the digits after its first ``__`` (a name without them reads
+    as 0)."""
+    digits = name[name.index("__") + 2:] if "__" in name else ""
+    return int(digits) if digits.isdigit() else 0
 
 
 def _named_index(names):
@@ -173,14 +175,39 @@ def _batch_input(kind, dtype, shapes):
 
 def _feeds(config, order):
     """What each forward argument is made from: ("input", name) a request input, ("ragged", name) a ragged one,
+    ("strings", name) a TYPE_STRING input or state (a List[str], as Triton's backend gives one),
     ("batch", (kind, source, dtype)) a batch input."""
+    strings = {i["name"] for i in config.get("input", []) if i.get("data_type") == "TYPE_STRING"}
+    strings.update(st["input_name"] for st in config.get("sequence_batching", {}).get("state", [])
+                   if st.get("data_type") == "TYPE_STRING")
     ragged = {i["name"] for i in config.get("input", []) if i.get("allow_ragged_batch")}
     batch = {}
     for b in config.get("batch_input", []):
         dtype = np.float32 if b.get("data_type") == "TYPE_FP32" else np.int32
         for t in b.get("target_name", []):
             batch[t] = (b.get("kind", "BATCH_ELEMENT_COUNT"), b["source_input"][0], dtype)
-    return [("batch", batch[n]) if n in batch else ("ragged" if n in ragged else "input", n) for n in order]
+    return [("batch", batch[n]) if n in batch else ("strings" if n in strings else "ragged" if n in ragged else "input", n)
+            for n in order]
+
+
+def _check_string_dims(config, model_name):
+    """Triton's backend takes strings as a flat List[str]: a TYPE_STRING input or output has one dimension in all,
+    the batch dimension included."""
+    batching = 1 if config.get("max_batch_size", 0) > 0 else 0
+    for kind in ("input", "output"):
+        for io in config.get(kind, []):
+            dims = io["reshape"].get("shape", []) if "reshape" in io else io.get("dims", [])
+            if io.get("data_type") == "TYPE_STRING" and len(dims) + batching > 1:
+                raise pb_utils.TritonModelException(
+                    f"Triton only supports 1 dimensional List of String as {kind} for '{io['name']}' "
+                    f"for model '{model_name}'")
+
+
+def _numpy(value, dtype):
+    """A forward result as numpy: a tensor's values, or a List[str]'s strings as UTF-8 bytes."""
+    if isinstance(value, list):
+        return np.array([v.encode("utf-8") for v in value], dtype=np.object_)
+    return value.detach().numpy().astype(dtype, copy=False)
 
 
 def _scatter(config):
@@ -220,6 +247,7 @@ class TritonPythonModel:
 
         model_name = args.get("model_name", "")
         self.input_order, self.dict_input = _input_order(config, self.module, model_name)
+        _check_string_dims(config, model_name)
         self.feeds = _feeds(config, self.input_order)
         self.scatter = _scatter(config)
         outputs = config.get("output", [])
@@ -258,7 +286,9 @@ class TritonPythonModel:
                 arrays.append(_batch_input(source_kind, dtype, [_array(r, source).shape for r in group]))
                 continue
             parts = [_array(r, what) for r in group]
-            if kind == "ragged":
+            if kind == "strings":
+                arrays.append([v.decode("utf-8") if isinstance(v, bytes) else str(v) for p in parts for v in p.reshape(-1)])
+            elif kind == "ragged":
                 arrays.append(np.concatenate([p.reshape(-1) for p in parts]))
             else:
                 arrays.append(parts[0] if len(parts) == 1 else np.concatenate(parts))
@@ -294,7 +324,7 @@ class TritonPythonModel:
             start += rows
 
     def run(self, arrays):
-        tensors = [torch.from_numpy(a) for a in arrays]
+        tensors = [torch.from_numpy(a) if isinstance(a, np.ndarray) else a for a in arrays]
         if self.dict_input:
             result = self.module(dict(zip(self.input_order, tensors)))
         else:
@@ -305,5 +335,5 @@ class TritonPythonModel:
         for name, index, dtype in self.outputs:
             if index >= len(result):
                 raise pb_utils.TritonModelException(f"output {name} asks for result {index} of a forward returning {len(result)}")
-            out.append(result[index].detach().numpy().astype(dtype, copy=False))
+            out.append(_numpy(result[index], dtype))
         return out

@@ -605,6 +605,7 @@ gives `forward()` beyond the config's inputs.
 | `ragged_torch` | mbs 8, `preferred_batch_size: [3]`, 5 s queue delay; INPUT__0 FP32 [-1] `allow_ragged_batch`; batch input INDEX__1 (BATCH_ACCUMULATED_ELEMENT_COUNT of INPUT__0); OUTPUT__1 a BATCH_SCATTER_WITH_INPUT_SHAPE batch output | OUTPUT__0 [1] = each request's sum, OUTPUT__1 = 2·INPUT__0 |
 | `sequence_torch` | mbs 8, sequence batcher, controls START__1 and READY__2 (fp32), as Triton's qa `libtorch_sequence_*` | `forward(input0, start0, ready0)` = (input0 + start0) · ready0 |
 | `implicit_torch` | mbs 8, controls START__1, END__2, READY__3 (int32), CORRID__4 (INT64); state INPUT_STATE__5 / OUTPUT_STATE__1 INT32 [1] | OUTPUT__0 = OUTPUT_STATE__1 = state + input (a running sum); OUTPUT__2 = 100·corrid + 10·start + end |
+| `strings_torch` | mbs 0, control START__1 (int32); state INPUT_STATE__2 / OUTPUT_STATE__1 TYPE_STRING [1]; INPUT__0, OUTPUT__0 TYPE_STRING [1] | `forward(input0: List[str], start0, state0: List[str])`: OUTPUT__0 = OUTPUT_STATE__1 = state + input, "[" before it on START |
 
 ## Written by hand (not by the script)
 

@@ -19,6 +19,9 @@ Writes (deterministically; a rerun gives byte-identical files):
   implicit_torch   mbs 8, sequence batcher with implicit state: INPUT__0, START__1, END__2, READY__3, CORRID__4
                    (INT64), INPUT_STATE__5 -> OUTPUT__0 = OUTPUT_STATE__1 = state + input (a running sum),
                    OUTPUT__2 = 100 * corrid + 10 * start + end
+  strings_torch    mbs 0, sequence batcher with a TYPE_STRING state: forward(input0: List[str], start0,
+                   state0: List[str]) gets INPUT__0, START__1, INPUT_STATE__2 -> OUTPUT__0 = OUTPUT_STATE__1 =
+                   state + input, with "[" before it on START
 
   --bench-mlp DIR  instead writes mlp_torch into DIR: FP32 [256] -> Linear 512, ReLU, Linear 512, ReLU,
                    Linear 256 with seeded weights, for bench/python.mjs (too big to commit, quick to make)
@@ -34,6 +37,7 @@ import io
 import os
 import sys
 import zipfile
+from typing import List, Tuple
 
 sys.dont_write_bytecode = True
 
@@ -71,6 +75,15 @@ class Accumulator(torch.nn.Module):
                 corrid0: torch.Tensor, state0: torch.Tensor):
         total = state0 + input0 * ready0
         return total, total, corrid0 * 100 + start0 * 10 + end0
+
+
+class Strings(torch.nn.Module):
+    def forward(self, input0: List[str], start0: torch.Tensor, state0: List[str]) -> Tuple[List[str], List[str]]:
+        joined: List[str] = []
+        for i in range(len(input0)):
+            text = state0[i] + input0[i]
+            joined.append("[" + text if int(start0[i]) == 1 else text)
+        return joined, joined
 
 
 class Mlp(torch.nn.Module):
@@ -171,6 +184,19 @@ output [
 instance_group [{ kind: KIND_CPU count: 1 }]
 """
 
+STRINGS_CONFIG = HEADER + """name: "strings_torch"
+platform: "pytorch_libtorch"
+max_batch_size: 0
+sequence_batching {
+  max_sequence_idle_microseconds: 5000000
+  control_input [{ name: "START__1" control [{ kind: CONTROL_SEQUENCE_START int32_false_true: [ 0, 1 ] }] }]
+  state [{ input_name: "INPUT_STATE__2" output_name: "OUTPUT_STATE__1" data_type: TYPE_STRING dims: [ 1 ] }]
+}
+input [{ name: "INPUT__0" data_type: TYPE_STRING dims: [ 1 ] }]
+output [{ name: "OUTPUT__0" data_type: TYPE_STRING dims: [ 1 ] }]
+instance_group [{ kind: KIND_CPU count: 1 }]
+"""
+
 MLP_CONFIG = """name: "mlp_torch"
 platform: "pytorch_libtorch"
 max_batch_size: 256
@@ -193,7 +219,8 @@ def main():
     fixtures = sys.argv[sys.argv.index("--fixtures-out") + 1] if "--fixtures-out" in sys.argv else FIXTURES
     for name, module, config in (("ragged_torch", RaggedSum(), RAGGED_CONFIG),
                                  ("sequence_torch", Sequence(), SEQUENCE_CONFIG),
-                                 ("implicit_torch", Accumulator(), IMPLICIT_CONFIG)):
+                                 ("implicit_torch", Accumulator(), IMPLICIT_CONFIG),
+                                 ("strings_torch", Strings(), STRINGS_CONFIG)):
         write(os.path.join(fixtures, name, "1", "model.pt"), torchscript_bytes(module))
         write(os.path.join(fixtures, name, "config.pbtxt"), config.encode())
 

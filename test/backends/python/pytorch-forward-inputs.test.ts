@@ -60,6 +60,23 @@ test('a TorchScript implicit state carries between steps; START, END, READY and 
   assert.deepEqual((await sequence('implicit_torch', 41, 'INT32', [2, 2])).map((o) => o.OUTPUT__0), [2, 4]);
 });
 
+test('a TorchScript TYPE_STRING input and state reach forward as List[str]; a List[str] result answers', { skip }, async () => {
+  const send = async (id: number, value: string, start: boolean) => {
+    const r = await postJson(`${s.url}/v2/models/strings_torch/infer`, {
+      inputs: [{ name: 'INPUT__0', shape: [1], datatype: 'BYTES', data: [value] }],
+      parameters: { sequence_id: id, sequence_start: start },
+    });
+    assert.equal(r.status, 200, r.body.toString());
+    const out = r.json().outputs as { name: string; datatype: string; shape: number[]; data: string[] }[];
+    assert.deepEqual(out.map((o) => [o.name, o.datatype, o.shape]), [['OUTPUT__0', 'BYTES', [1]]]);
+    return out[0]!.data[0];
+  };
+  const answers = [];
+  for (const [i, v] of ['a', 'b', 'ç'].entries()) answers.push(await send(51, v, i === 0));
+  // START (index 1) puts "[" first; the state (index 2) starts as an empty string and carries the text.
+  assert.deepEqual(answers, ['[a', '[ab', '[abç']);
+});
+
 test('requests of different shapes share one batch through a ragged input, its batch input and batch output', { skip }, async () => {
   const rows = [[1, 2, 3], [10], [4, 5, 6, 7, 8]];
   // preferred_batch_size 3 with a long queue delay: the three go as one batch when the third arrives.

@@ -127,6 +127,9 @@ test('a TorchScript config with too few inputs, or none, or no outputs is refuse
     // torch has no uint64: a CORRID control forward would get must be of a type torch holds.
     [`${tio('input', 'a')} ${tio('output', 'O__0')} sequence_batching { control_input { name: "CORRID__1" control { kind: CONTROL_SEQUENCE_CORRID data_type: TYPE_UINT64 } } }`,
       /input 'CORRID__1' type 'TYPE_UINT64' is not supported by PyTorch\./],
+    // Strings reach forward as a flat List[str] (the batch dimension counts too, with max_batch_size > 0).
+    [`${tio('input', 'a')} input { name: "b" data_type: TYPE_STRING dims: [1, 1] } ${tio('output', 'O__0')}`,
+      /Triton only supports 1 dimensional List of String as input for 'b' for model 'm'/],
     // Implicit state goes by the index in its names, so a model with state must name everything <name>__<index>.
     [`${tio('input', 'a')} ${tio('output', 'O__0')} sequence_batching { state { input_name: "S__1" output_name: "S__1" data_type: TYPE_FP32 dims: [1] } }`,
       /PyTorch model 'm' is using sequence batching with state but not all inputs and outputs follow the <name>__<index> naming convention\./],
