@@ -7,6 +7,7 @@ import { startTestServer, tempRepository, type TestServer } from '../helpers/ser
 import { postJson, request } from '../helpers/http.js';
 import { serializeBytes } from '../../src/tensor/bytes.js';
 import { pythonSkip } from '../backends/python/helpers.js';
+import { missingPrograms, startRedis } from '../helpers/replicas.js';
 
 // Implicit state of TYPE_STRING (BYTES), as Triton's core keeps it (src/sequence_state.cc, and
 // sequence_batch_scheduler.cc's initial state): a sequence starts from empty strings, or from initial_state's
@@ -44,10 +45,11 @@ after(async () => {
   await repo?.remove();
 });
 
-async function steps(model: string, id: number, values: string[]): Promise<string[]> {
+async function steps(model: string, id: number, values: string[], urls?: readonly string[]): Promise<string[]> {
   const out: string[] = [];
   for (let i = 0; i < values.length; i++) {
-    const r = await postJson(`${s.url}/v2/models/${model}/infer`, {
+    const url = urls ? urls[i % urls.length]! : s.url;
+    const r = await postJson(`${url}/v2/models/${model}/infer`, {
       inputs: [{ name: 'INPUT', shape: [1, 1], datatype: 'BYTES', data: [values[i]] }],
       parameters: { sequence_id: id, sequence_start: i === 0, sequence_end: i === values.length - 1 },
     });
@@ -85,4 +87,16 @@ test('an ONNX model\'s TYPE_STRING state starts from its initial_state data file
   assert.deepEqual(a, ['5', '12', '13']);
   assert.deepEqual(b, ['-2', '8']);
   assert.deepEqual(await steps('string_sum', 5, ['4']), ['4']);
+});
+
+test('a TYPE_STRING state travels through the shared sequence store: replicas take turns on one sequence', { skip: missingPrograms(['redis-server', 'redis-cli']) || false }, async () => {
+  const redis = await startRedis();
+  const options = { modelRepositories: [join(FIXTURES, 'sequence')], modelControlMode: 'explicit' as const, loadModels: ['string_sum'], sequenceStateStore: `redis://127.0.0.1:${redis.port}` };
+  const replicas = await Promise.all([startTestServer(options), startTestServer(options)]);
+  try {
+    assert.deepEqual(await steps('string_sum', 7, ['5', '7', '1', '2'], replicas.map((r) => r.url)), ['5', '12', '13', '15']);
+  } finally {
+    await Promise.all(replicas.map((r) => r.close()));
+    await redis.stop();
+  }
 });
