@@ -18,10 +18,14 @@ const GONE = 2;
 class Entry {
   heapIndex = -1;
   where: 0 | 1 | 2 = QUEUED;
-  constructor(readonly job: Job, readonly level: number, readonly arrivedMs: number, readonly deadlineMs: number) {}
+  constructor(readonly job: Job, readonly level: Level, readonly arrivedMs: number, readonly deadlineMs: number) {}
 }
 
-/** One priority level: its queue, the requests its DELAY policy moved behind it, and its policy. */
+/**
+ * One priority level: its number, its queue, the requests its DELAY policy moved behind it, and its policy.
+ * `kept` levels (those with a policy of their own) live as long as the batcher; the others exist only while
+ * they hold requests, so a config may declare up to 2^64 - 1 levels at no cost per level.
+ */
 class Level {
   readonly queue = new RingQueue<Entry>();
   readonly delayed = new RingQueue<Entry>();
@@ -32,7 +36,7 @@ class Level {
   readonly delayOnTimeout: boolean;
   readonly maxQueueSize: number;
 
-  constructor(policy: ModelQueuePolicy | undefined) {
+  constructor(readonly priority: number, policy: ModelQueuePolicy | undefined, readonly kept: boolean) {
     this.timeoutUs = policy?.default_timeout_microseconds ?? 0;
     this.allowOverride = policy?.allow_timeout_override ?? false;
     this.delayOnTimeout = policy?.timeout_action === 'DELAY';
@@ -108,8 +112,13 @@ const MAX_BATCHES_PER_TURN = 64;
  */
 export class DynamicBatcher implements Scheduler {
   private readonly idle: BackendInstance[];
-  private readonly levels: Level[];
+  /** The levels that exist, by ascending number (1 = highest; 0 when the model has no priority levels). */
+  private levels: Level[];
+  private readonly maxLevel: number;
   private readonly defaultLevel: number;
+  private readonly defaultPolicy: ModelQueuePolicy | undefined;
+  /** A level that is not kept emptied: prune() removes it at the next safe point. */
+  private pruneNeeded = false;
   private readonly maxBatch: number;
   private readonly maxPreferred: number;
   /** preferred[n] === 1 when n is a preferred batch size. */
@@ -161,11 +170,14 @@ export class DynamicBatcher implements Scheduler {
     this.maxPreferred = Math.max(...sizes);
     this.delayMs = db.max_queue_delay_microseconds / 1000;
     this.order = db.preserve_ordering ? new RingQueue<Slot>() : undefined;
-    const levels = db.priority_levels > 0 ? db.priority_levels : 1;
-    this.defaultLevel = db.priority_levels > 0 ? db.default_priority_level - 1 : 0;
-    // Without priority levels only the default policy counts, as in Triton.
-    const policy = (i: number) => (db.priority_levels > 0 ? db.priority_queue_policy[String(i + 1)] : undefined) ?? db.default_queue_policy;
-    this.levels = Array.from({ length: levels }, (_, i) => new Level(policy(i)));
+    // As Triton's PriorityQueue: without priority levels one kept level 0 under the default policy; with them
+    // one kept level per priority_queue_policy entry, and the others made when a request needs them.
+    this.maxLevel = db.priority_levels;
+    this.defaultLevel = db.priority_levels > 0 ? db.default_priority_level : 0;
+    this.defaultPolicy = db.default_queue_policy;
+    this.levels = db.priority_levels > 0
+      ? Object.entries(db.priority_queue_policy).map(([k, v]) => new Level(Number(k), v, true)).sort((a, b) => a.priority - b.priority)
+      : [new Level(0, db.default_queue_policy, true)];
     // As Triton: only inputs with a variable dim can differ between requests; ragged ones may.
     const equal = config.input.filter((i) => !i.allow_ragged_batch && i.dims.includes(-1)).map((i) => i.name);
     this.equalShape = equal.length > 0 ? new Set(equal) : undefined;
@@ -175,15 +187,14 @@ export class DynamicBatcher implements Scheduler {
   enqueue(job: Job): void {
     if (this.stopped) return job.reject(stoppedScheduler(job), 'REJECTED');
     const p = job.priority ?? 0;
-    const li = p === 0 || p > this.levels.length ? this.defaultLevel : p - 1;
-    const level = this.levels[li]!;
+    const level = this.level(p === 0 || p > this.maxLevel ? this.defaultLevel : p);
     if (level.maxQueueSize > 0 && level.size >= level.maxQueueSize) {
       return job.reject(new NereidError('UNAVAILABLE', `${logPrefix(job)}Exceeds maximum queue size`), 'REJECTED');
     }
     let timeoutUs = level.timeoutUs;
     if (level.allowOverride && job.timeoutUs && job.timeoutUs < timeoutUs) timeoutUs = job.timeoutUs;
     const now = performance.now();
-    const e = new Entry(job, li, now, timeoutUs > 0 ? now + timeoutUs / 1000 : 0);
+    const e = new Entry(job, level, now, timeoutUs > 0 ? now + timeoutUs / 1000 : 0);
     level.queue.push(e);
     level.size++;
     this.queued++;
@@ -193,8 +204,48 @@ export class DynamicBatcher implements Scheduler {
     }
     // A request placed before the cursor (a higher level, or this level while the cursor is already among its
     // delayed requests) belongs in the pending batch: form it again.
-    if (this.cursorValid && (li < this.curLevel || (li === this.curLevel && this.curDelayed))) this.cursorValid = false;
+    if (this.cursorValid && this.beforeCursor(level, true)) this.cursorValid = false;
     this.schedule();
+  }
+
+  /** The level numbered `priority`, made (with the default policy) when it does not exist yet. */
+  private level(priority: number): Level {
+    const levels = this.levels;
+    if (levels.length === 1 && levels[0]!.priority === priority) return levels[0]!;
+    let lo = 0;
+    let hi = levels.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (levels[mid]!.priority < priority) lo = mid + 1;
+      else hi = mid;
+    }
+    if (lo < levels.length && levels[lo]!.priority === priority) return levels[lo]!;
+    if (this.pruneNeeded) {
+      this.prune();
+      return this.level(priority);
+    }
+    const made = new Level(priority, this.defaultPolicy, false);
+    levels.splice(lo, 0, made);
+    // The cursor is an index into `levels`: one inserted at or before it moves it.
+    if (lo <= this.curLevel) this.cursorValid = false;
+    return made;
+  }
+
+  /**
+   * Whether a request of `level` belongs before the cursor: a higher level, or the cursor's own level (when
+   * `sameLevelIfDelayed`, only once the cursor is among that level's delayed requests).
+   */
+  private beforeCursor(level: Level, sameLevelIfDelayed: boolean): boolean {
+    const cur = this.levels[this.curLevel];
+    if (!cur) return true;
+    return level.priority < cur.priority || (level.priority === cur.priority && (!sameLevelIfDelayed || this.curDelayed));
+  }
+
+  /** Removes the levels that are not kept and hold no request; the cursor's indices change, so it is dropped. */
+  private prune(): void {
+    this.pruneNeeded = false;
+    this.levels = this.levels.filter((l) => l.kept || l.size > 0);
+    this.cursorValid = false;
   }
 
   waiting(): number {
@@ -223,7 +274,7 @@ export class DynamicBatcher implements Scheduler {
         }
       }
     }
-    this.cursorValid = false;
+    this.prune();
     this.checkDrained();
   }
 
@@ -270,9 +321,8 @@ export class DynamicBatcher implements Scheduler {
       this.pendingFirst = undefined;
     }
     if (p.sendNow) return;
-    const levels = this.levels;
-    while (this.curLevel < levels.length) {
-      const level = levels[this.curLevel]!;
+    while (this.curLevel < this.levels.length) {
+      const level = this.levels[this.curLevel]!;
       const q = this.curDelayed ? level.delayed : level.queue;
       const e = q.at(this.curIndex);
       if (!e) {
@@ -331,6 +381,7 @@ export class DynamicBatcher implements Scheduler {
       k = this.takeFrom(level, level.delayed, DELAYED, jobs, k, n);
     }
     this.cursorValid = false;
+    if (this.pruneNeeded) this.prune();
     return jobs;
   }
 
@@ -356,7 +407,7 @@ export class DynamicBatcher implements Scheduler {
         continue;
       }
       e.where = GONE;
-      level.size--;
+      if (--level.size === 0 && !level.kept) this.pruneNeeded = true;
       this.queued--;
       if (e.heapIndex >= 0) this.deadlines.remove(e);
       jobs.push(e.job);
@@ -437,7 +488,7 @@ export class DynamicBatcher implements Scheduler {
 
   /** A request's deadline passed while it waited: DELAY moves it behind its level, REJECT answers it. */
   private expire(e: Entry): void {
-    const level = this.levels[e.level]!;
+    const level = e.level;
     if (e.heapIndex >= 0) this.deadlines.remove(e);
     if (level.delayOnTimeout) {
       e.where = DELAYED;
@@ -453,9 +504,10 @@ export class DynamicBatcher implements Scheduler {
     const now = performance.now();
     for (let e = this.deadlines.peek(); e && e.deadlineMs <= now; e = this.deadlines.peek()) {
       // The request may be in the pending batch, or move into the delayed part the cursor has passed.
-      if (this.cursorValid && e.level <= this.curLevel) this.cursorValid = false;
+      if (this.cursorValid && this.beforeCursor(e.level, false)) this.cursorValid = false;
       this.expire(e);
     }
+    if (this.pruneNeeded) this.prune();
     this.armDeadline();
     if (this.queued > 0) this.schedule();
     this.checkDrained();
@@ -506,7 +558,7 @@ export class DynamicBatcher implements Scheduler {
   /** Answers a request that leaves the queues without running. */
   private drop(e: Entry, error: NereidError, reason: FailureReason): void {
     e.where = GONE;
-    this.levels[e.level]!.size--;
+    if (--e.level.size === 0 && !e.level.kept) this.pruneNeeded = true;
     this.queued--;
     if (e.heapIndex >= 0) this.deadlines.remove(e);
     e.job.state = 'done';

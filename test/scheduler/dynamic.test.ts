@@ -168,6 +168,32 @@ test('priority levels: a higher level overtakes the default one; 0 and numbers p
   }
 });
 
+test('priority levels up to the uint64 maximum and a large default level load without a queue per level, and order as Triton\'s', async () => {
+  // Triton's own QA configs declare `priority_levels: 18446744073709551615`; its PriorityQueue makes a level's
+  // queue only when a request needs it.
+  const m = await slowServer(`dynamic_batching {
+    priority_levels: 18446744073709551615 default_priority_level: 4294967296
+    priority_queue_policy { key: 9007199254740993 value { max_queue_size: 1 } }
+  }`, { mbs: 1 });
+  try {
+    const all = [m.send('busy')];
+    all.push(
+      m.send('lowest', { priority: 2 ** 64 - 1 }), m.send('default', { priority: 0 }), m.send('mid', { priority: 5 }),
+      m.send('high', { priority: 1 }), m.send('below-default', { priority: 2 ** 40 }),
+    );
+    await Promise.all(all);
+    assert.deepEqual(m.order, ['busy', 'high', 'mid', 'default', 'below-default', 'lowest']);
+    // The level with a policy of its own keeps it: a second waiting request there exceeds its queue size.
+    const busy = m.send('busy2');
+    const first = m.send('policy1', { priority: 9007199254740993 });
+    const second = await settle(m.send('policy2', { priority: 9007199254740993 }));
+    assert.match(String(second), /Exceeds maximum queue size/);
+    await Promise.all([busy, first]);
+  } finally {
+    await m.remove();
+  }
+});
+
 test('priority over HTTP: the request\'s `priority` parameter', async () => {
   const m = await slowServer('dynamic_batching { priority_levels: 2 default_priority_level: 2 }', { mbs: 1 });
   try {
