@@ -1,3 +1,4 @@
+import { NereidError } from '../../errors.js';
 import type { InferenceResponse, Parameters } from '../../inference/index.js';
 import { serializeBytes } from '../../tensor/bytes.js';
 import type { Tensor } from '../../tensor/tensor.js';
@@ -14,7 +15,21 @@ export interface EncodedInfer {
   readonly blobs: Uint8Array[];
 }
 
-const decoder = new TextDecoder();
+/**
+ * BYTES elements written as JSON strings must be UTF-8: an element that is not is refused (Triton's JSON writer
+ * refuses a document it cannot write, with the words below) rather than altered with U+FFFD replacements. A
+ * leading byte-order mark is kept as the element's first character, not dropped.
+ */
+const decoder = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+const INVALID_JSON = 'Failed to accept document, invalid JSON.';
+
+function bytesText(b: Uint8Array): string {
+  try {
+    return decoder.decode(b);
+  } catch {
+    throw new NereidError('INTERNAL', INVALID_JSON);
+  }
+}
 
 export function encodeInfer(res: InferenceResponse, binaryOutputs: ReadonlyMap<string, boolean>, binaryDefault: boolean): EncodedInfer {
   const blobs: Uint8Array[] = [];
@@ -48,7 +63,7 @@ export function encodeInfer(res: InferenceResponse, binaryOutputs: ReadonlyMap<s
 export function jsonData(t: Tensor): string {
   if (t.datatype === 'BYTES') {
     let s = '[';
-    for (let i = 0; i < t.data.length; i++) s += (i > 0 ? ',' : '') + JSON.stringify(decoder.decode(t.data[i]));
+    for (let i = 0; i < t.data.length; i++) s += (i > 0 ? ',' : '') + JSON.stringify(bytesText(t.data[i]));
     return s + ']';
   }
   if (t.datatype === 'BOOL') {

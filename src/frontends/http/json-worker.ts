@@ -35,7 +35,14 @@ const encoder = new TextEncoder();
 parentPort!.on('message', (job: ParseJob | PlainJob | EncodeJob) => {
   if ('encode' in job) {
     const { response, binaryOutputs, binaryDefault } = job.encode;
-    const encoded = encodeInfer(response, binaryOutputs, binaryDefault);
+    let encoded;
+    try {
+      encoded = encodeInfer(response, binaryOutputs, binaryDefault);
+    } catch (e) {
+      const error = isNereidError(e) ? { code: e.code, message: e.message } : { code: 'INTERNAL', message: (e as Error).message };
+      parentPort!.postMessage({ id: job.id, error });
+      return;
+    }
     // As bytes: a transferred buffer costs the event loop nothing, a multi-megabyte string a copy and an encode.
     const json = encoder.encode(encoded.json as string);
     // Each buffer once: two outputs may be views of one buffer.
