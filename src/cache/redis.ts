@@ -1,6 +1,6 @@
 import { createRequire } from 'node:module';
 import type { Redis as RedisClient, RedisOptions } from 'ioredis';
-import { invalidArg } from '../errors.js';
+import { NereidError, invalidArg } from '../errors.js';
 import type { Logger } from '../observability/logger.js';
 import type { Tensor } from '../tensor/tensor.js';
 import { packTensors, unpackTensors } from '../tensor/pack.js';
@@ -9,9 +9,10 @@ import type { ResponseCache } from './cache.js';
 /**
  * Triton's `redis` cache, on ioredis (loaded only when configured). Settings as Triton's redis_cache names them:
  * host and port (required), user (default "default"), password, db, connect_timeout, socket_timeout and
- * wait_timeout in milliseconds. Commands do not queue while Redis is away: a lookup that cannot be answered
- * within wait_timeout is a miss and an insert is dropped, so an outage costs hits, never requests. Values are
- * tensors packed as tensor/pack.ts writes them.
+ * wait_timeout in milliseconds. As Triton's, the cache connects (and logs in) when the server starts, and a
+ * failure there stops the server ("Failed to initialize RedisCache: <reason>"). Afterwards commands do not queue
+ * while Redis is away: a lookup that cannot be answered within wait_timeout is a miss and an insert is dropped,
+ * so an outage costs hits, never requests. Values are tensors packed as tensor/pack.ts writes them.
  */
 export class RedisResponseCache implements ResponseCache {
   private lastWarning = 0;
@@ -20,7 +21,7 @@ export class RedisResponseCache implements ResponseCache {
     client.on('error', (e: Error) => this.warn(`redis cache: ${e.message}`));
   }
 
-  static create(settings: Readonly<Record<string, string>>, logger: Logger): RedisResponseCache {
+  static async connect(settings: Readonly<Record<string, string>>, logger: Logger): Promise<RedisResponseCache> {
     const host = settings['host'];
     const port = Number(settings['port']);
     if (!host || !Number.isInteger(port) || port <= 0) throw invalidArg('--cache-config redis needs host=<host> and port=<port>');
@@ -40,11 +41,25 @@ export class RedisResponseCache implements ResponseCache {
       commandTimeout: ms('socket_timeout', 0) || undefined,
       enableOfflineQueue: false,
       maxRetriesPerRequest: 0,
-      lazyConnect: false,
+      lazyConnect: true,
       retryStrategy: () => 500,
     };
     const { Redis } = createRequire(import.meta.url)('ioredis') as typeof import('ioredis');
-    return new RedisResponseCache(new Redis(options), ms('wait_timeout', 1000), logger);
+    const client = new Redis(options);
+    // connect() rejects with "Connection is closed."; the reason (refused, WRONGPASS, …) comes as an error event.
+    let reason: string | undefined;
+    const onError = (e: Error): void => void (reason ??= e.message);
+    client.on('error', onError);
+    try {
+      await client.connect();
+      await client.ping();
+    } catch (e) {
+      client.disconnect();
+      throw new NereidError('INTERNAL', `Failed to initialize RedisCache: ${reason ?? (e as Error).message}`);
+    } finally {
+      client.off('error', onError);
+    }
+    return new RedisResponseCache(client, ms('wait_timeout', 1000), logger);
   }
 
   async get(key: string): Promise<readonly Tensor[] | undefined> {

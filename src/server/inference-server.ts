@@ -115,7 +115,6 @@ export class InferenceServer {
   /** Holds on readiness (see holdReadiness); the server is ready only when none is left. */
   private readinessHolds = 0;
 
-  private readonly cache: ResponseCache | undefined;
   /**
    * Registered shared-memory regions (Triton's system and CUDA shared-memory extensions). Registering needs
    * allowClientShm; requests name regions in their inputs' and outputs' sharedMemory.
@@ -133,6 +132,7 @@ export class InferenceServer {
   private constructor(
     private readonly options: ServerOptions, created: CreateOptions, Metrics: typeof ServerMetrics | undefined, traces: TraceManager,
     private readonly sequenceStore: SequenceStateStore | undefined,
+    private readonly cache: ResponseCache | undefined,
   ) {
     this.traces = traces;
     this.logger = created.logger ?? defaultLogger();
@@ -149,7 +149,6 @@ export class InferenceServer {
     this.sharedMemory = new SharedMemoryRegistry(options.allowClientShm ?? false, {
       maxRegions: options.shmMaxRegions, maxMappedBytes: options.shmMaxMappedBytes, reserved: ownSharedMemory,
     });
-    this.cache = responseCache(options.responseCache, this.logger.child('cache/redis.ts'));
     this.manager = new ModelManager(options.modelRepositories, {
       backends: created.backends ?? defaultBackends(),
       strictModelConfig: options.strictModelConfig ?? false,
@@ -212,10 +211,14 @@ export class InferenceServer {
     const store = created.sequenceStore ? { load: created.sequenceStore.load.bind(created.sequenceStore), commit: created.sequenceStore.commit.bind(created.sequenceStore), close: async () => undefined }
       : options.sequenceStateStore ? await RedisSequenceStore.connect(options.sequenceStateStore) : undefined;
     let server: InferenceServer;
+    let cache: ResponseCache | undefined;
     try {
-      server = new InferenceServer(options, { ...created, logger }, Metrics, traces, store);
+      cache = await responseCache(options.responseCache, logger.child('cache/redis.ts'));
+      server = new InferenceServer(options, { ...created, logger }, Metrics, traces, store, cache);
     } catch (e) {
+      await cache?.close?.();
       await store?.close();
+      await traces.close();
       throw e;
     }
     const mode = options.modelControlMode ?? 'none';
@@ -621,11 +624,11 @@ export class InferenceServer {
 
 
 /** The response cache --cache-config asks for: Triton's `local` (a byte budget, LRU) or `redis`. */
-function responseCache(c: ServerOptions['responseCache'], logger: Logger): ResponseCache | undefined {
+async function responseCache(c: ServerOptions['responseCache'], logger: Logger): Promise<ResponseCache | undefined> {
   if (!c) return undefined;
   const names = Object.keys(c);
   if (names.length > 1) throw invalidArg(`one response cache at a time: --cache-config names ${names.join(' and ')}`);
-  if (c['redis']) return RedisResponseCache.create(c['redis'], logger);
+  if (c['redis']) return RedisResponseCache.connect(c['redis'], logger);
   const other = names.find((n) => n !== 'local');
   if (other !== undefined) throw new NereidError('UNSUPPORTED', `response cache '${other}' is not available: Nereid has the 'local' and 'redis' caches`);
   const size = Number(c['local']?.['size']);

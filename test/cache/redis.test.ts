@@ -5,7 +5,8 @@ import { appendFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { EXAMPLES } from '../helpers/paths.js';
+import { EXAMPLES, ROOT } from '../helpers/paths.js';
+import { startServeCommand } from '../helpers/serve-process.js';
 import { startTestServer, tempRepository, type TestServer } from '../helpers/server.js';
 import { postJson, request } from '../helpers/http.js';
 
@@ -24,10 +25,10 @@ async function freePort(): Promise<number> {
   });
 }
 
-async function startRedis(port: number): Promise<ChildProcess> {
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+async function startRedis(port: number, extra: string[] = []): Promise<ChildProcess> {
+  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...extra], { stdio: 'ignore' });
   for (let i = 0; i < 100; i++) {
-    if (spawnSync('redis-cli', ['-p', String(port), 'ping'], { encoding: 'utf8' }).stdout?.includes('PONG')) return child;
+    if (spawnSync('redis-cli', ['-p', String(port), 'ping'], { encoding: 'utf8' }).stdout.match(/PONG|NOAUTH/)) return child;
     await sleep(50);
   }
   child.kill();
@@ -84,4 +85,40 @@ test('redis cache: an outage costs hits, never requests; hits come back with Red
     await sleep(50);
   }
   assert.ok(hits > hitsBefore, 'hits again after Redis came back');
+});
+
+/** `nereid serve` with the redis cache: its exit code and output, or the process once it serves. */
+async function serveWithCache(settings: string[]): Promise<{ code: number | null; output: string }> {
+  const args = [join(ROOT, 'bin', 'nereid.js'), 'serve', `--model-repository=${EXAMPLES}`, '--model-control-mode=explicit',
+    '--http-port=0', '--http-address=127.0.0.1', '--allow-grpc=false', '--allow-metrics=false', ...settings.map((c) => `--cache-config=redis,${c}`)];
+  try {
+    const p = await startServeCommand(process.execPath, args);
+    const output = p.output();
+    return { code: await p.stop(), output: `${output}[served]` };
+  } catch (e) {
+    return { code: 1, output: (e as Error).message };
+  }
+}
+
+test('redis cache: an unreachable Redis at start-up stops the server with Triton\'s message', { skip }, async () => {
+  const r = await serveWithCache(['host=127.0.0.1', `port=${await freePort()}`]);
+  assert.doesNotMatch(r.output, /\[served\]/);
+  assert.match(r.output, /exited with 1/);
+  assert.match(r.output, /Failed to initialize RedisCache: connect ECONNREFUSED/);
+});
+
+test('redis cache: a failed login at start-up stops the server; the right password serves', { skip }, async () => {
+  const authPort = await freePort();
+  const secured = await startRedis(authPort, ['--requirepass', 'sesame']);
+  try {
+    const wrong = await serveWithCache(['host=127.0.0.1', `port=${authPort}`, 'password=wrong']);
+    assert.doesNotMatch(wrong.output, /\[served\]/);
+    assert.match(wrong.output, /Failed to initialize RedisCache: WRONGPASS/);
+    const none = await serveWithCache(['host=127.0.0.1', `port=${authPort}`]);
+    assert.match(none.output, /Failed to initialize RedisCache: (NOAUTH|WRONGPASS)/);
+    const right = await serveWithCache(['host=127.0.0.1', `port=${authPort}`, 'password=sesame']);
+    assert.match(right.output, /\[served\]/);
+  } finally {
+    secured.kill();
+  }
 });
