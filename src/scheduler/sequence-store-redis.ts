@@ -12,7 +12,29 @@ redis.call('HSET', KEYS[1], 'step', ARGV[2], 'blob', ARGV[3])
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
 return 1`;
 
-type CommitClient = RedisClient & { nereidSequenceCommit(key: string, expected: string, next: string, blob: Buffer, ttl: string): Promise<number> };
+// A step's arrival restarts its sequence's idle time, as in Triton, where the idle timer counts from the
+// sequence's latest request: the read also moves the key's expiry to a full idle time from now.
+const LOAD = `
+local v = redis.call('HMGET', KEYS[1], 'step', 'blob')
+if v[1] then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
+return v`;
+
+type CommitClient = RedisClient & {
+  nereidSequenceCommit(key: string, expected: string, next: string, blob: Buffer, ttl: string): Promise<number>;
+  nereidSequenceLoadBuffer(key: string, ttl: string): Promise<[Buffer | null, Buffer | null]>;
+};
+
+/** The longest a step waits for the store, whatever the sequence's idle time. */
+const MAX_WAIT_MS = 5000;
+
+/**
+ * How long a step waits for the store: a quarter of its sequence's idle time (at most 5 s), so that a step
+ * refused because the store did not answer is refused while its sequence is still alive, and sending it again
+ * (as the refusal says) continues the sequence rather than finding it expired.
+ */
+export function storeWaitMs(ttlMs: number): number {
+  return Math.min(MAX_WAIT_MS, Math.max(1, Math.floor(ttlMs / 4)));
+}
 
 /**
  * --sequence-state-store redis://host:port[/db]: sequences in Redis, one hash per sequence under
@@ -22,17 +44,19 @@ type CommitClient = RedisClient & { nereidSequenceCommit(key: string, expected: 
 export class RedisSequenceStore implements SequenceStateStore {
   private constructor(private readonly client: CommitClient) {}
 
-  static async connect(url: string, timeoutMs = 5000): Promise<RedisSequenceStore> {
+  static async connect(url: string, timeoutMs = MAX_WAIT_MS): Promise<RedisSequenceStore> {
     const { host, port, db, username, password } = parseRedisUrl(url);
     const { Redis } = createRequire(import.meta.url)('ioredis') as typeof import('ioredis');
     const client = new Redis({
       host, port, db, ...(username ? { username } : {}), ...(password ? { password } : {}),
-      connectTimeout: timeoutMs, commandTimeout: timeoutMs, maxRetriesPerRequest: 1, lazyConnect: true,
+      // Each step bounds its own wait (storeWaitMs); the client's timeout only ends a command nobody waits for.
+      connectTimeout: timeoutMs, commandTimeout: MAX_WAIT_MS, maxRetriesPerRequest: 1, lazyConnect: true,
       // The loads and commits of one batch go out in one write.
       enableAutoPipelining: true,
       retryStrategy: () => 200,
     });
     client.defineCommand('nereidSequenceCommit', { numberOfKeys: 1, lua: COMMIT });
+    client.defineCommand('nereidSequenceLoad', { numberOfKeys: 1, lua: LOAD });
     // Errors reach the steps that fail on them; an 'error' listener keeps a lost connection from ending the process.
     client.on('error', () => undefined);
     try {
@@ -45,20 +69,31 @@ export class RedisSequenceStore implements SequenceStateStore {
     return new RedisSequenceStore(client as CommitClient);
   }
 
-  async load(key: string): Promise<StoredSequence | undefined> {
-    const [step, blob] = await this.client.hmgetBuffer(key, 'step', 'blob');
+  async load(key: string, ttlMs: number): Promise<StoredSequence | undefined> {
+    const [step, blob] = await within(this.client.nereidSequenceLoadBuffer(key, ttl(ttlMs)), storeWaitMs(ttlMs));
     if (!step || !blob) return undefined;
     return decodeSequence(Number(step.toString()), blob);
   }
 
   async commit(key: string, expected: number, next: StoredSequence, ttlMs: number): Promise<boolean> {
-    const done = await this.client.nereidSequenceCommit(key, String(expected), String(next.step), encodeSequence(next), String(Math.max(1, Math.ceil(ttlMs))));
+    const done = await within(this.client.nereidSequenceCommit(key, String(expected), String(next.step), encodeSequence(next), ttl(ttlMs)), storeWaitMs(ttlMs));
     return done === 1;
   }
 
   async close(): Promise<void> {
     this.client.disconnect();
   }
+}
+
+const ttl = (ms: number): string => String(Math.max(1, Math.ceil(ms)));
+
+/** `p`, or a rejection once `ms` have passed without its answer. */
+function within<T>(p: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([p, late]).finally(() => clearTimeout(timer));
 }
 
 export function parseRedisUrl(url: string): { host: string; port: number; db: number; username?: string; password?: string } {

@@ -22,10 +22,12 @@ export interface StoredSequence {
 /**
  * Where sequences live between steps. `commit` writes `next` only when the stored step is still `expected`
  * (0: no record) and answers false when another request advanced the sequence first: two replicas never both
- * apply a step. A record expires `ttlMs` after its last commit (the model's max_sequence_idle_microseconds).
+ * apply a step. A record expires `ttlMs` (the model's max_sequence_idle_microseconds) after the latest step
+ * that loaded or committed it. A store that cannot answer well inside `ttlMs` rejects, so that the step can be
+ * sent again while its sequence is alive.
  */
 export interface SequenceStateStore {
-  load(key: string): Promise<StoredSequence | undefined>;
+  load(key: string, ttlMs: number): Promise<StoredSequence | undefined>;
   commit(key: string, expected: number, next: StoredSequence, ttlMs: number): Promise<boolean>;
   close(): Promise<void>;
 }

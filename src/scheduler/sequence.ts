@@ -473,7 +473,7 @@ export class SequenceBatcher implements Scheduler {
    */
   private async loadShared(jobs: readonly { seq: Sequence; job: Job }[]): Promise<{ seq: Sequence; job: Job; held: HeldStep }[]> {
     const { store, keyPrefix } = this.shared!;
-    const loaded = await Promise.all(jobs.map(({ seq }) => store.load(keyPrefix + seq.key).then((r) => r, (e: Error) => e)));
+    const loaded = await Promise.all(jobs.map(({ seq }) => store.load(keyPrefix + seq.key, Math.max(1000, this.idleMs)).then((r) => r, (e: Error) => e)));
     const run: { seq: Sequence; job: Job; held: HeldStep }[] = [];
     jobs.forEach(({ seq, job }, i) => {
       const rec = loaded[i];
@@ -546,7 +546,7 @@ export class SequenceBatcher implements Scheduler {
     };
     try {
       if (await store.commit(key, held.expected, next, Math.max(1000, this.idleMs))) return job.sender.send(answer.visible, true, answer.params);
-      const now = await store.load(key);
+      const now = await store.load(key, Math.max(1000, this.idleMs));
       if (now && job.id && now.lastId === job.id && now.lastDigest === held.digest) return job.sender.send(now.reply, true);
       job.sender.fail(unavailable(`sequence ${String(seq.id)} of model '${this.name}' was advanced by another request while this one ran; this step was not applied: send it again`));
     } catch (e) {
