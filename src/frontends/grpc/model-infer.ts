@@ -81,6 +81,7 @@ function tracedInfer(server: InferenceServer, call: ServerCall, request: Inferen
   server.infer(request, msg.resolved).then(
     (res) => {
       try {
+        trace.stamp('INFER_RESPONSE_COMPLETE', process.hrtime.bigint());
         trace.stamp('GRPC_SEND_START', process.hrtime.bigint());
         call.respond(inferResponseFrame(res));
         trace.stamp('GRPC_SEND_END', process.hrtime.bigint());

@@ -148,14 +148,21 @@ class InferStream {
         this.fail(e, msg, true);
         return;
       }
+      request.trace?.stamp('INFER_RESPONSE_COMPLETE', process.hrtime.bigint());
       this.reply(msg, res);
       return;
     }
     const stream = server.inferStream(request, resolved);
     const refused = stream.refused;
     let finalSent = false;
+    let first = true;
     try {
       for await (const res of stream) {
+        // Triton stamps a streamed request's first response only.
+        if (first) {
+          first = false;
+          request.trace?.stamp('INFER_RESPONSE_COMPLETE', process.hrtime.bigint());
+        }
         finalSent = stream.drained;
         this.call.write(inferResponseFrame(res, finalSent ? FINAL : NOT_FINAL, true));
       }

@@ -48,6 +48,7 @@ export async function handleGenerate(server: InferenceServer, model: string, ver
     throw invalidArg(`generate expects exactly one response from model '${model}', which sent more; use generate_stream`);
   }
   const text = generateJson(first.value);
+  if (trace !== null) trace.stamp('INFER_RESPONSE_COMPLETE', process.hrtime.bigint());
   res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) });
   res.end(text);
 }

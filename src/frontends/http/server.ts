@@ -341,7 +341,11 @@ function answerInfer(
 
 function sendEncoded(req: RequestInfo, res: Answer, header: string | Uint8Array, blobs: readonly Uint8Array[], trace: RootTrace | null): Promise<void> | undefined {
   const answer = negotiate(req.headers['accept-encoding'] as string | undefined);
-  if (trace !== null) trace.stamp('HTTP_SEND_START', process.hrtime.bigint());
+  if (trace !== null) {
+    // As Triton's: the response is complete once it is written out (here, encoded), then it is sent.
+    trace.stamp('INFER_RESPONSE_COMPLETE', process.hrtime.bigint());
+    trace.stamp('HTTP_SEND_START', process.hrtime.bigint());
+  }
   if (answer !== 'identity') return sendCompressed(res, header, blobs, answer);
   sendInfer(res, header, blobs);
   return undefined;

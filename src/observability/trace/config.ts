@@ -77,7 +77,27 @@ export function parseTraceConfig(entries: readonly string[], env: NodeJS.Process
     }
   }
   if (batch > queue) throw invalidArg(`--trace-config opentelemetry,bsp_max_export_batch_size (${batch}) must not exceed bsp_max_queue_size (${queue})`);
+  if (mode === 'opentelemetry') otlpEndpoint(url);
   return { level, rate, count, logFrequency, file, mode, otel: { url, resources, bspMaxQueueSize: queue, bspScheduleDelayMs: delay, bspMaxExportBatchSize: batch, stageSpans } };
+}
+
+/**
+ * The endpoint an `opentelemetry,url` value names. Triton documents it without a scheme
+ * (localhost:4318/v1/traces), which its exporter's HTTP client reads as http; a value without `://` is taken
+ * so here too. Anything that is then not an http or https URL with a host is refused, naming the flag.
+ */
+export function otlpEndpoint(url: string): string {
+  const full = url.includes('://') ? url : `http://${url}`;
+  let u: URL | undefined;
+  try {
+    u = new URL(full);
+  } catch {
+    u = undefined;
+  }
+  if (u === undefined || (u.protocol !== 'http:' && u.protocol !== 'https:') || u.hostname === '') {
+    throw invalidArg(`--trace-config opentelemetry,url=${url}: not an OTLP/HTTP endpoint; expected [http://|https://]<host>[:<port>]/<path>, e.g. localhost:4318/v1/traces`);
+  }
+  return full;
 }
 
 /** The level words tritonserver takes (any case): OFF / false add nothing; TIMESTAMPS and its aliases; TENSORS. */

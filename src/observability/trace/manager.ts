@@ -48,7 +48,7 @@ export class TraceManager implements TraceOwner {
     let otel: OtelRuntime | null = null;
     if (config.mode === 'opentelemetry') {
       const { OtelRuntime: Runtime } = await import('./otel-trace.js');
-      otel = new Runtime(config.otel, { nextId: () => manager!.nextId(), finished: (s, r) => manager!.finished(s, r) });
+      otel = new Runtime(config.otel, { nextId: () => manager!.nextId(), finished: (s, r) => manager!.finished(s, r) }, (m) => logger.warn(m));
     }
     manager = new TraceManager(config, otel, logger);
     return manager;

@@ -1,9 +1,10 @@
 import { ROOT_CONTEXT, SpanKind, createTraceState, trace, type Context, type HrTime, type Span, type Tracer } from '@opentelemetry/api';
-import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { BasicTracerProvider, BatchSpanProcessor, type ReadableSpan, type SpanExporter } from '@opentelemetry/sdk-trace-base';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-proto';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import type { RootTrace, RequestTrace } from '../../inference/trace.js';
-import type { OtelOptions } from './config.js';
+import { invalidArg } from '../../errors.js';
+import { otlpEndpoint, type OtelOptions } from './config.js';
 import type { TraceSetting } from './settings.js';
 import type { TraceOwner } from './triton-trace.js';
 import { formatTraceparent, type ParentContext } from './traceparent.js';
@@ -22,10 +23,17 @@ export class OtelRuntime {
   /** hrtime nanoseconds → Unix epoch nanoseconds. */
   private readonly offsetNs: bigint;
 
-  constructor(readonly options: OtelOptions, readonly owner: TraceOwner) {
+  constructor(readonly options: OtelOptions, readonly owner: TraceOwner, warn: (message: string) => void) {
     const attributes: Record<string, string> = { 'service.name': 'triton-inference-server' };
     for (const [k, v] of options.resources) attributes[k] = v;
-    const exporter = new OTLPTraceExporter({ url: options.url });
+    const url = otlpEndpoint(options.url);
+    let otlp: OTLPTraceExporter;
+    try {
+      otlp = new OTLPTraceExporter({ url });
+    } catch (e) {
+      throw invalidArg(`--trace-config opentelemetry,url=${options.url}: ${(e as Error).message}`);
+    }
+    const exporter = new ReportingExporter(otlp, url, warn);
     this.provider = new BasicTracerProvider({
       resource: resourceFromAttributes(attributes),
       spanProcessors: [new BatchSpanProcessor(exporter, {
@@ -62,6 +70,46 @@ export class OtelRuntime {
   async shutdown(): Promise<void> {
     await this.provider.forceFlush().catch(() => undefined);
     await this.provider.shutdown().catch(() => undefined);
+  }
+}
+
+/** At most one failed-export warning per this many ms: a collector that is down must not flood the log. */
+const EXPORT_WARNING_INTERVAL_MS = 10_000;
+
+/**
+ * The OTLP exporter, with its failures logged (the SDK reports them only to a diagnostic logger nobody
+ * installed): the first at once, then at most one line per interval, counting the failures in between.
+ */
+class ReportingExporter implements SpanExporter {
+  private lastWarningMs = -Infinity;
+  private unreported = 0;
+
+  constructor(private readonly inner: SpanExporter, private readonly url: string, private readonly warn: (message: string) => void) {}
+
+  export(spans: ReadableSpan[], done: Parameters<SpanExporter['export']>[1]): void {
+    this.inner.export(spans, (result) => {
+      // 0 is ExportResultCode.SUCCESS.
+      if (result.code !== 0) this.failed(spans.length, result.error);
+      done(result);
+    });
+  }
+
+  shutdown(): Promise<void> {
+    return this.inner.shutdown();
+  }
+
+  forceFlush(): Promise<void> {
+    return this.inner.forceFlush?.() ?? Promise.resolve();
+  }
+
+  private failed(spans: number, error: Error | undefined): void {
+    this.unreported++;
+    const now = Date.now();
+    if (now - this.lastWarningMs < EXPORT_WARNING_INTERVAL_MS) return;
+    const earlier = this.unreported > 1 ? ` (${this.unreported - 1} more failed exports since the last report)` : '';
+    this.warn(`OpenTelemetry trace export to ${this.url} failed, ${spans} spans dropped: ${error?.message ?? 'unknown error'}${earlier}`);
+    this.lastWarningMs = now;
+    this.unreported = 0;
   }
 }
 

@@ -102,7 +102,7 @@ test('a client’s traceparent continues through Triton’s spans: InferRequest,
   assert.equal(root.kind, 2, 'SERVER');
   assert.equal(model.parentSpanId, root.spanId);
   assert.equal(compute.parentSpanId, model.spanId);
-  assert.deepEqual(eventNames(root), ['HTTP_RECV_START', 'HTTP_RECV_END', 'HTTP_SEND_START', 'HTTP_SEND_END']);
+  assert.deepEqual(eventNames(root), ['HTTP_RECV_START', 'HTTP_RECV_END', 'INFER_RESPONSE_COMPLETE', 'HTTP_SEND_START', 'HTTP_SEND_END']);
   assert.deepEqual(eventNames(model), ['REQUEST_START', 'QUEUE_START', 'REQUEST_END']);
   assert.deepEqual(eventNames(compute), ['COMPUTE_START', 'COMPUTE_INPUT_END', 'COMPUTE_OUTPUT_START', 'COMPUTE_END']);
   assert.deepEqual({ ...model.attributes, 'triton.trace_id': typeof model.attributes['triton.trace_id'] }, {
@@ -163,7 +163,7 @@ test('gRPC: traceparent metadata continues the client’s trace; the root span h
   const spans = await spansOf(c.traceId, ['InferRequest', 'simple']);
   const root = one(spans, 'InferRequest');
   assert.equal(root.parentSpanId, c.spanId);
-  assert.deepEqual(eventNames(root), ['GRPC_WAITREAD_START', 'GRPC_WAITREAD_END', 'GRPC_SEND_START', 'GRPC_SEND_END']);
+  assert.deepEqual(eventNames(root), ['GRPC_WAITREAD_START', 'GRPC_WAITREAD_END', 'INFER_RESPONSE_COMPLETE', 'GRPC_SEND_START', 'GRPC_SEND_END']);
   assert.equal(one(spans, 'simple').attributes['triton.request_id'], 'grpc-1');
 });
 
@@ -185,6 +185,7 @@ test('gRPC ModelStreamInfer: a streamed request with traceparent metadata is tra
   call.end();
   const spans = await spansOf(c.traceId, ['InferRequest', 'simple', 'compute']);
   assert.equal(one(spans, 'InferRequest').parentSpanId, c.spanId);
+  assert.deepEqual(eventNames(one(spans, 'InferRequest')), ['GRPC_WAITREAD_START', 'GRPC_WAITREAD_END', 'INFER_RESPONSE_COMPLETE']);
   assert.equal(one(spans, 'simple').attributes['triton.request_id'], 'stream-1');
 });
 

@@ -57,7 +57,7 @@ function byId(records: Record_[]): Map<number, { header: Record_ | undefined; st
   return out;
 }
 
-const HTTP_ORDER = ['HTTP_RECV_START', 'HTTP_RECV_END', 'REQUEST_START', 'QUEUE_START', 'COMPUTE_START', 'COMPUTE_INPUT_END', 'COMPUTE_OUTPUT_START', 'COMPUTE_END', 'REQUEST_END', 'HTTP_SEND_START', 'HTTP_SEND_END'];
+const HTTP_ORDER = ['HTTP_RECV_START', 'HTTP_RECV_END', 'REQUEST_START', 'QUEUE_START', 'COMPUTE_START', 'COMPUTE_INPUT_END', 'COMPUTE_OUTPUT_START', 'COMPUTE_END', 'REQUEST_END', 'INFER_RESPONSE_COMPLETE', 'HTTP_SEND_START', 'HTTP_SEND_END'];
 
 test('Triton mode: each traced request is Triton’s records (header, one object per timestamp), written to numbered files every log-frequency traces', async () => {
   await withServer(['level=TIMESTAMPS', 'rate=1', 'triton,file=$DIR/trace.json', 'triton,log-frequency=2'], async (s, dir) => {
@@ -123,7 +123,7 @@ test('generate requests are traced as infer requests are', async () => {
     await s.close();
     const [t] = [...byId(await readTraces(join(dir, 'trace.json'))).values()];
     assert.equal(t!.header!.model_name, 'simple');
-    for (const name of ['HTTP_RECV_START', 'HTTP_RECV_END', 'REQUEST_START', 'COMPUTE_END', 'REQUEST_END', 'HTTP_SEND_END']) assert.ok(t!.stamps.has(name), name);
+    for (const name of ['HTTP_RECV_START', 'HTTP_RECV_END', 'REQUEST_START', 'COMPUTE_END', 'REQUEST_END', 'INFER_RESPONSE_COMPLETE', 'HTTP_SEND_END']) assert.ok(t!.stamps.has(name), name);
   });
 });
 
