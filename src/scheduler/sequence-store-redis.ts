@@ -58,13 +58,15 @@ export class RedisSequenceStore implements SequenceStateStore {
     client.defineCommand('nereidSequenceCommit', { numberOfKeys: 1, lua: COMMIT });
     client.defineCommand('nereidSequenceLoad', { numberOfKeys: 1, lua: LOAD });
     // Errors reach the steps that fail on them; an 'error' listener keeps a lost connection from ending the process.
-    client.on('error', () => undefined);
+    // At start-up it also keeps the reason (refused, WRONGPASS, …): connect() only says "Connection is closed.".
+    let reason: string | undefined;
+    client.on('error', (e: Error) => void (reason ??= e.message));
     try {
       await client.connect();
       await client.ping();
     } catch (e) {
       client.disconnect();
-      throw invalidArg(`--sequence-state-store ${redact(url)}: cannot reach Redis: ${(e as Error).message}`);
+      throw invalidArg(`--sequence-state-store ${redact(url)}: cannot reach Redis: ${reason ?? (e as Error).message}`);
     }
     return new RedisSequenceStore(client as CommitClient);
   }

@@ -110,3 +110,11 @@ test('a store that stalls: the step is refused while its sequence is alive, and 
   assert.equal(await step(7, 6, { id: '7b' }), 11);
   assert.equal(await step(7, 1, { end: true, id: '7c' }), 12);
 });
+
+test('a store that cannot be reached at start-up: the server does not start, and the message says why', { skip }, async () => {
+  const closed = await freePort();
+  await assert.rejects(
+    InferenceServer.create({ modelRepositories: [EXAMPLES], modelControlMode: 'explicit', sequenceStateStore: `redis://127.0.0.1:${closed}` }, { logger: quiet }),
+    new RegExp(`^NereidError: --sequence-state-store redis://127\\.0\\.0\\.1:${closed}: cannot reach Redis: connect ECONNREFUSED`),
+  );
+});
