@@ -105,8 +105,9 @@ test('a request with a timeout waits for a free instance, never in a busy one, a
   const ended: string[] = [];
   const s = new DirectScheduler([a], () => undefined);
   s.enqueue(timedJob('hung', undefined, ended));
-  // The instance is busy: the timed request waits here, and the untimed one after it keeps its place.
-  s.enqueue(timedJob('timed', 20_000, ended));
+  // The instance is busy: the timed request waits here, and the untimed one after it keeps its place. Its
+  // timeout (0.5 s) outlasts the turn below on a busy machine, so the count of waiting requests is still 2.
+  s.enqueue(timedJob('timed', 500_000, ended));
   s.enqueue(timedJob('untimed', undefined, ended));
   await turn();
   assert.deepEqual(log, ['a:hung'], 'nothing was handed to the busy instance');
