@@ -4,6 +4,7 @@ import type { BackendInstance, ExecutionTimes } from '../backends/backend.js';
 import { DeadlineHeap } from './deadline-heap.js';
 import { RingQueue } from './queue.js';
 import { logPrefix, stoppedScheduler, type ExecutionListener, type FailureReason, type Job, type Scheduler } from './scheduler.js';
+import { schedulerHold } from './test-hooks.js';
 
 /** Where an entry is: waiting in its level's queue, moved to its level's delayed queue, or gone. */
 const QUEUED = 0;
@@ -153,6 +154,8 @@ export class DynamicBatcher implements Scheduler {
   private deadlineTimerAt = Infinity;
   /** preserve_ordering: every dispatched request not yet answered, in dispatch order. */
   private readonly order: RingQueue<Slot> | undefined;
+  /** Test hook TRITONSERVER_DELAY_SCHEDULER (see test-hooks.ts): no batch until this many wait; 0 once reached. */
+  private hold = schedulerHold()?.queued ?? 0;
 
   constructor(
     config: ModelConfig,
@@ -294,6 +297,10 @@ export class DynamicBatcher implements Scheduler {
   };
 
   private dispatch(): void {
+    if (this.hold > 0) {
+      if (this.queued < this.hold && !this.stopped) return;
+      this.hold = 0;
+    }
     while (this.idle.length > 0 && this.queued > 0) {
       const now = performance.now();
       this.scan(now);

@@ -10,6 +10,7 @@ import { stepDigest, type SequenceStateStore, type StoredSequence } from './sequ
 import { batchShapeRule, sameBatchShapes, type BatchShapeRule } from './equal-shapes.js';
 import { AnswerOrder } from './answer-order.js';
 import type { Logger } from '../observability/logger.js';
+import { schedulerHold, type SchedulerHold } from './test-hooks.js';
 
 /** --sequence-state-store for one model version: the store and the prefix of its sequences' keys. */
 export interface SharedSequences {
@@ -111,6 +112,8 @@ export class SequenceBatcher implements Scheduler {
   private drained: (() => void) | undefined;
   /** Decoupled models keep their sequences in the process: a stream's replies cannot be replayed as one. */
   private readonly shared: SharedSequences | undefined;
+  /** Test hooks TRITONSERVER_DELAY_SCHEDULER / _BACKLOG_ (see test-hooks.ts): nothing runs while set. */
+  private hold: SchedulerHold | undefined = schedulerHold();
 
   constructor(
     private readonly name: string,
@@ -189,7 +192,8 @@ export class SequenceBatcher implements Scheduler {
     seq.lastUsedMs = Date.now();
     this.queued++;
     if (seq.lane) this.pump(seq.lane);
-    else if (this.oldest) this.pumpAll();
+    // A held batcher also counts its backlog (see holding()).
+    else if (this.oldest || this.hold) this.pumpAll();
   }
 
   waiting(): number {
@@ -202,6 +206,10 @@ export class SequenceBatcher implements Scheduler {
 
   drain(): Promise<void> {
     this.stopped = true;
+    if (this.hold) {
+      this.hold = undefined;
+      this.pumpAll();
+    }
     // Batches waiting out a queue delay go now: nothing more is coming.
     for (const lane of this.lanes) {
       if (!lane.delayTimer) continue;
@@ -270,6 +278,7 @@ export class SequenceBatcher implements Scheduler {
   /** Runs one request of each ready sequence of the lane, as one batch, if the lane's instance is free. */
   private pump(lane: Lane): void {
     if (lane.busy || lane.deferred) return;
+    if (this.hold && this.holding()) return;
     // Requests read in this turn of the loop join one batch; an inline instance would otherwise run each the
     // moment it arrives and never batch.
     if (lane.instance.synchronous) {
@@ -281,6 +290,23 @@ export class SequenceBatcher implements Scheduler {
       return;
     }
     this.startBatch(lane);
+  }
+
+  /**
+   * Test hook: true while requests still collect. Once enough wait in placed sequences and in the backlog, the
+   * hold ends for good and every lane is pumped (this one included), so the caller has nothing left to do.
+   */
+  private holding(): boolean {
+    let placed = 0;
+    let backlog = 0;
+    for (const seq of this.sequences.values()) {
+      if (seq.lane) placed += seq.pending.length;
+      else backlog += seq.pending.length;
+    }
+    if (placed < this.hold!.queued || backlog < this.hold!.backlog) return true;
+    this.hold = undefined;
+    this.pumpAll();
+    return true;
   }
 
   private startBatch(lane: Lane): void {
