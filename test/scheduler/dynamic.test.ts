@@ -156,6 +156,32 @@ test('max_queue_delay_microseconds: a batch below every preferred size goes once
   }
 });
 
+test('max_queue_delay_microseconds: and not much longer: a lone request goes after about the delay, not several times it', async () => {
+  // An upper bound that holds on a busy machine: a 500 ms delay must be over well before 5 s (a delay taken
+  // ten times too long); the margin is 2 s on top of what a batch that need not wait takes in the same run.
+  const repo = await tempRepository([{ from: join(FIXTURES, 'js', 'batch_js') }]);
+  const p = join(repo.dir, 'batch_js', 'config.pbtxt');
+  await writeFile(p, (await readFile(p, 'utf8')).replace('max_queue_delay_microseconds: 5000000', 'max_queue_delay_microseconds: 500000'));
+  const s = await startTestServer({ modelRepositories: [repo.dir] });
+  const infer = (v: number) => postJson(`${s.url}/v2/models/batch_js/infer`, { inputs: [{ name: 'IN', shape: [1, 1], datatype: 'INT32', data: [v] }] });
+  const batchOf = (r: Reply) => r.json().outputs.find((o: any) => o.name === 'BATCH').data[0];
+  try {
+    let t0 = performance.now();
+    const full = await Promise.all([infer(1), infer(2), infer(3)]); // the preferred size: no wait
+    const baseline = performance.now() - t0;
+    assert.deepEqual(full.map(batchOf), [3, 3, 3]);
+    t0 = performance.now();
+    const lone = await infer(4);
+    const waited = performance.now() - t0;
+    assert.equal(batchOf(lone), 1);
+    assert.ok(waited >= 450, `answered after ${waited.toFixed(0)} ms, before the 500 ms queue delay`);
+    assert.ok(waited <= baseline + 2500, `answered after ${waited.toFixed(0)} ms: far longer than the 500 ms queue delay (a full batch took ${baseline.toFixed(0)} ms)`);
+  } finally {
+    await s.close();
+    await repo.remove();
+  }
+});
+
 test('priority levels: a higher level overtakes the default one; 0 and numbers past the last level are the default level', async () => {
   const m = await slowServer('dynamic_batching { priority_levels: 3 default_priority_level: 2 }', { mbs: 1 });
   try {
