@@ -53,6 +53,40 @@ test('--rate-limit=execution_count makes instances that need the same resource t
   assert.ok((await overlaps({ rateLimit: 'execution_count', rateLimitResources: [{ name: 'R', count: 2, device: undefined }] })) >= 3, 'two units: executions overlap');
 });
 
+/**
+ * The most executions of one three-instance model that ran at the same time, for three requests sent together,
+ * each instance needing `need` units of R and --rate-limit-resource=R:`units`. Executions last 400 ms, so two
+ * started together overlap however busy the machine is.
+ */
+async function mostAtOnce(need: number, units: number): Promise<number> {
+  const repo = await tempRepository([{ from: join(FIXTURES, 'js', 'interval'), name: 'int_c' }]);
+  const p = join(repo.dir, 'int_c', 'config.pbtxt');
+  await writeFile(p, `${(await readFile(p, 'utf8')).replace('"interval"', '"int_c"')
+    .replace(/instance_group \[[^\]]*\]/, `instance_group [ { count: 3 kind: KIND_CPU rate_limiter { resources [ { name: "R" count: ${need} } ] } } ]`)}
+parameters { key: "DELAY_MS" value { string_value: "400" } }\n`);
+  const s = await startTestServer({ modelRepositories: [repo.dir], rateLimit: 'execution_count', rateLimitResources: [{ name: 'R', count: units, device: undefined }] });
+  try {
+    const data = new Uint8Array(new Float32Array([1]).buffer);
+    const spans = await Promise.all([0, 1, 2].map(async () => {
+      const r = await s.server.infer({ model: 'int_c', inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [1, 1], data }] });
+      const d = r.outputs[0]!.data as Uint8Array;
+      const v = new Float64Array(d.slice().buffer, 0, 2);
+      return [v[0]!, v[1]!] as const;
+    }));
+    // At each start, how many executions were running.
+    return Math.max(...spans.map(([start]) => spans.filter(([a, b]) => a <= start && start < b).length));
+  } finally {
+    await s.close();
+    await repo.remove();
+  }
+}
+
+test('resource counts above 1: units available and units an instance needs are both counted, not just whether any is free', async () => {
+  assert.equal(await mostAtOnce(1, 2), 2, 'R:2, one unit each: two run at once, the third waits');
+  assert.equal(await mostAtOnce(2, 3), 1, 'R:3, two units each: one at a time');
+  assert.equal(await mostAtOnce(2, 4), 2, 'R:4, two units each: two at once, the third waits');
+});
+
 test('the flags reach the server options', () => {
   const o = parseServeFlags(['--model-repository=/m', '--rate-limit=EXECUTION_COUNT', '--rate-limit-resource=R:2', '--rate-limit-resource=S:1:0']);
   assert.equal(o.server.rateLimit, 'execution_count');
