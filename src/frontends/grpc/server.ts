@@ -15,6 +15,7 @@ import { RPCS, type RpcContext } from './rpcs.js';
 import { toServiceError } from './status.js';
 import { handleStreamInfer, type StreamContext } from './stream.js';
 import { listen, type Method } from './transport.js';
+import { grpcTestHooks } from './test-hooks.js';
 
 export interface GrpcFrontend {
   readonly port: number;
@@ -42,14 +43,15 @@ export async function startGrpcFrontend(server: InferenceServer, options: GrpcOp
   const streamType = protos.type('inference.ModelStreamInferResponse');
   const decode = boundedInferDeserializer(inference['ModelInfer']!.requestDeserialize, server) as (b: Buffer) => ModelInferRequestMsg;
   const inferCtx: InferContext = { server, decode, forwarded: (call) => forwarded(call), controllers: new AbortControllers() };
-  const streamCtx: StreamContext = { ...inferCtx, logger, frame: (r) => encodeFramed(streamType, r) };
+  const hooks = grpcTestHooks();
+  const streamCtx: StreamContext = { ...inferCtx, logger, frame: (r) => encodeFramed(streamType, r), responseDelayMs: hooks.responseDelayMs };
 
   const routes = new Map<string, Method>();
   for (const [name, rpc] of Object.entries(RPCS)) {
     routes.set(inference[name]!.path, unary(ctx, inference[name]!, rpc as (c: RpcContext, r: unknown) => object | Promise<object>, guard(name)));
   }
   const compressed = compressedResponses(options.responseCompressionLevel);
-  const modelInfer = handleModelInfer(inferCtx);
+  const modelInfer = delayedStart(handleModelInfer(inferCtx), hooks.processDelayMs, logger);
   routes.set(inference['ModelInfer']!.path, {
     kind: 'unary',
     handle: withGuard(compressed === null ? modelInfer : (call, message) => modelInfer(compressed(call), message), guard('ModelInfer')),
@@ -132,5 +134,16 @@ function withGuard(handler: (call: ServerCall, message: Buffer) => void, guard: 
     const refused = guard(call);
     if (refused) call.end(refused);
     else handler(call, message);
+  };
+}
+
+/** Test hook TRITONSERVER_DELAY_GRPC_PROCESS (see test-hooks.ts): the call starts `ms` later, unless cancelled meanwhile. */
+function delayedStart(handle: (call: ServerCall, message: Buffer) => void, ms: number, logger: Logger): (call: ServerCall, message: Buffer) => void {
+  if (ms === 0) return handle;
+  return (call, message) => {
+    logger.info(`Delaying the Process execution by ${ms} ms...`);
+    setTimeout(() => {
+      if (!call.ended) handle(call, message);
+    }, ms);
   };
 }

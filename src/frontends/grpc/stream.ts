@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { InferenceRequest, InferenceResponse, Parameters } from '../../inference/index.js';
 import type { InferenceServer } from '../../server/inference-server.js';
 import type { ServerCall } from './call.js';
@@ -23,6 +24,8 @@ import { toServiceError } from './status.js';
 export interface StreamContext extends InferContext, ErrorContext {
   /** A ModelStreamInferResponse with gRPC's prefix, for the answers that are not encoded from a response. */
   frame(r: ModelStreamInferResponseOut): Buffer;
+  /** Test hook TRITONSERVER_DELAY_GRPC_RESPONSE (see test-hooks.ts); 0 when unset. */
+  readonly responseDelayMs?: number;
 }
 
 const FINAL: Record<string, InferParameterOut> = Object.freeze({ triton_final_response: { bool_param: true } });
@@ -117,7 +120,7 @@ class InferStream {
       }
     }
     const resolved = msg.resolved;
-    if (resolved !== undefined && resolved.decoupled) {
+    if ((resolved !== undefined && resolved.decoupled) || this.ctx.responseDelayMs) {
       void this.answer(msg, request, emptyFinal).finally(this.done);
       return;
     }
@@ -148,6 +151,7 @@ class InferStream {
         this.fail(e, msg, true);
         return;
       }
+      await this.delayWrite();
       request.trace?.stamp('INFER_RESPONSE_COMPLETE', process.hrtime.bigint());
       this.reply(msg, res);
       return;
@@ -164,6 +168,7 @@ class InferStream {
           request.trace?.stamp('INFER_RESPONSE_COMPLETE', process.hrtime.bigint());
         }
         finalSent = stream.drained;
+        await this.delayWrite();
         this.call.write(inferResponseFrame(res, finalSent ? FINAL : NOT_FINAL, true));
       }
     } catch (e) {
@@ -171,8 +176,17 @@ class InferStream {
       return;
     }
     if (!finalSent && emptyFinal) {
+      await this.delayWrite();
       this.call.write(this.ctx.frame({ error_message: '', infer_response: { id: msg.id, model_name: msg.model_name, model_version: msg.model_version, parameters: FINAL, outputs: [], raw_output_contents: [] } }));
     }
+  }
+
+  /** Test hook TRITONSERVER_DELAY_GRPC_RESPONSE: each write waits, as Triton's stream handler does before writing. */
+  private async delayWrite(): Promise<void> {
+    const ms = this.ctx.responseDelayMs;
+    if (!ms) return;
+    this.ctx.logger.info(`Delaying the write of the response by ${ms} ms...`);
+    await sleep(ms);
   }
 
   /** The one response of a request to an ordinary model. */
