@@ -192,7 +192,7 @@ export class SequenceBatcher implements Scheduler {
     seq.lastUsedMs = Date.now();
     this.queued++;
     if (seq.lane) this.pump(seq.lane);
-    // A held batcher also counts its backlog (see holding()).
+    // A held batcher also counts its backlog (see heldBack()).
     else if (this.oldest || this.hold) this.pumpAll();
   }
 
@@ -278,7 +278,7 @@ export class SequenceBatcher implements Scheduler {
   /** Runs one request of each ready sequence of the lane, as one batch, if the lane's instance is free. */
   private pump(lane: Lane): void {
     if (lane.busy || lane.deferred) return;
-    if (this.hold && this.holding()) return;
+    if (this.hold && this.heldBack()) return;
     // Requests read in this turn of the loop join one batch; an inline instance would otherwise run each the
     // moment it arrives and never batch.
     if (lane.instance.synchronous) {
@@ -293,17 +293,19 @@ export class SequenceBatcher implements Scheduler {
   }
 
   /**
-   * Test hook: true while requests still collect. Once enough wait in placed sequences and in the backlog, the
-   * hold ends for good and every lane is pumped (this one included), so the caller has nothing left to do.
+   * Test hook: true while requests still collect. Direct counts the requests queued in places and in the
+   * backlog (Triton's DelayScheduler); oldest counts what Triton's per-instance dynamic batchers would hold, one
+   * request per placed sequence, and no backlog. Once enough wait the hold ends for good and every lane is
+   * pumped (this one included), so the caller has nothing left to do.
    */
-  private holding(): boolean {
+  private heldBack(): boolean {
     let placed = 0;
     let backlog = 0;
     for (const seq of this.sequences.values()) {
-      if (seq.lane) placed += seq.pending.length;
+      if (seq.lane) placed += this.oldest ? Math.min(1, seq.pending.length) : seq.pending.length;
       else backlog += seq.pending.length;
     }
-    if (placed < this.hold!.queued || backlog < this.hold!.backlog) return true;
+    if (placed < this.hold!.queued || (!this.oldest && backlog < this.hold!.backlog)) return true;
     this.hold = undefined;
     this.pumpAll();
     return true;

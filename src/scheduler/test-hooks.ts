@@ -4,10 +4,11 @@
  * Each scheduler reads them once, when it is built; unset, they cost the request path nothing.
  *
  * TRITONSERVER_DELAY_SCHEDULER=<n>: a dynamic or sequence batcher runs nothing until <n> requests wait in it
- *   (for the sequence batcher: in the places of its sequences that have one); from then on it batches as
- *   usual, for good.
- * TRITONSERVER_BACKLOG_DELAY_SCHEDULER=<m>: together with the above, a sequence batcher also waits until <m>
- *   requests wait in its backlog (sequences that have no place yet). Alone it does nothing, as in Triton.
+ *   (direct sequence batcher: requests of the sequences that have a place; oldest: sequences that have a place
+ *   and a request waiting, what Triton's per-instance dynamic batchers see); from then on it batches as usual,
+ *   for good.
+ * TRITONSERVER_BACKLOG_DELAY_SCHEDULER=<m>: together with the above, a direct sequence batcher also waits until
+ *   <m> requests wait in its backlog (sequences that have no place yet). Alone it does nothing, as in Triton.
  *
  * A batcher that is stopping (model unload, server shutdown) stops holding: nothing more will arrive.
  */
