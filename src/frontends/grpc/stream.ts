@@ -151,7 +151,7 @@ class InferStream {
         this.fail(e, msg, true);
         return;
       }
-      await this.delayWrite();
+      if (this.ctx.responseDelayMs) await this.delayWrite();
       request.trace?.stamp('INFER_RESPONSE_COMPLETE', process.hrtime.bigint());
       this.reply(msg, res);
       return;
@@ -168,7 +168,7 @@ class InferStream {
           request.trace?.stamp('INFER_RESPONSE_COMPLETE', process.hrtime.bigint());
         }
         finalSent = stream.drained;
-        await this.delayWrite();
+        if (this.ctx.responseDelayMs) await this.delayWrite();
         this.call.write(inferResponseFrame(res, finalSent ? FINAL : NOT_FINAL, true));
       }
     } catch (e) {
@@ -176,12 +176,15 @@ class InferStream {
       return;
     }
     if (!finalSent && emptyFinal) {
-      await this.delayWrite();
+      if (this.ctx.responseDelayMs) await this.delayWrite();
       this.call.write(this.ctx.frame({ error_message: '', infer_response: { id: msg.id, model_name: msg.model_name, model_version: msg.model_version, parameters: FINAL, outputs: [], raw_output_contents: [] } }));
     }
   }
 
-  /** Test hook TRITONSERVER_DELAY_GRPC_RESPONSE: each write waits, as Triton's stream handler does before writing. */
+  /**
+   * Test hook TRITONSERVER_DELAY_GRPC_RESPONSE: each write waits, as Triton's stream handler does before writing.
+   * Callers test the setting first, so that a stream without the hook pays no promise per response.
+   */
   private async delayWrite(): Promise<void> {
     const ms = this.ctx.responseDelayMs;
     if (!ms) return;
