@@ -1,8 +1,8 @@
 import { FLAG_EFFECTS, type FlagEffect } from './flags.js';
 
 /**
- * The README's table of every flag and what it does in Nereid, made from the flag definitions so that the two
- * cannot drift apart (scripts/flag-table.mjs prints it; a test compares it with README.md).
+ * The table of every flag and what it does in Nereid (docs/flags.md), made from the flag definitions so that the
+ * two cannot drift apart (scripts/flag-table.mjs writes it into the page; a test compares the two).
  */
 export const FLAG_TABLE_BEGIN = '<!-- flags:begin -->';
 export const FLAG_TABLE_END = '<!-- flags:end -->';

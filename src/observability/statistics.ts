@@ -44,7 +44,7 @@ export interface LatencyObserver {
 
 /**
  * One instance's share of a model version's executions. Triton's statistics extension has no per-instance
- * figures; Nereid reports these beside it (`nereid_instance_stats`, see README).
+ * figures; Nereid reports these beside it (`nereid_instance_stats`, see docs/protocols-and-extensions.md).
  */
 export class InstanceStatistics {
   executionCount = 0;

@@ -1,7 +1,7 @@
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdir, mkdtemp, readFile, rm, symlink, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, symlink, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseModelConfig } from '../../src/config/textformat.js';
 import { InferenceServer } from '../../src/server/inference-server.js';
@@ -9,13 +9,13 @@ import { EXAMPLES, ROOT } from '../helpers/paths.js';
 import { spawnServer, type ServerProcess } from '../helpers/server.js';
 import { pythonSkip } from '../backends/python/helpers.js';
 
-// Every fenced code block of README.md is run as a newcomer would run it: shell blocks with bash against a
-// server started the way the block (or the quick start) says, Python with /usr/bin/python3, JavaScript and
-// TypeScript with node, config text through the config parser. Ports are free ones instead of 8000, 8001 and
-// 9000. A block that cannot run in a test is listed below with the reason; a block neither run nor listed
-// fails, so a new snippet cannot go untried.
+// Every fenced code block of README.md and of the pages in docs/ is run as a newcomer would run it: shell
+// blocks with bash against a server started the way the block (or the quick start) says, Python with
+// /usr/bin/python3, JavaScript and TypeScript with node, config text through the config parser. Ports are free
+// ones instead of 8000, 8001 and 9000. A block that cannot run in a test is listed below with the reason; a
+// block neither run nor listed fails, so a new snippet cannot go untried.
 
-interface Block { line: number; lang: string; code: string }
+interface Block { file: string; line: number; lang: string; code: string }
 
 /** Blocks that are not run, by a piece of their text, and why. */
 const NOT_RUN: { has: string; why: string }[] = [
@@ -35,7 +35,7 @@ const NOT_RUN: { has: string; why: string }[] = [
   { has: 'newName: registry.example.com/nereid', why: "a reader's own overlay, rendered the same way by kubectl kustomize" },
 ];
 
-function readmeBlocks(text: string): Block[] {
+function markdownBlocks(file: string, text: string): Block[] {
   const out: Block[] = [];
   const lines = text.split('\n');
   for (let i = 0; i < lines.length; i++) {
@@ -45,7 +45,7 @@ function readmeBlocks(text: string): Block[] {
     const body: string[] = [];
     let j = i + 1;
     for (; j < lines.length && !/^\s*```\s*$/.test(lines[j]!); j++) body.push(lines[j]!.slice(indent));
-    out.push({ line: i + 1, lang: open[2]!, code: body.join('\n') });
+    out.push({ file, line: i + 1, lang: open[2]!, code: body.join('\n') });
     i = j;
   }
   return out;
@@ -182,13 +182,14 @@ output [ { name: "OUTPUT0" data_type: TYPE_INT32 dims: [ 4 ] } ]
   }
 }
 
-const blocks = readmeBlocks(await readFile(join(ROOT, 'README.md'), 'utf8'));
+const pages = ['README.md', ...(await readdir(join(ROOT, 'docs'))).filter((f) => f.endsWith('.md')).sort().map((f) => `docs/${f}`)];
+const blocks = (await Promise.all(pages.map(async (f) => markdownBlocks(f, await readFile(join(ROOT, f), 'utf8'))))).flat();
 const noPython = pythonSkip('numpy');
 const noGrpcTools = pythonSkip('grpc_tools, grpc');
 
 for (const b of blocks) {
   const listed = NOT_RUN.find((n) => b.code.includes(n.has));
-  const name = `README.md line ${b.line} (${b.lang || 'text'}): ${b.code.split('\n')[0]!.slice(0, 60)}`;
+  const name = `${b.file} line ${b.line} (${b.lang || 'text'}): ${b.code.split('\n')[0]!.slice(0, 60)}`;
   if (listed) {
     test(name, { skip: `not run: ${listed.why}` }, () => undefined);
     continue;
@@ -198,10 +199,10 @@ for (const b of blocks) {
   else if (b.lang === 'ts') test(name, () => runNode(b));
   else if (b.lang === 'js' && /export default class/.test(b.code)) test(name, () => runJsModel(b));
   // Config text, whole or a fragment: what the parser accepts is what a reader can paste into config.pbtxt.
-  else if (b.lang === '') test(name, () => void parseModelConfig(b.code, 'README.md'));
+  else if (b.lang === '') test(name, () => void parseModelConfig(b.code, b.file));
   else test(name, () => assert.fail(`a ${b.lang} block that is neither run nor listed in NOT_RUN`));
 }
 
 test('every listed block still exists', () => {
-  for (const n of NOT_RUN) assert.ok(blocks.some((b) => b.code.includes(n.has)), `NOT_RUN lists '${n.has}', which is no longer in README.md`);
+  for (const n of NOT_RUN) assert.ok(blocks.some((b) => b.code.includes(n.has)), `NOT_RUN lists '${n.has}', which is no longer in README.md or docs/`);
 });

@@ -79,7 +79,7 @@ test('logging: GET shows Triton\'s keys; POST changes them and rejects bad value
   assert.equal(p.status, 200);
   assert.equal(p.json().log_verbose_level, 2);
   // A value of the wrong JSON type, or a body that is not JSON, is 400 with Triton's words (Triton answers 500,
-  // which the README lists among the deliberate differences); an unknown format 503 as in Triton.
+  // which docs/deviations.md lists among the deliberate differences); an unknown format 503 as in Triton.
   const bad = await postJson(`${s.url}/v2/logging`, { log_verbose_level: 'loud' });
   assert.equal(bad.status, 400);
   assert.match(bad.json().error, /attempt to access JSON non-unsigned-integer as unsigned-integer/);
