@@ -352,7 +352,7 @@ export class InferenceServer {
    * the response without waiting for a turn of the promise jobs. An answer that comes later (a model run at
    * the end of the loop's turn, with the other requests of the turn) is delivered in a promise job, as a
    * promise's would be: answering between the turn's runs cost 7-12% more CPU per request at concurrency 8
-   * (bench/README.md). Each request is answered exactly once.
+   * (bench/HISTORY.md, the transport's seventh step). Each request is answered exactly once.
    */
   inferTo(request: InferenceRequest, model: ResolvedModel | undefined, resolve: (r: InferenceResponse) => void, reject: (e: unknown) => void): void {
     if (usesSharedMemory(request) || this.log.isVerbose(1)) {
