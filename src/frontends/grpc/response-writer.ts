@@ -1,6 +1,6 @@
 /**
  * A protobuf writer over one buffer of a size computed beforehand, for the messages encoded on every request
- * (response-encoder.ts): sizes first, then bytes, with no intermediate objects. Field numbers here are below
+ * (infer-response.ts): sizes first, then bytes, with no intermediate objects. Field numbers here are below
  * 16, so every tag is one byte.
  */
 

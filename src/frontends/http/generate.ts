@@ -39,7 +39,7 @@ export async function handleGenerate(server: InferenceServer, model: string, ver
     if (!stream || responses.refused || !isNereidError(e)) throw e;
     return e;
   });
-  if (first instanceof NereidError) return streamFirstError(res, first);
+  if (isNereidError(first)) return streamFirstError(res, first);
   if (stream) return streamEvents(res, first, responses);
   if (first.done) throw new NereidError('INTERNAL', `model '${model}' sent no response`);
   const second = await responses.next().catch((e: unknown) => e);

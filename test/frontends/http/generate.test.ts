@@ -1,6 +1,15 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { request as httpRequest } from 'node:http';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { BackendInstance, BackendRequest } from '../../../src/backends/backend.js';
+import { startHttpFrontend } from '../../../src/frontends/http/server.js';
+import { createLogger } from '../../../src/observability/logger.js';
+import { InferenceServer } from '../../../src/server/inference-server.js';
+import { defaultBackends } from '../../../src/backends/registry.js';
+import { NereidError } from '../../../src/errors.js';
 import { EXAMPLES } from '../../helpers/paths.js';
 import { startTestServer, type TestServer } from '../../helpers/server.js';
 import { postJson, request } from '../../helpers/http.js';
@@ -167,4 +176,42 @@ test('generate: a repeated input key is refused as Triton refuses it (input \'X\
   const fine = `{"INPUT0": [${a}], "INPUT1": [${a}], "p": "\\"INPUT0\\": 1", "p": {"INPUT0": 1, "INPUT0": 2}}`;
   const ok = await request(`${s.url}/v2/models/simple/generate`, { method: 'POST', body: fine, headers: { 'Content-Type': 'application/json' } });
   assert.notEqual(ok.json().error, "input 'INPUT0' already exists in request", ok.body.toString());
+});
+
+// errors.ts: a NereidError is known by its brand, so that an error made by a second copy of the package (an
+// application's backend that imports its own nereid) answers as any other. Here the model's first answer is
+// such an error, from a second instance of errors.js; it must reach the client with its status and message.
+test('generate_stream: an error from another copy of the package, answered first, keeps its status and message', async () => {
+  const copy: typeof import('../../../src/errors.js') = await import(new URL('../../../src/errors.js?second-copy', import.meta.url).href);
+  assert.equal(new copy.NereidError('UNAVAILABLE', 'x') instanceof NereidError, false);
+  const backends = defaultBackends();
+  backends.register('failing', async () => ({
+    name: 'failing',
+    createInstance: async () => ({
+      execute: async (requests: readonly BackendRequest[]) => {
+        for (const r of requests) r.sender.fail(new copy.NereidError('UNAVAILABLE', 'the engine went away'));
+        return { inputNs: 0, inferNs: 0, outputNs: 0 };
+      },
+      close: async () => undefined,
+    }) as unknown as BackendInstance,
+  }));
+  const repo = await mkdtemp(join(tmpdir(), 'nereid-generate-'));
+  await mkdir(join(repo, 'failing', '1'), { recursive: true });
+  await writeFile(join(repo, 'failing', 'config.pbtxt'), `backend: "failing"
+max_batch_size: 0
+input [ { name: "IN" data_type: TYPE_INT32 dims: [ 1 ] } ]
+output [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]
+`);
+  const logger = createLogger({ info: false, warning: false, error: false, verbose: 0, format: 'default', file: '' });
+  const server = await InferenceServer.create({ modelRepositories: [repo] }, { logger, backends });
+  const http = await startHttpFrontend(server, { port: 0, address: '127.0.0.1', maxInputSize: 1 << 20 }, logger);
+  try {
+    const r = await postJson(`http://127.0.0.1:${http.port}/v2/models/failing/generate_stream`, { IN: 1 });
+    assert.equal(r.status, 503, r.body.toString());
+    assert.deepEqual(events(r.body.toString()), [{ error: 'the engine went away' }]);
+  } finally {
+    await server.close(5);
+    await http.close();
+    await rm(repo, { recursive: true, force: true });
+  }
 });
