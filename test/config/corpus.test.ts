@@ -7,13 +7,11 @@ import {
   autoCompleteBackendFields, modelConfigFromJson, modelConfigToJson, normalizeModelConfig, parseModelConfig,
   printModelConfig, validateModelConfig, type DirEntry, type ModelConfig,
 } from '../../src/config/index.js';
-import { ROOT } from '../helpers/paths.js';
+import { FIXTURES } from '../helpers/paths.js';
 
-// Real config.pbtxt files from Triton's repositories. They are kept beside the project, not in it; set
-// NEREID_CONFIG_CORPUS to their folder when it is elsewhere. Without them these tests skip and say why.
-const CORPUS = process.env.NEREID_CONFIG_CORPUS ?? join(ROOT, '..', 'shared', 'corpus', 'model_configs');
-const PRESENT = existsSync(join(CORPUS, 'INDEX.tsv'));
-const SKIP = PRESENT ? false : `no config corpus at ${CORPUS} (set NEREID_CONFIG_CORPUS to its folder)`;
+// Real config.pbtxt files from Triton's repositories, copied into test/fixtures/config-corpus (its README says
+// where each comes from and what `expect` means).
+const CORPUS = join(FIXTURES, 'config-corpus');
 
 interface Row { file: string; originalPath: string; expect: string }
 
@@ -25,7 +23,12 @@ function readIndex(): Row[] {
   });
 }
 
-const ROWS = PRESENT ? readIndex() : [];
+const ROWS = readIndex();
+
+test('corpus: the copy in the repository holds every file of its index', () => {
+  assert.deepEqual([ROWS.length, ROWS.filter((r) => r.expect === 'valid').length], [399, 251]);
+  for (const row of ROWS) assert.ok(existsSync(join(CORPUS, row.file)), row.file);
+});
 
 /**
  * Configs that give neither backend nor platform nor file name: core picks the backend from the files in the
@@ -99,7 +102,7 @@ function prepare(cfg: ModelConfig, row: Row, modelName: string): void {
   validateModelConfig(cfg, { modelName });
 }
 
-test('corpus: every `valid` config parses, autofills, normalizes, validates and round-trips', { skip: SKIP }, () => {
+test('corpus: every `valid` config parses, autofills, normalizes, validates and round-trips', () => {
   const started = performance.now();
   let parsed = 0;
   let validated = 0;
@@ -141,7 +144,7 @@ test('corpus: every `valid` config parses, autofills, normalizes, validates and 
   assert.deepEqual(failures, []);
 });
 
-test('corpus: invalid-or-template files either parse or fail with a file:line:col NereidError', { skip: SKIP }, () => {
+test('corpus: invalid-or-template files either parse or fail with a file:line:col NereidError', () => {
   let parsed = 0;
   let rejected = 0;
   const started = performance.now();
