@@ -9,6 +9,14 @@ import { ROOT, EXAMPLES } from '../helpers/paths.js';
 import { postJson, request } from '../helpers/http.js';
 import { connect, int32Bytes, unary } from '../helpers/grpc.js';
 
+/** The 1-based line of the one line of a source file that holds `text`. */
+async function sourceLine(file: string, text: string): Promise<number> {
+  const lines = (await readFile(join(ROOT, file), 'utf8')).split('\n');
+  const at = lines.flatMap((l, i) => (l.includes(text) ? [i + 1] : []));
+  assert.equal(at.length, 1, `${file} holds '${text}' on lines ${at.join(', ')}`);
+  return at[0]!;
+}
+
 // `nereid serve` with the logging and metrics flags of issue 5 together: --log-file takes every line (stderr
 // stays quiet), LogSettings over gRPC and /v2/logging change verbosity and format while the server runs,
 // verbose request lines carry the request id, and --metrics-address binds the metrics port apart from HTTP.
@@ -67,7 +75,9 @@ test('--log-file, run-time log settings over gRPC and HTTP, request ids in the l
     for (const line of text.split('\n').filter((l) => l !== '')) {
       assert.match(line, /^(?:[EWIV]\d{4} \d\d:\d\d:\d\d\.\d{6}|\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ [EWIV]) \d+ [\w.]+:\d+\] /, line);
     }
-    assert.match(text, / http_server\.ts:\d+\] "Started HTTPService/);
+    // The location is the line that wrote the record, as Triton prints its LOG_* call's `file.cc:line`.
+    assert.match(text, new RegExp(` http_server\\.ts:${await sourceLine('src/frontends/http/server.ts', 'Started HTTPService at')}\\] "Started HTTPService`));
+    assert.match(text, new RegExp(` server_inference_server\\.ts:${await sourceLine('src/server/inference-server.ts', '} infer ${target}')}\\] .*infer model 'simple'`));
     assert.doesNotMatch(console, /Started|infer model/, 'nothing is printed to the console with --log-file');
   } finally {
     child.kill('SIGTERM');

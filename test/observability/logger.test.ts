@@ -5,6 +5,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isNereidError, type ErrorCode } from '../../src/errors.js';
 import { createLogger, NOOP_LOGGER, type LogSettings, type Logger } from '../../src/observability/logger.js';
+import { ROOT } from '../helpers/paths.js';
+
+/** `observability_logger.test.ts:<line>`: the one line of this file that makes the call `call` (not one that asks where it is). */
+function at(call: string): string {
+  const lines = readFileSync(join(ROOT, 'test', 'observability', 'logger.test.ts'), 'utf8').split('\n');
+  const found = lines.flatMap((l, i) => (l.includes(call) && !l.includes('at(') ? [i + 1] : []));
+  assert.equal(found.length, 1, `'${call}' is on lines ${found.join(', ')} of logger.test.ts`);
+  return `observability_logger\\.test\\.ts:${found[0]}`;
+}
 
 const ALL_ON: LogSettings = { info: true, warning: true, error: true, verbose: 0, format: 'default', file: '' };
 
@@ -39,14 +48,14 @@ test('default format: LMMDD hh:mm:ss.uuuuuu <pid> <file>:<line>] msg, in UTC', a
   log.warn('careful');
   log.error('broken');
   const [info, warn, error] = lines();
-  const m = /^I(\d\d)(\d\d) (\d\d):(\d\d):(\d\d)\.(\d{6}) (\d+) nereid\.ts:1\] "hello world"$/.exec(info!);
+  const m = new RegExp(`^I(\\d\\d)(\\d\\d) (\\d\\d):(\\d\\d):(\\d\\d)\\.(\\d{6}) (\\d+) ${at("log.info('hello world')")}\\] "hello world"$`).exec(info!);
   assert.ok(m, info);
   // Either side of a UTC midnight the line was written on.
   const days = [before, new Date()].map((d) => `${d.getUTCMonth() + 1}/${d.getUTCDate()}`);
   assert.ok(days.includes(`${Number(m[1])}/${Number(m[2])}`), info);
   assert.equal(Number(m[7]), process.pid);
-  assert.match(warn!, /^W\d{4} \d\d:\d\d:\d\d\.\d{6} \d+ nereid\.ts:1\] "careful"$/);
-  assert.match(error!, /^E\d{4} \d\d:\d\d:\d\d\.\d{6} \d+ nereid\.ts:1\] "broken"$/);
+  assert.match(warn!, new RegExp(`^W\\d{4} \\d\\d:\\d\\d:\\d\\d\\.\\d{6} \\d+ ${at("log.warn('careful')")}\\] "careful"$`));
+  assert.match(error!, new RegExp(`^E\\d{4} \\d\\d:\\d\\d:\\d\\d\\.\\d{6} \\d+ ${at("log.error('broken')")}\\] "broken"$`));
   await done();
 });
 
@@ -55,18 +64,24 @@ test('ISO8601 format: YYYY-MM-DDThh:mm:ssZ L <pid> <file>:<line>] msg', async ()
   const year = new Date().getUTCFullYear();
   log.child('server.ts').info('Started HTTPService at 0.0.0.0:8000');
   const [line] = lines();
-  assert.match(line!, new RegExp(`^${year}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\dZ I ${process.pid} server\\.ts:1\\] "Started HTTPService at 0\\.0\\.0\\.0:8000"$`));
+  assert.match(line!, new RegExp(`^${year}-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\dZ I ${process.pid} ${at("log.child('server.ts').info(")}\\] "Started HTTPService at 0\\.0\\.0\\.0:8000"$`));
   await done();
 });
 
-test('children carry their module and line, and share the output', async () => {
-  const { log, lines, done } = fileLogger();
+// Triton prints the file and line of the LOG_* statement; so does Nereid, of the TypeScript source, whichever
+// logger (root or child, whatever its label) wrote the record and at every level.
+test('a record names the file and line of the statement that wrote it; children share the output', async () => {
+  const { log, lines, done } = fileLogger({ verbose: 1 });
   log.child('manager.ts', 42).info('loaded');
-  log.info('root');
+  log.info('from the root');
   log.child('inference-server.ts').child('model/simple').info('odd names');
-  assert.match(lines()[0]!, / manager\.ts:42\] "loaded"$/);
-  assert.match(lines()[1]!, / nereid\.ts:1\] "root"$/);
-  assert.match(lines()[2]!, / model_simple:1\] "odd names"$/);
+  for (let i = 0; i < 2; i++) log.child('x').verbose(1, 'again');
+  assert.match(lines()[0]!, new RegExp(` ${at("log.child('manager.ts', 42).info('loaded')")}\\] "loaded"$`));
+  assert.match(lines()[1]!, new RegExp(` ${at("log.info('from the root')")}\\] "from the root"$`));
+  assert.match(lines()[2]!, new RegExp(` ${at("child('model/simple').info('odd names')")}\\] "odd names"$`));
+  assert.match(lines()[3]!, new RegExp(`^V.* ${at("log.child('x').verbose(1, 'again')")}\\] "again"$`));
+  const location = (line: string): string => / (\S+)\] /.exec(line)![1]!;
+  assert.equal(location(lines()[4]!), location(lines()[3]!), 'a call site read again from the remembered locations');
   await done();
 });
 
