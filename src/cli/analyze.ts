@@ -2,8 +2,7 @@
 import { UsageError } from '../tools/argv.js';
 import { ANALYZE_USAGE, parseAnalyzeFlags } from '../tools/analyze/options.js';
 import { writeAnalyzeOutputs } from '../tools/analyze/outputs.js';
-import { p99Ms } from '../tools/analyze/ranking.js';
-import { AnalyzeError, runAnalyze } from '../tools/analyze/run.js';
+import { AnalyzeError, pointText, runAnalyze } from '../tools/analyze/run.js';
 import { gainText } from '../tools/report/analyze-report.js';
 import { interruptible, progressWriter, type CommandIo } from './perf.js';
 
@@ -35,8 +34,8 @@ export async function analyzeCommand(argv: readonly string[], io: CommandIo = { 
       out.push('No config could be measured.');
     } else {
       const b = r.chosen.best!;
-      if (!r.chosenPasses) out.push(`No config meets the constraints; the closest is ${r.chosen.name} (${r.chosen.description}): ${b.throughput.toFixed(1)} infer/sec, p99 ${p99Ms(b).toFixed(2)} ms.`);
-      else out.push(`Chosen: ${r.chosen.name} (${r.chosen.description}): ${b.throughput.toFixed(1)} infer/sec at concurrency ${b.value}, p99 ${p99Ms(b).toFixed(2)} ms.`);
+      if (!r.chosenPasses) out.push(`No config meets the constraints; the closest is ${r.chosen.name} (${r.chosen.description}): ${pointText(b)}.`);
+      else out.push(`Chosen: ${r.chosen.name} (${r.chosen.description}): ${pointText(b)}.`);
       if (base?.best) out.push(gainText(r.chosen, base, r.baselineRuns));
       out.push(`Pareto set: ${[...new Set(r.pareto.map((p) => p.config.name))].join(', ')}`);
     }

@@ -30,7 +30,7 @@ export const ANALYZE_FLAGS: readonly FlagSpec[] = [
   { name: 'measurement-interval', kind: 'value', arg: '<ms>', help: 'Window length of each measurement. Default 1000 (Nereid).' },
   { name: 'max-trials', kind: 'value', arg: '<n>', help: 'Windows tried for stability per concurrency. Default 10 (Nereid).' },
   { name: 'warmup-request-count', kind: 'value', arg: '<n>', help: 'Requests sent to each fresh server before measuring it. Default 2000 (Nereid).' },
-  { name: 'baseline-repeats', kind: 'value', arg: '<n>', help: 'Measure the starting config this many times (fresh server each) to show the noise. Default 1 (Nereid).' },
+  { name: 'baseline-repeats', kind: 'value', arg: '<n>', help: 'Measure the starting config this many times (fresh server each): a gain within their spread is no win. Default 2 (Nereid).' },
   { name: 'help', short: 'h', kind: 'switch', help: 'Print this text.' },
 ];
 
@@ -134,7 +134,7 @@ export function parseAnalyzeFlags(argv: readonly string[]): AnalyzeOptions {
     protocol: choiceFlag(f, 'client-protocol', ['http', 'grpc'] as const, 'http'),
     intervalMs: intFlag(f, 'measurement-interval', 1000, 1),
     maxTrials: intFlag(f, 'max-trials', 10, 3),
-    baselineRepeats: intFlag(f, 'baseline-repeats', 1, 1),
+    baselineRepeats: intFlag(f, 'baseline-repeats', 2, 1),
     warmupRequests: intFlag(f, 'warmup-request-count', 2000, 0),
   };
 }

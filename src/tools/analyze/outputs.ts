@@ -15,13 +15,15 @@ export interface AnalyzeFiles {
 export function writeAnalyzeOutputs(r: AnalyzeResult, exportPath: string, outputRepository: string): AnalyzeFiles {
   const results = join(exportPath, 'results');
   mkdirSync(results, { recursive: true });
-  const head = ['Model', 'Batch', 'Concurrency', 'Model Config Path', 'Instance Group', 'Max Batch Size', 'Satisfies Constraints', 'Throughput (infer/sec)', 'p99 Latency (ms)', 'p95 Latency (ms)', 'p90 Latency (ms)', 'p50 Latency (ms)', 'Avg Latency (ms)', 'Server Queue (ms)', 'Server Compute Input (ms)', 'Server Compute Infer (ms)', 'Server Compute Output (ms)'];
+  const head = ['Model', 'Batch', 'Concurrency', 'Model Config Path', 'Instance Group', 'Max Batch Size', 'Satisfies Constraints', 'Throughput (infer/sec)', 'p99 Latency (ms)', 'p95 Latency (ms)', 'p90 Latency (ms)', 'p50 Latency (ms)', 'Avg Latency (ms)', 'Server Queue (ms)', 'Server Compute Input (ms)', 'Server Compute Infer (ms)', 'Server Compute Output (ms)',
+    // Nereid's: whether three windows in a row agreed (as `nereid perf` warns when they never did).
+    'Measurement'];
   const ms = (us: number | undefined): string => (us === undefined ? '' : (us / 1000).toFixed(3));
   const lines = [head.join(',')];
   for (const c of r.configs) {
     for (const m of c.measurements) {
       const group = c.config.instance_group[0];
-      lines.push([r.model, m.batchSize, m.value, join(outputRepository, c.name), group ? `${group.count}:CPU` : '1:CPU', c.config.max_batch_size, passes(m, r.constraints) ? 'Yes' : 'No', m.throughput.toFixed(1), p99Ms(m).toFixed(3), ms(m.latency.p95), ms(m.latency.p90), ms(m.latency.p50), ms(m.latency.meanUs), ms(m.server?.queueUs), ms(m.server?.computeInputUs), ms(m.server?.computeInferUs), ms(m.server?.computeOutputUs)].join(','));
+      lines.push([r.model, m.batchSize, m.value, join(outputRepository, c.name), group ? `${group.count}:CPU` : '1:CPU', c.config.max_batch_size, passes(m, r.constraints) ? 'Yes' : 'No', m.throughput.toFixed(1), p99Ms(m).toFixed(3), ms(m.latency.p95), ms(m.latency.p90), ms(m.latency.p50), ms(m.latency.meanUs), ms(m.server?.queueUs), ms(m.server?.computeInputUs), ms(m.server?.computeInferUs), ms(m.server?.computeOutputUs), m.stable ? 'stable' : 'not stable'].join(','));
     }
   }
   const csv = join(results, 'metrics-model-inference.csv');

@@ -13,6 +13,7 @@ import { applyCandidate, bruteList, candidateAt, candidateKey, configText, descr
 import type { AnalyzeOptions } from './options.js';
 import { best, gain, p99Ms, paretoSet, passes, violation, type Constraints } from './ranking.js';
 import { CandidateFailed, startServer } from './serve-process.js';
+import { durationText, TimeLeft } from './time-left.js';
 
 export class AnalyzeError extends Error {}
 
@@ -88,15 +89,23 @@ export async function runAnalyze(o: AnalyzeOptions, io: AnalyzeIo): Promise<Anal
   const space = searchSpace(base, o);
   const planned = o.searchDisabled ? 1 : o.mode === 'brute' ? 1 + bruteList(space).length : Math.min(o.maxConfigs, 1 + bruteList(space).length);
 
+  const left = new TimeLeft(started, planned + o.baselineRepeats - 1);
+  let measuredConfigs = 0;
   const timeLeft = (): string => {
-    const done = configs.length;
-    if (done === 0) return '';
-    const per = (Date.now() - started) / done;
-    const secs = Math.round((per * Math.max(0, planned - done)) / 1000);
-    return ` · ${o.mode === 'quick' ? 'at most ' : ''}~${secs >= 60 ? `${Math.floor(secs / 60)} min ${secs % 60} s` : `${secs} s`} left`;
+    const ms = left.at(Date.now(), measuredConfigs);
+    return ms === undefined ? '' : ` · ${o.mode === 'quick' ? 'at most ' : ''}~${durationText(ms)} left`;
   };
 
+  /** One config served and measured; every one, served or not, counts towards the time left. */
   async function measure(name: string, candidate: Candidate | undefined, cfg: ModelConfig, label: string): Promise<ConfigResult> {
+    try {
+      return await serveAndMeasure(name, candidate, cfg, label);
+    } finally {
+      measuredConfigs++;
+    }
+  }
+
+  async function serveAndMeasure(name: string, candidate: Candidate | undefined, cfg: ModelConfig, label: string): Promise<ConfigResult> {
     const r: ConfigResult = { name, candidate, description: candidate ? describe(candidate) : 'starting config', config: cfg, measurements: [], error: undefined, best: undefined };
     writeCandidate(o, name, cfg);
     let server;
@@ -140,7 +149,7 @@ export async function runAnalyze(o: AnalyzeOptions, io: AnalyzeIo): Promise<Anal
   const record = (r: ConfigResult): void => {
     configs.push(r);
     const b = r.best;
-    io.out(r.error ? `  ${r.name} (${r.description}): skipped: ${r.error}\n` : b ? `  ${r.name} (${r.description}): ${b.throughput.toFixed(1)} infer/sec at concurrency ${b.value}, p99 ${p99Ms(b).toFixed(2)} ms${passes(b, constraints) ? '' : ' (misses the constraints)'}\n` : `  ${r.name}: interrupted\n`);
+    io.out(r.error ? `  ${r.name} (${r.description}): skipped: ${r.error}\n` : b ? `  ${r.name} (${r.description}): ${pointText(b)}${passes(b, constraints) ? '' : ' (misses the constraints)'}${unstableText(r)}\n` : `  ${r.name}: interrupted\n`);
   };
 
   io.out(`Profiling '${o.model}' in ${o.repository}: ${o.searchDisabled ? 'its own config only' : `${o.mode} search over ${planned - 1} candidate configs`}, concurrencies ${o.concurrencies.join(', ')}\n`);
@@ -191,6 +200,17 @@ export async function runAnalyze(o: AnalyzeOptions, io: AnalyzeIo): Promise<Anal
     constraints,
     interrupted,
   };
+}
+
+/** A measurement point as the log and the summary print it; `(not stable)` when its windows never agreed. */
+export function pointText(b: LevelResult): string {
+  return `${b.throughput.toFixed(1)} infer/sec at concurrency ${b.value}, p99 ${p99Ms(b).toFixed(2)} ms${b.stable ? '' : ' (not stable)'}`;
+}
+
+/** The concurrencies of a config whose windows never agreed, beside its best point's own mark. */
+function unstableText(r: ConfigResult): string {
+  const others = r.measurements.filter((m) => !m.stable && m !== r.best).map((m) => m.value);
+  return others.length ? `; not stable at concurrency ${others.join(', ')}` : '';
 }
 
 /** Hill-climbing from the smallest point: move to the best neighbour while it beats the current one. */

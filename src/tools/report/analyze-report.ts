@@ -16,9 +16,10 @@ export function lineDiff(a: string, b: string): { kind: ' ' | '-' | '+'; text: s
   let i = 0;
   let j = 0;
   while (i < n || j < m) {
+    // On a tie the line removed goes first, as diff prints a changed line: the old one, then the new.
     if (i < n && j < m && x[i] === y[j]) out.push({ kind: ' ', text: x[i++]! }), j++;
-    else if (j < m && (i >= n || lcs[i]![j + 1]! >= lcs[i + 1]![j]!)) out.push({ kind: '+', text: y[j++]! });
-    else out.push({ kind: '-', text: x[i++]! });
+    else if (i < n && (j >= m || lcs[i + 1]![j]! >= lcs[i]![j + 1]!)) out.push({ kind: '-', text: x[i++]! });
+    else out.push({ kind: '+', text: y[j++]! });
   }
   return out;
 }
@@ -41,7 +42,7 @@ export function analyzeReportHtml(r: AnalyzeResult, baseText: string, chosenText
   ].filter(Boolean).join(', ') || 'none';
   const body = [
     `<p class="note">Model <b>${escapeHtml(r.model)}</b>; ${r.configs.length} configs measured${r.interrupted ? ' (interrupted: results so far)' : ''}; constraints: ${escapeHtml(constraintsText)}.</p>`,
-    chosen ? `<h2>Chosen: ${escapeHtml(chosen.name)}</h2><p>${escapeHtml(chosen.description)}${r.chosenPasses ? '' : ' — <b>no config meets the constraints; this is the closest</b>'}. ${escapeHtml(verdict)}</p>` : '<h2>No config chosen</h2>',
+    chosen ? `<h2>Chosen: ${escapeHtml(chosen.name)}</h2><p>${escapeHtml(chosen.description)}${r.chosenPasses ? '' : ' — <b>no config meets the constraints; this is the closest</b>'}${chosen.best?.stable === false ? ' — <b>not stable</b>: its windows never agreed' : ''}. ${escapeHtml(verdict)}</p>` : '<h2>No config chosen</h2>',
     ...charts.map(chartDiv),
     table(['config', 'settings', 'best infer/sec', 'at concurrency', 'p99 ms', 'meets constraints', 'Pareto', 'note'], rows.map((x) => x.cells)),
     '<h2>Chosen config against the starting one</h2>',
@@ -58,22 +59,33 @@ function row(c: ConfigResult, r: AnalyzeResult): { cells: string[]; failed: bool
   const onFront = r.pareto.some((p) => p.config === c);
   return {
     failed: c.error !== undefined,
-    cells: [c.name, c.description, b ? b.throughput.toFixed(1) : '—', b ? String(b.value) : '—', b ? p99Ms(b).toFixed(2) : '—', b ? (passes(b, r.constraints) ? 'yes' : 'no') : '—', onFront ? 'yes' : '', c.error ? `skipped: ${c.error}` : ''],
+    cells: [c.name, c.description, b ? b.throughput.toFixed(1) : '—', b ? String(b.value) : '—', b ? p99Ms(b).toFixed(2) : '—', b ? (passes(b, r.constraints) ? 'yes' : 'no') : '—', onFront ? 'yes' : '', c.error ? `skipped: ${c.error}` : unstableNote(c)],
   };
 }
 
-/** The chosen config's throughput gain over the starting one, beside the spread of the starting one's runs. */
+/** `not stable at concurrency …` for the measurements of a config whose windows never agreed. */
+function unstableNote(c: ConfigResult): string {
+  const levels = c.measurements.filter((m) => !m.stable).map((m) => m.value);
+  return levels.length ? `not stable at concurrency ${levels.join(', ')}` : '';
+}
+
+/**
+ * The chosen config's throughput gain over the starting one, judged against the run-to-run noise: the spread
+ * of the starting config's runs, each on a fresh server. A gain within it is said to be no clear win, however
+ * large its percentage; with one run the noise is unknown and the text says so.
+ */
 export function gainText(chosen: ConfigResult, base: ConfigResult, baselineRuns: readonly number[]): string {
   // Against the median of the starting config's runs: one lucky or unlucky run says little.
   const sorted = [...baselineRuns].sort((x, y) => x - y);
   const mid = Math.floor(sorted.length / 2);
   const reference = sorted.length > 1 ? (sorted.length % 2 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2) : base.best!.throughput;
   const g = (chosen.best!.throughput / reference - 1) * 100;
-  let s = `Throughput ${chosen.best!.throughput.toFixed(1)} infer/sec against the starting config's ${reference.toFixed(1)}${sorted.length > 1 ? ' (median of its runs)' : ''} (${g >= 0 ? '+' : ''}${g.toFixed(1)}%).`;
-  if (baselineRuns.length > 1) {
-    const mean = baselineRuns.reduce((a, x) => a + x, 0) / baselineRuns.length;
-    const spread = ((Math.max(...baselineRuns) - Math.min(...baselineRuns)) / mean) * 100;
-    s += ` The starting config's ${baselineRuns.length} runs spread over ${spread.toFixed(1)}% (${baselineRuns.map((x) => x.toFixed(0)).join(', ')}): ${Math.abs(g) > spread ? 'the difference is larger than the noise' : 'the difference is within the noise, so it is no win'}.`;
-  }
-  return s;
+  const s = `Throughput ${chosen.best!.throughput.toFixed(1)} infer/sec against the starting config's ${reference.toFixed(1)}${sorted.length > 1 ? ' (median of its runs)' : ''} (${g >= 0 ? '+' : ''}${g.toFixed(1)}%).`;
+  if (chosen === base) return s;
+  if (baselineRuns.length < 2) return `${s} The starting config was measured once, so the run-to-run noise is unknown (--baseline-repeats 2 or more measures it).`;
+  const spread = ((sorted.at(-1)! - sorted[0]!) / reference) * 100;
+  const runs = `its ${baselineRuns.length} runs: ${baselineRuns.map((x) => x.toFixed(1)).join(', ')} infer/sec, ${spread.toFixed(1)}% apart`;
+  return Math.abs(g) > spread
+    ? `${s} Larger than the starting config's run-to-run noise (${runs}).`
+    : `${s} Within the starting config's run-to-run noise (${runs}): no clear win.`;
 }

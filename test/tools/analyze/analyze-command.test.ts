@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseModelConfig } from '../../../src/config/index.js';
@@ -111,6 +111,63 @@ test('Ctrl-C keeps the results measured so far', async () => {
     const csv = (await readFile(join(s.dir, 'results', 'metrics-model-inference.csv'), 'utf8')).trim().split('\n');
     assert.ok(csv.length >= 1 + 2, out);
     assert.ok(existsSync(join(s.dir, 'reports', 'summaries', 'simple', 'result_summary.html')));
+  } finally {
+    await s.remove();
+  }
+});
+
+/**
+ * A model that slows down as it runs, so that no three windows of a measurement agree, and whose first server
+ * of a search (the starting config's first run) is three times slower than every later one: the starting
+ * config's two runs then differ far more than a candidate's gain over their median.
+ */
+const DRIFTING_MODEL = `import { readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { InferenceResponse, Tensor, getInputTensorByName } from 'nereid/backend-utils';
+
+export default class Drifting {
+  initialize(args) {
+    const file = join(dirname(args.model_repository), 'initializations');
+    let n = 0;
+    try { n = Number(readFileSync(file, 'utf8')); } catch {}
+    writeFileSync(file, String(n + 1));
+    this.factor = n === 0 ? 3 : 1;
+    this.start = Date.now();
+  }
+  async execute(requests) {
+    const seconds = (Date.now() - this.start) / 1000;
+    await new Promise((resolve) => setTimeout(resolve, this.factor * (2 + 20 * seconds)));
+    return requests.map((r) => new InferenceResponse([new Tensor('OUT', getInputTensorByName(r, 'IN').asArray())]));
+  }
+}
+`;
+
+test('measurements whose windows never agree are marked not stable; a gain within the starting config\'s noise is no clear win', async () => {
+  const s = await scratch();
+  try {
+    const repo = join(s.dir, 'models');
+    await mkdir(join(repo, 'drifting', '1'), { recursive: true });
+    await writeFile(join(repo, 'drifting', '1', 'model.mjs'), DRIFTING_MODEL);
+    await writeFile(join(repo, 'drifting', 'config.pbtxt'), `backend: "javascript"
+max_batch_size: 0
+input [ { name: "IN" data_type: TYPE_INT32 dims: [ 1 ] } ]
+output [ { name: "OUT" data_type: TYPE_INT32 dims: [ 1 ] } ]
+instance_group [ { count: 1 kind: KIND_CPU } ]
+`);
+    const r = await runNereid(['analyze', '-m', repo, '--profile-models', 'drifting', ...s.args, '--concurrency', '1', '--measurement-interval', '200',
+      '--max-trials', '3', '--warmup-request-count', '20', '--run-config-search-max-instance-count', '1']);
+    assert.equal(r.code, 0, r.out);
+    // The log, the CSV and the report all say so, as `nereid perf` warns.
+    assert.match(r.out, /drifting_config_default \(starting config\): [\d.]+ infer\/sec at concurrency 1, p99 [\d.]+ ms \(not stable\)/);
+    assert.match(r.out, /Chosen: drifting_config_0 \(.*\): [\d.]+ infer\/sec at concurrency 1, p99 [\d.]+ ms \(not stable\)\./);
+    const csv = (await readFile(join(s.dir, 'results', 'metrics-model-inference.csv'), 'utf8')).trim().split('\n');
+    assert.match(csv[0]!, /,Measurement$/);
+    for (const row of csv.slice(1)) assert.match(row, /,not stable$/, row);
+    const report = await readFile(join(s.dir, 'reports', 'summaries', 'drifting', 'result_summary.html'), 'utf8');
+    assert.match(report, /not stable at concurrency 1/);
+    // Two runs of the starting config by default; the candidate's gain over their median is within their spread.
+    assert.match(r.out, /\(\+[\d.]+%\)\. Within the starting config's run-to-run noise \(its 2 runs: [\d.]+, [\d.]+ infer\/sec, [\d.]+% apart\): no clear win\./);
+    assert.match(report, /no clear win/);
   } finally {
     await s.remove();
   }
