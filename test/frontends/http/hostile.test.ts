@@ -191,7 +191,14 @@ describe('one request does not stall the event loop for everyone else', () => {
       normalMs.push(await timed(() => request(`${s.url}/v2/models/simple/infer`, { body: normal }), 200));
     }
     const ratio = Math.min(...hostileMs) / Math.min(...normalMs);
-    assert.ok(ratio < 5, `eight hostile requests took ${ratio.toFixed(1)} times as long as eight normal ones`);
+    // Eight normal requests take a few milliseconds, so a stall of the machine's own in every round could
+    // pass 5x; the floor is what even one of these requests would cost if the server made room for the
+    // elements it declares: this thread's time to build one array of 30 million empty strings, measured now.
+    const t0 = performance.now();
+    new Array(30_000_000).fill('');
+    const allocMs = performance.now() - t0;
+    assert.ok(ratio < 5 || Math.min(...hostileMs) < 0.5 * allocMs,
+      `eight hostile requests took ${ratio.toFixed(1)} times as long as eight normal ones (${Math.min(...hostileMs).toFixed(0)} ms; one array of their elements: ${allocMs.toFixed(0)} ms)`);
   });
 
   test('the server still answers a normal inference correctly', normalInferenceIsRight);
