@@ -1,0 +1,40 @@
+import { modelTimestamps } from '../repository/local.js';
+import { scanSources, type RepositorySource } from '../repository/source.js';
+import type { DependencyGraph } from './dependency-graph.js';
+import type { ModelLifecycle } from './lifecycle.js';
+import type { ModelTable } from './model-table.js';
+
+/**
+ * Poll mode's one pass over the repositories: a model gone from them unloads, a new one loads, and one whose
+ * files changed (their timestamps) loads again; a model loaded from file overrides is not the repository's and
+ * is left alone.
+ */
+export async function pollRepositories(sources: readonly RepositorySource[], table: ModelTable, lifecycle: ModelLifecycle, graph: DependencyGraph): Promise<void> {
+  const scan = await scanSources(sources, table.namespacing);
+  const work: Promise<unknown>[] = [];
+  // What went first: with namespacing a name that stays in one repository stops being ambiguous.
+  for (const [key, entry] of table.entries) {
+    if (scan.models.has(key) || entry.overrides) continue;
+    entry.waiting = false;
+    if (!entry.unloaded && entry.versions.size > 0) work.push(lifecycle.unload(key).catch(() => undefined));
+  }
+  await Promise.all(work.splice(0));
+  for (const [key, location] of scan.models) {
+    const entry = table.entries.get(key);
+    if (entry?.overrides) continue; // a model loaded from overrides is not the repository's
+    if (entry?.waiting) continue; // it loads again when its steps can run (DependencyGraph.settle)
+    // A model that cannot be downloaded now keeps serving what it served.
+    if ((await lifecycle.fetch(location)) !== undefined) continue;
+    const stamps = await modelTimestamps(location.dir);
+    if (entry && sameStamps(entry.timestamps, stamps) && entry.location?.dir === location.dir) continue;
+    work.push(table.serially(key, (e) => lifecycle.load(e, location, {}), location.name));
+  }
+  await Promise.all(work);
+  await graph.settle();
+}
+
+function sameStamps(a: Map<string, bigint>, b: Map<string, bigint>): boolean {
+  if (a.size !== b.size) return false;
+  for (const [k, v] of a) if (b.get(k) !== v) return false;
+  return true;
+}
