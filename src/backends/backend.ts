@@ -37,6 +37,18 @@ export interface Backend {
 }
 
 /**
+ * What the server must know of a backend before it loads it, given with its registration: a model's config is
+ * completed with these while the backend's own modules may still be loading (or fail to).
+ */
+export interface BackendTraits {
+  /**
+   * Instances a KIND_CPU instance group without a count gets; absent: 1. Triton's backends opt into more where
+   * several instances pay on one machine (ONNX Runtime: 2), and not where they cost (PyTorch, OpenVINO).
+   */
+  readonly defaultCpuInstanceCount?: number;
+}
+
+/**
  * The argument of a model's initialize() as Triton's Python backend gives it (string values by Triton's keys),
  * which JavaScript models take too.
  */

@@ -1,5 +1,5 @@
 import { unavailable } from '../errors.js';
-import type { Backend } from './backend.js';
+import type { Backend, BackendTraits } from './backend.js';
 
 /**
  * Backends by name. Heavy engines register a loader, not an instance, so their libraries are imported only
@@ -7,13 +7,23 @@ import type { Backend } from './backend.js';
  */
 export type BackendLoader = () => Promise<Backend>;
 
+const NO_TRAITS: BackendTraits = Object.freeze({});
+
 export class BackendRegistry {
   private readonly loaders = new Map<string, BackendLoader>();
   private readonly loaded = new Map<string, Promise<Backend>>();
+  private readonly traitsByName = new Map<string, BackendTraits>();
 
-  register(name: string, loader: BackendLoader): void {
+  /** Registers a backend by name; `traits` are what a model's config needs of it before it is loaded. */
+  register(name: string, loader: BackendLoader, traits: BackendTraits = NO_TRAITS): void {
     this.loaders.set(name, loader);
+    this.traitsByName.set(name, traits);
     this.loaded.delete(name);
+  }
+
+  /** The traits of a backend (none for a name not registered), known without loading it. */
+  traits(name: string): BackendTraits {
+    return this.traitsByName.get(name) ?? NO_TRAITS;
   }
 
   has(name: string): boolean {
@@ -46,7 +56,8 @@ export class BackendRegistry {
 /** The registry with Nereid's built-in backends. */
 export function defaultBackends(): BackendRegistry {
   const r = new BackendRegistry();
-  r.register('onnxruntime', async () => (await import('./onnxruntime/backend.js')).onnxRuntimeBackend);
+  // Triton gives a CPU group without a count two ONNX Runtime instances (core's SetDefaultInstanceCount).
+  r.register('onnxruntime', async () => (await import('./onnxruntime/backend.js')).onnxRuntimeBackend, { defaultCpuInstanceCount: 2 });
   r.register('javascript', async () => (await import('./javascript/backend.js')).createJavascriptBackend());
   r.register('python', async () => (await import('./python/backend.js')).pythonModelBackend);
   r.register('pytorch', async () => (await import('./pytorch/backend.js')).pytorchBackend);

@@ -108,8 +108,11 @@ function customBackend(cfg: ModelConfig, modelName: string): void {
 
 export interface NormalizeOptions {
   readonly modelName: string;
-  /** Instances the backend prefers for a KIND_CPU group it creates (the backend's "preferred instance group"). */
-  readonly preferredInstanceCount?: number;
+  /**
+   * Instances a KIND_CPU group without a count gets, as the model's backend wants it (core's
+   * SetDefaultInstanceCount, where backends opt into more than one); absent: 1.
+   */
+  readonly defaultCpuInstanceCount?: number;
 }
 
 /** Sequence slots idle longer than this are released when the config gives no value (core's default, 1 s). */
@@ -142,17 +145,11 @@ function normalizeBatching(cfg: ModelConfig): void {
   if (sb.oldest && sb.oldest.preferred_batch_size.length === 0 && mbs > 0) sb.oldest.preferred_batch_size = [mbs];
 }
 
-/** Backends for which core gives a CPU group without a count two instances rather than one. */
-const TWO_CPU_INSTANCES = new Set(['onnxruntime', 'tensorflow']);
-
 function normalizeInstanceGroups(cfg: ModelConfig, opts: NormalizeOptions): void {
   if (cfg.instance_group.length === 0) {
+    // Core's one group of kind AUTO, which becomes KIND_CPU below.
     const group = blank<ModelInstanceGroup>('ModelInstanceGroup');
     group.name = cfg.name;
-    if (opts.preferredInstanceCount !== undefined) {
-      group.kind = 'KIND_CPU';
-      group.count = opts.preferredInstanceCount;
-    }
     cfg.instance_group.push(group);
   }
   cfg.instance_group.forEach((g, i) => {
@@ -163,6 +160,6 @@ function normalizeInstanceGroups(cfg: ModelConfig, opts: NormalizeOptions): void
       g.kind = 'KIND_CPU';
       g.gpus = [];
     }
-    if (g.count < 1) g.count = g.kind === 'KIND_CPU' && TWO_CPU_INSTANCES.has(cfg.backend) ? 2 : 1;
+    if (g.count < 1) g.count = g.kind === 'KIND_CPU' ? opts.defaultCpuInstanceCount ?? 1 : 1;
   });
 }

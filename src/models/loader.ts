@@ -108,7 +108,8 @@ export async function prepareModel(name: string, modelDir: string, given: ModelC
   checkVersionWeights(config);
   if (config.backend === 'router') completeRouterConfig(config, routerTargetConfigs(config, opts));
   const noBackend = config.platform === 'ensemble' || config.backend === 'router';
-  normalizeModelConfig(config, { modelName: name, preferredInstanceCount: config.backend === 'onnxruntime' ? 2 : 1 });
+  const defaults = { modelName: name, defaultCpuInstanceCount: opts.backends.traits(config.backend).defaultCpuInstanceCount ?? 1 };
+  normalizeModelConfig(config, defaults);
   validateModelSettings(config);
   if (opts.strictModelConfig) validateModelIO(config);
   validateDirectoryName(config, name);
@@ -125,7 +126,7 @@ export async function prepareModel(name: string, modelDir: string, given: ModelC
     const files: ModelFiles = { name, modelDir, versionDir: join(modelDir, String(versions[versions.length - 1])), backendConfig, configFromRequest };
     await backend.autoComplete(files, config);
     // What the backend filled in gets core's defaults too.
-    normalizeModelConfig(config, { modelName: name, preferredInstanceCount: backend.name === 'onnxruntime' ? 2 : 1 });
+    normalizeModelConfig(config, defaults);
   }
   validateModelSettings(config);
   validateModelIO(config);

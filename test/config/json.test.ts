@@ -20,7 +20,7 @@ instance_group { kind: KIND_CPU secondary_devices { device_id: 3 } }
 
 test('golden JSON for a small config: key order, defaults printed, int64 fix-ups and leftovers', () => {
   const cfg = parseModelConfig(SIMPLE, 'config.pbtxt');
-  normalizeModelConfig(cfg, { modelName: 'simple' });
+  normalizeModelConfig(cfg, { modelName: 'simple', defaultCpuInstanceCount: 2 });
   const json = modelConfigToJson(cfg);
   const queuePolicy = (timeout: number) => ({
     timeout_action: 'REJECT', default_timeout_microseconds: timeout, allow_timeout_override: false, max_queue_size: 0,

@@ -48,14 +48,14 @@ test('custom backend from the model name, else an error', () => {
     /Could not determine backend for model 'plain'.*model\.<backend_name>/.test(e.message));
 });
 
-function normalized(text: string, opts: { preferredInstanceCount?: number; name?: string } = {}): ModelConfig {
+function normalized(text: string, opts: { defaultCpuInstanceCount?: number; name?: string } = {}): ModelConfig {
   const c = parseModelConfig(text, 'config.pbtxt');
-  normalizeModelConfig(c, { modelName: opts.name ?? 'm', ...(opts.preferredInstanceCount !== undefined ? { preferredInstanceCount: opts.preferredInstanceCount } : {}) });
+  normalizeModelConfig(c, { modelName: opts.name ?? 'm', ...(opts.defaultCpuInstanceCount !== undefined ? { defaultCpuInstanceCount: opts.defaultCpuInstanceCount } : {}) });
   return c;
 }
 
 test('normalization: name, version policy, batching defaults, pinned memory, instance groups', () => {
-  const c = normalized('backend: "onnxruntime" max_batch_size: 8 dynamic_batching { }', { preferredInstanceCount: 2 });
+  const c = normalized('backend: "onnxruntime" max_batch_size: 8 dynamic_batching { }', { defaultCpuInstanceCount: 2 });
   assert.equal(c.name, 'm');
   assert.deepEqual(c.version_policy, { latest: { num_versions: 1 } });
   assert.deepEqual(c.dynamic_batching?.preferred_batch_size, [8]);
@@ -76,7 +76,7 @@ test('normalization: name, version policy, batching defaults, pinned memory, ins
 });
 
 test('normalization of instance groups: names, KIND_AUTO, counts', () => {
-  const c = normalized('backend: "onnxruntime" instance_group [ { }, { kind: KIND_CPU count: 3 }, { kind: KIND_GPU gpus: [0] }, { gpus: [1] } ]');
+  const c = normalized('backend: "onnxruntime" instance_group [ { }, { kind: KIND_CPU count: 3 }, { kind: KIND_GPU gpus: [0] }, { gpus: [1] } ]', { defaultCpuInstanceCount: 2 });
   assert.deepEqual(c.instance_group.map((g) => [g.name, g.kind, g.count, g.gpus]), [
     ['m_0', 'KIND_CPU', 2, []],
     ['m_1', 'KIND_CPU', 3, []],
@@ -85,7 +85,9 @@ test('normalization of instance groups: names, KIND_AUTO, counts', () => {
   ]);
   assert.equal(normalized('backend: "python" instance_group { kind: KIND_CPU }').instance_group[0]!.count, 1);
   assert.equal(normalized('backend: "python"').instance_group[0]!.count, 1);
-  assert.equal(normalized('backend: "tensorflow"').instance_group[0]!.count, 2);
+  // The CPU default is the backend's (its registration's traits), never the config module's own idea.
+  assert.equal(normalized('backend: "onnxruntime"').instance_group[0]!.count, 1);
+  assert.equal(normalized('backend: "tensorflow"', { defaultCpuInstanceCount: 2 }).instance_group[0]!.count, 2);
 });
 
 test('normalization leaves ensembles without instance groups or optimization, and is idempotent', () => {
