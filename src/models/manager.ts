@@ -96,6 +96,20 @@ export class ModelManager {
     return this.table.loadedVersions(name);
   }
 
+  /**
+   * The READY versions statistics report: every model's, or one model's (one version of it). INVALID_ARG, in
+   * Triton's words, for a model or version that is not READY.
+   */
+  statisticsOf(name: string | undefined, version: number | undefined): ModelVersion[] {
+    if (name !== undefined) {
+      const readyVersions = this.table.readyVersions(name);
+      if (readyVersions.length === 0 || (version !== undefined && !readyVersions.includes(version))) {
+        throw invalidArg(`requested model '${name}' is not available`);
+      }
+    }
+    return this.table.loadedVersions(name).filter((m) => version === undefined || m.version === version);
+  }
+
   /** Triton's repository index (see ModelTable.index); a repository that cannot be read lists what is known. */
   async index(readyOnly: boolean): Promise<IndexEntry[]> {
     const scan = await scanSources(this.sources, this.table.namespacing).catch(() => undefined);

@@ -1,3 +1,4 @@
+import type { Logger } from '../observability/logger.js';
 import { modelTimestamps } from '../repository/local.js';
 import { scanSources, type RepositorySource } from '../repository/source.js';
 import type { DependencyGraph } from './dependency-graph.js';
@@ -37,4 +38,27 @@ function sameStamps(a: Map<string, bigint>, b: Map<string, bigint>): boolean {
   if (a.size !== b.size) return false;
   for (const [k, v] of a) if (b.get(k) !== v) return false;
   return true;
+}
+
+/**
+ * Poll mode's timer: `pass` runs every `intervalMs`, each time counted from the end of the one before, so that
+ * passes never overlap; a pass that fails is logged and the next one still comes. Returns what stops it.
+ */
+export function pollEvery(intervalMs: number, pass: () => Promise<void>, logger: Logger): () => void {
+  if (intervalMs <= 0) return () => undefined;
+  let stopped = false;
+  let timer: NodeJS.Timeout;
+  const tick = async (): Promise<void> => {
+    try {
+      await pass();
+    } catch (e) {
+      logger.error(`repository poll failed: ${(e as Error).message}`);
+    }
+    if (!stopped) timer = setTimeout(tick, intervalMs).unref();
+  };
+  timer = setTimeout(tick, intervalMs).unref();
+  return () => {
+    stopped = true;
+    clearTimeout(timer);
+  };
 }

@@ -1,12 +1,12 @@
-import { NereidError, invalidArg, isNereidError, toNereidError, unavailable, unsupported } from '../errors.js';
+import { NereidError, invalidArg, unavailable, unsupported } from '../errors.js';
 import { isCloudUrl, parseCloudUrl } from '../repository/cloud/url.js';
 import type { ModelConfig } from '../config/types.js';
 import { modelConfigToJson } from '../config/index.js';
-import type { ModelCalls } from '../backends/backend.js';
 import { defaultBackends, type BackendRegistry } from '../backends/registry.js';
 import type { InferenceRequest, InferenceResponse, RequestBounds } from '../inference/index.js';
 import { ResponseStream } from '../inference/stream.js';
 import { ModelManager, type IndexEntry, type LoadRequest } from '../models/manager.js';
+import { pollEvery } from '../models/polling.js';
 import { InstanceBudget } from '../models/instance-budget.js';
 import type { ModelVersion } from '../models/model-version.js';
 import { routingKey } from '../models/router.js';
@@ -22,11 +22,13 @@ import type { SequenceStateStore } from '../scheduler/sequence-store.js';
 import type { ResponseCache } from '../cache/cache.js';
 import type { ServerMetrics } from '../observability/metrics/server-metrics.js';
 import { parseMetricsConfig } from '../observability/metrics/settings.js';
-import { CustomMetricFamilies } from '../observability/metrics/custom.js';
 import type { Registry } from 'prom-client';
-import { SharedMemoryBinding, usesSharedMemory } from '../sharedmemory/binding.js';
+import { usesSharedMemory } from '../sharedmemory/binding.js';
+import { inferThroughSharedMemory, streamThroughSharedMemory } from '../sharedmemory/request-flows.js';
 import { SharedMemoryRegistry } from '../sharedmemory/registry.js';
 import { ReservedKeys } from '../sharedmemory/reserved-keys.js';
+import { modelCalls } from './model-calls.js';
+import { logRequest } from './request-log.js';
 import { DEFAULT_SERVER_ID, NEREID_VERSION, type ServerOptions } from './options.js';
 
 export interface ServerMetadata {
@@ -108,7 +110,8 @@ export class InferenceServer {
   private state: ServerState = 'starting';
   private readonly manager: ModelManager;
   private readonly metadataValue: ServerMetadata;
-  private pollTimer: NodeJS.Timeout | undefined;
+  /** Ends poll mode's timer (see pollEvery); nothing to end in the other modes. */
+  private stopPolling: () => void = () => undefined;
   private inflightRequests = 0;
   private idle: (() => void) | undefined;
   private closing: Promise<boolean> | undefined;
@@ -161,38 +164,10 @@ export class InferenceServer {
       rateLimiter: new RateLimiter(options.rateLimit === 'execution_count', options.rateLimitResources ?? []),
       responseCache: this.cache,
       ...(sequenceStore ? { sequenceStore } : {}),
-      calls: this.modelCalls(ownSharedMemory),
+      calls: modelCalls((r) => this.manager.resolveRouted(r.model, r.version, routingKey(r.parameters, r.sequenceId)), this, ownSharedMemory, this.metrics?.registry),
       ...(this.metrics ? { metrics: this.metrics } : {}),
     }, this.logger.child('manager.ts'), options.modelNamespacing ?? false, options.repositoryCacheDir);
     this.metadataValue = { name: options.id ?? DEFAULT_SERVER_ID, version: NEREID_VERSION, extensions: EXTENSIONS };
-  }
-
-  /**
-   * What a running model may ask of the server (a Python model's BLS calls and model management). Unlike the
-   * public infer(), a call still runs while the server is stopping, so requests in flight can finish.
-   */
-  private modelCalls(ownSharedMemory: ReservedKeys): ModelCalls {
-    return {
-      reserveSharedMemory: (prefix) => ownSharedMemory.reserve(prefix),
-      infer: (request) => {
-        try {
-          return this.manager.resolveRouted(request.model, request.version, routingKey(request.parameters, request.sequenceId)).infer(request);
-        } catch (e) {
-          return Promise.reject(e);
-        }
-      },
-      inferStream: (request) => {
-        try {
-          return this.manager.resolveRouted(request.model, request.version, routingKey(request.parameters, request.sequenceId)).inferStream(request);
-        } catch (e) {
-          return ResponseStream.failed(e);
-        }
-      },
-      loadModel: (name, request) => this.loadModel(name, request),
-      unloadModel: (name, options) => this.unloadModel(name, options),
-      isModelReady: (name, version) => this.isModelReady(name, version),
-      metrics: new CustomMetricFamilies(this.metrics?.registry),
-    };
   }
 
   /**
@@ -221,39 +196,16 @@ export class InferenceServer {
       await traces.close();
       throw e;
     }
-    const mode = options.modelControlMode ?? 'none';
-    const load = options.loadModels ?? [];
-    let failures: Map<string, string>;
-    if (mode === 'explicit') {
-      failures = load.length === 0 ? new Map() : await server.manager.loadAll(load.includes('*') ? undefined : load);
-    } else {
-      failures = await server.manager.loadAll();
-    }
+    const failures = await loadAtStart(server.manager, options);
     if (failures.size > 0 && (options.exitOnError ?? true)) {
       await server.manager.close();
-      await server.cache?.close?.();
-      await store?.close();
-      server.metrics?.close();
-      await server.traces.close();
+      await server.closeServices();
       const list = [...failures].map(([m, r]) => `'${m}': ${r}`).join('; ');
       throw unavailable(`failed to load all models: ${list}`);
     }
     server.state = 'ready';
-    if (mode === 'poll') server.startPolling((options.repositoryPollSecs ?? 15) * 1000);
+    if (options.modelControlMode === 'poll') server.stopPolling = pollEvery((options.repositoryPollSecs ?? 15) * 1000, () => server.manager.poll(), server.log);
     return server;
-  }
-
-  private startPolling(intervalMs: number): void {
-    if (intervalMs <= 0) return;
-    const tick = async () => {
-      try {
-        await this.manager.poll();
-      } catch (e) {
-        this.log.error(`repository poll failed: ${(e as Error).message}`);
-      }
-      if (this.state === 'ready') this.pollTimer = setTimeout(tick, intervalMs).unref();
-    };
-    this.pollTimer = setTimeout(tick, intervalMs).unref();
   }
 
   /** Polls the repositories once now (poll mode's work, on demand). */
@@ -340,9 +292,9 @@ export class InferenceServer {
       return Promise.reject(e);
     }
     this.inflightRequests++;
-    const p = usesSharedMemory(request) ? this.inferWithSharedMemory(version, request) : version.infer(request);
+    const p = usesSharedMemory(request) ? inferThroughSharedMemory(this.sharedMemory, version, request) : version.infer(request);
     p.then(this.requestDone, this.requestDone);
-    if (this.log.isVerbose(1)) this.logRequest(request, p);
+    if (this.log.isVerbose(1)) logRequest(this.log, request, p);
     return p;
   }
 
@@ -395,51 +347,6 @@ export class InferenceServer {
   }
 
   /**
-   * Verbose request logs (--log-verbose ≥ 1), each line tagged with the request id as Triton tags its own:
-   * the request as it arrives and how it ended. Built only when the level is on.
-   */
-  private logRequest(request: InferenceRequest, done: Promise<unknown>): void {
-    const tag = `[request id: ${request.id || '<id_unknown>'}]`;
-    const target = `model '${request.model}'${request.version !== undefined ? ` version ${request.version}` : ''}`;
-    this.log.verbose(1, `${tag} infer ${target}: ${request.inputs.length} input(s)${request.sequenceId ? `, sequence ${String(request.sequenceId)}` : ''}`);
-    const started = process.hrtime.bigint();
-    const ms = (): string => (Number(process.hrtime.bigint() - started) / 1e6).toFixed(3);
-    done.then(
-      () => this.log.verbose(1, `${tag} ${target} ended after ${ms()} ms`),
-      (e: unknown) => this.log.verbose(1, `${tag} ${target} failed after ${ms()} ms: ${(e as Error).message}`),
-    );
-  }
-
-  /** Inputs read from their regions, outputs written into theirs; the regions are held until the request is over. */
-  private inferWithSharedMemory(model: ModelVersion, request: InferenceRequest): Promise<InferenceResponse> {
-    const binding = new SharedMemoryBinding(this.sharedMemory);
-    let bound: InferenceRequest;
-    try {
-      bound = binding.bind(request);
-    } catch (e) {
-      binding.release();
-      return Promise.reject(e);
-    }
-    // Outputs that all go into regions are copied there straight from the backend's memory, which is then given
-    // back: borrowed, whether or not the caller borrows.
-    const own = !request.borrowOutputs && request.outputs !== undefined && request.outputs.length > 0 && request.outputs.every((o) => o.sharedMemory);
-    if (own) bound = { ...bound, borrowOutputs: true };
-    return model.infer(bound).then((r) => {
-      let written: InferenceResponse;
-      try {
-        written = binding.writeOutputs(r);
-      } catch (e) {
-        r.release?.();
-        throw e;
-      }
-      if (!own || !r.release) return written;
-      r.release();
-      const { release: _, ...rest } = written;
-      return rest;
-    }).finally(() => binding.release());
-  }
-
-  /**
    * Every response of a request, as an async iterator: a decoupled model's zero or more responses as the model
    * sends them, or an ordinary model's one response. Errors are thrown from the iterator; leaving the loop
    * early cancels the request.
@@ -456,9 +363,9 @@ export class InferenceServer {
       return ResponseStream.failed(e);
     }
     this.inflightRequests++;
-    const stream = usesSharedMemory(request) ? this.streamWithSharedMemory(version, request) : version.inferStream(request);
+    const stream = usesSharedMemory(request) ? streamThroughSharedMemory(this.sharedMemory, version, request) : version.inferStream(request);
     void stream.settled.then(this.requestDone);
-    if (this.log.isVerbose(1)) this.logRequest(request, stream.settled);
+    if (this.log.isVerbose(1)) logRequest(this.log, request, stream.settled);
     return stream;
   }
 
@@ -469,33 +376,6 @@ export class InferenceServer {
     return model !== undefined
       ? this.manager.route(model, request)
       : this.manager.resolveRouted(request.model, request.version, routingKey(request.parameters, request.sequenceId));
-  }
-
-  /** inferStream with shared memory: each response writes its outputs into the regions (a later one overwrites). */
-  private streamWithSharedMemory(model: ModelVersion, request: InferenceRequest): ResponseStream {
-    const binding = new SharedMemoryBinding(this.sharedMemory);
-    let bound: InferenceRequest;
-    try {
-      bound = binding.bind(request);
-    } catch (e) {
-      binding.release();
-      return ResponseStream.failed(e);
-    }
-    const inner = model.inferStream(bound);
-    const outer = new ResponseStream();
-    outer.onCancel = () => void inner.return();
-    void (async () => {
-      try {
-        for await (const r of inner) outer.push(binding.writeOutputs(r));
-        outer.end();
-      } catch (e) {
-        outer.fail(toNereidError(e));
-        void inner.return();
-      } finally {
-        binding.release();
-      }
-    })();
-    return outer;
   }
 
   private readonly requestDone = (): void => {
@@ -526,7 +406,7 @@ export class InferenceServer {
 
   /** Triton's statistics JSON: `{ model_stats: [...] }` for READY versions. */
   statistics(name?: string, version?: number): { model_stats: Record<string, unknown>[] } {
-    return { model_stats: this.statisticsOf(name, version).map((m) => m.stats.toJSON()) };
+    return { model_stats: this.manager.statisticsOf(name, version).map((m) => m.stats.toJSON()) };
   }
 
   /**
@@ -535,17 +415,7 @@ export class InferenceServer {
    * `{ model_stats: [{ name, version, instance_stats: [...] }] }`. Same selection and errors as statistics().
    */
   instanceStatistics(name?: string, version?: number): { model_stats: Record<string, unknown>[] } {
-    return { model_stats: this.statisticsOf(name, version).map((m) => m.stats.instancesJSON()) };
-  }
-
-  private statisticsOf(name: string | undefined, version: number | undefined): ModelVersion[] {
-    if (name !== undefined) {
-      const readyVersions = this.manager.readyVersions(name);
-      if (readyVersions.length === 0 || (version !== undefined && !readyVersions.includes(version))) {
-        throw invalidArg(`requested model '${name}' is not available`);
-      }
-    }
-    return this.manager.loadedVersions(name).filter((m) => version === undefined || m.version === version);
+    return { model_stats: this.manager.statisticsOf(name, version).map((m) => m.stats.instancesJSON()) };
   }
 
   /**
@@ -595,7 +465,7 @@ export class InferenceServer {
 
   private async stop(timeoutSecs: number): Promise<boolean> {
     this.state = 'stopping';
-    if (this.pollTimer) clearTimeout(this.pollTimer);
+    this.stopPolling();
     const secs = Math.max(0, timeoutSecs);
     if (this.inflightRequests > 0) this.log.info(`waiting for ${this.inflightRequests} in-flight inference requests (at most ${secs} s)`);
     const drained = (async () => {
@@ -612,16 +482,31 @@ export class InferenceServer {
       // Killed instances settle at once; one that cannot be killed is given a moment, not more.
       await Promise.race([drained, new Promise((resolve) => setTimeout(resolve, ABORT_GRACE_MS).unref())]);
     }
+    await this.closeServices();
+    this.state = 'stopped';
+    return clean;
+  }
+
+  /** Closes what the server opened beside its models: caches, stores, regions, metrics and trace exports. */
+  private async closeServices(): Promise<void> {
     await this.cache?.close?.();
     await this.sequenceStore?.close();
     this.sharedMemory.close();
     this.metrics?.close();
     await this.traces.close();
-    this.state = 'stopped';
-    return clean;
   }
 }
 
+
+/**
+ * The models the control mode loads at start: every model in modes none and poll, those --load-model names in
+ * mode explicit (all with '*'). Returns the failures.
+ */
+function loadAtStart(manager: ModelManager, options: ServerOptions): Promise<Map<string, string>> {
+  if ((options.modelControlMode ?? 'none') !== 'explicit') return manager.loadAll();
+  const load = options.loadModels ?? [];
+  return load.length === 0 ? Promise.resolve(new Map()) : manager.loadAll(load.includes('*') ? undefined : load);
+}
 
 /** The response cache --cache-config asks for: Triton's `local` (a byte budget, LRU) or `redis`. */
 async function responseCache(c: ServerOptions['responseCache'], logger: Logger): Promise<ResponseCache | undefined> {
