@@ -148,7 +148,7 @@ export class DependencyGraph {
       if (!this.stranded(x)) return false;
       this.logger.error(`ensemble '${x.name}' is unloaded: a model one of its steps runs on is not available`);
       if (x.overrides) {
-        await this.lifecycle.unload(x.key);
+        await this.lifecycle.unloadNow(x);
         return true;
       }
       await this.lifecycle.retire(x, [...x.versions.keys()]);

@@ -191,19 +191,25 @@ export class ModelLifecycle {
 
   /** Unloads every version of a model and forgets how it was loaded (after earlier operations on it). */
   unload(key: string): Promise<void> {
-    return this.table.serially(key, async (e) => {
-      await this.retire(e, [...e.versions.keys()]);
-      e.unloaded = true;
-      e.explicit = false;
-      e.waiting = false;
-      e.configOverride = undefined;
-      e.failure = '';
-      await e.overrides?.remove();
-      e.overrides = undefined;
-      e.prepared = undefined;
-      e.configJson = '';
-      e.timestamps = new Map();
-    });
+    return this.table.serially(key, (e) => this.unloadNow(e));
+  }
+
+  /**
+   * unload() for an operation already running on the model (see ModelTable.serially): waiting for the
+   * model's earlier operations there would wait for that operation itself, for ever.
+   */
+  async unloadNow(e: ModelEntry): Promise<void> {
+    await this.retire(e, [...e.versions.keys()]);
+    e.unloaded = true;
+    e.explicit = false;
+    e.waiting = false;
+    e.configOverride = undefined;
+    e.failure = '';
+    await e.overrides?.remove();
+    e.overrides = undefined;
+    e.prepared = undefined;
+    e.configJson = '';
+    e.timestamps = new Map();
   }
 
   /** Brings a model of a repository at a URL into its local folder; the reason when that failed. */

@@ -124,3 +124,24 @@ test('poll: a composing model removed from the repository unloads the ensembles 
   await s.server.pollRepository();
   for (const m of ['chain', 'outer']) await assertAnswers(s, m);
 }));
+
+test('explicit: an ensemble loaded from file overrides whose composing model is unloaded goes for good, and the unload ends', () => withRepo('explicit', async (s) => {
+  // Its files are gone with it (removed when it is unloaded), so it has no folder to load again from.
+  const config = JSON.stringify({
+    name: 'from_files', platform: 'ensemble', max_batch_size: 8,
+    input: [{ name: 'A', data_type: 'TYPE_INT32', dims: [16] }, { name: 'B', data_type: 'TYPE_INT32', dims: [16] }],
+    output: [{ name: 'SUM', data_type: 'TYPE_INT32', dims: [16] }],
+    ensemble_scheduling: { step: [{ model_name: 'simple', model_version: -1, input_map: { INPUT0: 'A', INPUT1: 'B' }, output_map: { OUTPUT0: 'SUM' } }] },
+  });
+  const files = { 'file:1/notes.txt': Buffer.from('notes').toString('base64') };
+  const loaded = await postJson(`${s.url}/v2/repository/models/from_files/load`, { parameters: { config, ...files } });
+  assert.equal(loaded.status, 200, loaded.body.toString());
+  await assertAnswers(s, 'from_files');
+  // The ensemble is unloaded while the unload of its composing model runs: that must not wait on itself.
+  const hung = new Promise<'hung'>((resolve) => setTimeout(() => resolve('hung'), 20_000).unref());
+  const status = await Promise.race([postJson(`${s.url}/v2/repository/models/simple/unload`, {}).then((r) => r.status), hung]);
+  assert.equal(status, 200);
+  await assertUnloaded(s, 'from_files');
+  await load(s, 'simple');
+  await assertUnloaded(s, 'from_files');
+}));
