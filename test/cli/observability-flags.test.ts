@@ -77,7 +77,7 @@ test('--log-file, run-time log settings over gRPC and HTTP, request ids in the l
     }
     // The location is the line that wrote the record, as Triton prints its LOG_* call's `file.cc:line`.
     assert.match(text, new RegExp(` http_server\\.ts:${await sourceLine('src/frontends/http/server.ts', 'Started HTTPService at')}\\] "Started HTTPService`));
-    assert.match(text, new RegExp(` server_inference_server\\.ts:${await sourceLine('src/server/inference-server.ts', '} infer ${target}')}\\] .*infer model 'simple'`));
+    assert.match(text, new RegExp(` server_request_log\\.ts:${await sourceLine('src/server/request-log.ts', '} infer ${target}')}\\] .*infer model 'simple'`));
     assert.doesNotMatch(console, /Started|infer model/, 'nothing is printed to the console with --log-file');
   } finally {
     child.kill('SIGTERM');

@@ -35,9 +35,10 @@ before(async () => {
   grpcFrontend = await startGrpcFrontend(server, { port: 0, address: '127.0.0.1' }, logger);
   openai = await startOpenAiFrontend(server, { port: 0, address: '127.0.0.1' }, logger);
   client = connect(grpcFrontend.port);
-  const manager = (server as unknown as { manager: { resolve: (...a: unknown[]) => unknown } }).manager;
-  const resolve = manager.resolve.bind(manager);
-  manager.resolve = (...a: unknown[]) => {
+  // The model table answers every lookup (the manager's resolve and resolveRouted both end there).
+  const table = (server as unknown as { manager: { table: { resolve: (...a: unknown[]) => unknown } } }).manager.table;
+  const resolve = table.resolve.bind(table);
+  table.resolve = (...a: unknown[]) => {
     lookups++;
     return resolve(...a);
   };
