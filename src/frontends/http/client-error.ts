@@ -14,12 +14,15 @@ export function answerClientError(err: Error & { code?: string; reason?: string 
     return;
   }
   if (!bothFramings(err)) {
-    socket.end('HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n');
+    socket.end(BAD_REQUEST);
     return;
   }
   const body = JSON.stringify({ error: BOTH_FRAMINGS });
   socket.end(`HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`);
 }
+
+/** The answer to a request the parser refuses, on either path (a request cut short by its client's end too). */
+export const BAD_REQUEST = 'HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n';
 
 /** The answer to a request that did not arrive in time, on either path. */
 export const REQUEST_TIMEOUT = 'HTTP/1.1 408 Request Timeout\r\nContent-Length: 0\r\nConnection: close\r\n\r\n';

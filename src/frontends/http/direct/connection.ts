@@ -1,8 +1,8 @@
 import type { Socket } from 'node:net';
-import { REQUEST_TIMEOUT } from '../client-error.js';
+import { BAD_REQUEST, REQUEST_TIMEOUT } from '../client-error.js';
 import { DirectAnswer, type AnswerOwner } from './answer.js';
 import { Input } from './input.js';
-import { KnownHead, MAX_HEAD_BYTES, NEEDS_MORE, NOT_PLAIN, parseRequestHead, type RequestHead } from './request-head.js';
+import { KnownHead, MAX_HEAD_BYTES, NEEDS_MORE, NOT_PLAIN, notPlainSoFar, parseRequestHead, type RequestHead } from './request-head.js';
 
 /** What a connection needs of the direct path that accepted it (see DirectPath). */
 export interface ConnectionSite<T> {
@@ -36,6 +36,8 @@ export class DirectConnection<T> implements AnswerOwner {
   private readonly input = new Input();
   /** How far the input has been searched for the end of a head. */
   private searched = 0;
+  /** How long the unfinished head was when its lines so far were last checked (see readHead). */
+  private checked = 0;
   private head: RequestHead | null = null;
   /** The head this connection sent last (see KnownHead). */
   private readonly known = new KnownHead();
@@ -113,11 +115,15 @@ export class DirectConnection<T> implements AnswerOwner {
 
   /**
    * The client ended its side: as node:http does (httpAllowHalfOpen off), nothing more is read or answered and
-   * the connection closes, which cancels what it still had queued.
+   * the connection closes, which cancels what it still had queued. A request cut short by the end is refused
+   * first, as node:http's parser refuses it (an invalid EOF state).
    */
   private readonly onEnd = (): void => {
+    const cutShort = this.input.length > 0 && this.answer === null && !this.draining;
     this.finish();
-    if (this.socket.writable) this.socket.end();
+    if (!this.socket.writable) return;
+    if (cutShort) this.socket.end(BAD_REQUEST);
+    else this.socket.end();
   };
 
   private readonly onClose = (): void => {
@@ -148,6 +154,7 @@ export class DirectConnection<T> implements AnswerOwner {
         const body = this.input.take(head.contentLength);
         this.head = null;
         this.searched = 0;
+        this.checked = 0;
         if (this.arrivedAt !== undefined) {
           head.receivedAt = this.arrivedAt;
           this.arrivedAt = undefined;
@@ -186,6 +193,11 @@ export class DirectConnection<T> implements AnswerOwner {
     const head = known ?? parseRequestHead(buf, this.socket, this.searched);
     if (head === NEEDS_MORE) {
       this.searched = buf.byteLength;
+      // Checked again each time it has doubled: a head that trickles in costs a small multiple of its bytes.
+      if (buf.byteLength < 2 * this.checked) return false;
+      this.checked = buf.byteLength;
+      if (!notPlainSoFar(buf, this.socket)) return false;
+      this.handOff();
       return false;
     }
     const ticket = head === NOT_PLAIN || head.contentLength > this.site.maxBody ? undefined : this.site.decide(head);

@@ -52,7 +52,31 @@ export function parseRequestHead(buf: Buffer, socket: Socket, from = 0): HeadRes
   const end = buf.indexOf(END_OF_HEAD, from > 3 ? from - 3 : 0);
   if (end === -1) return buf.byteLength >= MAX_HEAD_BYTES ? NOT_PLAIN : NEEDS_MORE;
   if (end + 4 > MAX_HEAD_BYTES) return NOT_PLAIN;
-  const head = buf.toString('latin1', 0, end + 2);
+  return readHead(buf.toString('latin1', 0, end + 2), socket, end + 4);
+}
+
+/**
+ * Whether a head whose end has not arrived already cannot be plain, from its lines so far (and the method of an
+ * unfinished first line). node:http's parser refuses most such heads as soon as it meets the fault (one with both
+ * framings as soon as it has read both names), so the connection goes to it then, not at the head's end or timeout.
+ */
+export function notPlainSoFar(buf: Buffer, socket: Socket): boolean {
+  const last = buf.lastIndexOf(CRLF);
+  if (last === -1) {
+    const start = buf.toString('latin1', 0, Math.min(buf.byteLength, 5));
+    return !(start.startsWith('GET ') || start.startsWith('POST ') || 'GET '.startsWith(start) || 'POST '.startsWith(start));
+  }
+  return readHead(buf.toString('latin1', 0, last + 2), socket, 0, false) === NOT_PLAIN;
+}
+
+const CRLF = Buffer.from('\r\n');
+
+/**
+ * Reads `head`, the request line and header lines of a head, each ending in CRLF. `whole` is false for the lines
+ * of a head not yet ended: then the rules that need every line (Host, the framing a method needs) wait, and a head
+ * plain so far is NEEDS_MORE.
+ */
+function readHead(head: string, socket: Socket, headLength: number, whole = true): HeadResult {
   const lineEnd = head.indexOf('\r\n');
   const space = head.indexOf(' ');
   if (space === -1 || space > lineEnd || head.slice(lineEnd - VERSION.length, lineEnd) !== VERSION) return NOT_PLAIN;
@@ -84,7 +108,8 @@ export function parseRequestHead(buf: Buffer, socket: Socket, from = 0): HeadRes
         if (!CONTENT_LENGTH.test(raw)) return NOT_PLAIN;
         contentLength = Number(value);
         break;
-      case 'connection':
+      // llhttp reads Proxy-Connection as Connection (close ends the connection after its answer).
+      case 'connection': case 'proxy-connection':
         if (value.toLowerCase() !== 'keep-alive') return NOT_PLAIN;
         break;
       // Another framing, an interim answer or another protocol: node:http's to handle.
@@ -95,9 +120,10 @@ export function parseRequestHead(buf: Buffer, socket: Socket, from = 0): HeadRes
     rawHeaders.push(block.slice(at, colon), value);
     at = next + 2;
   }
+  if (!whole) return NEEDS_MORE;
   if (headers.host === undefined) return NOT_PLAIN;
   if (method === 'POST' ? headers['content-length'] === undefined : contentLength !== 0) return NOT_PLAIN;
-  return { method, url, headers, rawHeaders, contentLength, headLength: end + 4, socket };
+  return { method, url, headers, rawHeaders, contentLength, headLength, socket };
 }
 
 /** Optional whitespace around a value, as RFC 9112 allows it. */

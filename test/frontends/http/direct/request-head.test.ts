@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Socket } from 'node:net';
-import { KNOWN_HEAD_BYTES, KnownHead, MAX_HEADERS, MAX_HEAD_BYTES, NEEDS_MORE, NOT_PLAIN, parseRequestHead, type RequestHead } from '../../../../src/frontends/http/direct/request-head.js';
+import { KNOWN_HEAD_BYTES, KnownHead, MAX_HEADERS, MAX_HEAD_BYTES, NEEDS_MORE, NOT_PLAIN, notPlainSoFar, parseRequestHead, type RequestHead } from '../../../../src/frontends/http/direct/request-head.js';
 
 const socket = new Socket();
 
@@ -75,6 +75,7 @@ test('anything but a plain request is left to node:http, never refused here', ()
     ['Expect', 'POST / HTTP/1.1\r\nHost: a\r\nContent-Length: 1\r\nExpect: 100-continue\r\n\r\n'],
     ['Upgrade', 'GET / HTTP/1.1\r\nHost: a\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n'],
     ['Connection: close', 'GET / HTTP/1.1\r\nHost: a\r\nConnection: close\r\n\r\n'],
+    ['Proxy-Connection: close (llhttp reads it as Connection)', 'GET / HTTP/1.1\r\nHost: a\r\nProxy-Connection: close\r\n\r\n'],
     ['POST without a length', 'POST / HTTP/1.1\r\nHost: a\r\n\r\n'],
     ['GET with a body', 'GET / HTTP/1.1\r\nHost: a\r\nContent-Length: 3\r\n\r\nabc'],
     ['folded header', 'GET / HTTP/1.1\r\nHost: a\r\nX-A: b\r\n c\r\n\r\n'],
@@ -122,4 +123,14 @@ test('KnownHead: the head it was given, matched by its bytes at the start of the
   known.remember(Buffer.from(long, 'latin1'), head(long));
   assert.equal(known.match(Buffer.from(long, 'latin1')), null);
   assert.ok(known.match(first) !== null);
+});
+
+test('an unfinished head is judged by its lines so far: a fault already there makes it not plain, a missing Host or length does not yet', () => {
+  const soFar = (text: string): boolean => notPlainSoFar(Buffer.from(text, 'latin1'), socket);
+  for (const text of ['', 'G', 'GE', 'POST', 'POST /v2', 'GET / HTTP/1.1\r\n', 'POST / HTTP/1.1\r\nX-A: b\r\n', 'POST / HTTP/1.1\r\nHost: a\r\nContent-Le', 'GET / HTTP/1.1\r\nProxy-Connection: keep-alive\r\n']) {
+    assert.equal(soFar(text), false, JSON.stringify(text));
+  }
+  for (const text of ['k', 'get ', 'PUT /', 'GET /a b HTTP/1.1\r\n', 'GET / HTTP/1.0\r\n', 'POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n', 'GET / HTTP/1.1\r\nX-A: b\x01\r\n', 'GET / HTTP/1.1\r\nHost: a\r\nHost: b\r\n', 'GET / HTTP/1.1\r\nConnection: close\r\nHo']) {
+    assert.equal(soFar(text), true, JSON.stringify(text));
+  }
 });
