@@ -1,7 +1,7 @@
 /**
  * A request's header fields as one header block decodes them, checked as RFC 9113 8.2-8.3 asks of a server:
  * lowercase names of token characters, no NUL, CR or LF in values, pseudo-header fields first, only the
- * request ones, once each, with :method, :scheme and :path present, and none of the connection-specific
+ * request ones, once each, with :method, :scheme and a non-empty :path present, and none of the connection-specific
  * fields. A block that breaks a rule is a malformed request: its stream is reset, the connection goes on.
  */
 
@@ -27,7 +27,8 @@ export class RequestFields {
     if (BAD_VALUE.test(value)) this.malformed = true;
     if (name.charCodeAt(0) === 0x3a) {
       const bit = PSEUDO[name];
-      if (bit === undefined || (this.pseudo & bit) !== 0 || this.regularSeen) this.malformed = true;
+      // RFC 9113 8.3.1: :path is never empty for http and https.
+      if (bit === undefined || (this.pseudo & bit) !== 0 || this.regularSeen || (bit === PATH && value.length === 0)) this.malformed = true;
       else this.pseudo |= bit;
       this.headers[name] = value;
       return;
