@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EXAMPLES, ROOT } from '../../../helpers/paths.js';
 import { startGrpcTestServer, type GrpcTestServer } from '../../../helpers/grpc.js';
+import { HeaderDecoder } from '../../../../src/frontends/grpc/http2/hpack.js';
 
 // The hand-written HTTP/2 layer against clients nobody here wrote: nghttp2's command-line client (nghttp) and
 // load generator (h2load), from Debian's nghttp2-client, and Python's h2 (python3-h2), each speaking HTTP/2 with
@@ -89,4 +90,20 @@ test('Python h2: eight streams at once, bodies larger than the server\'s windows
   }
   // The four large bodies (4 x 200 kB) are more than the server's initial windows: it credited them as it read.
   assert.ok(result.window_updates > 0, 'the server sent WINDOW_UPDATEs');
+});
+
+test('Python\'s hpack encoder: 2000 blocks in sequences sharing a dynamic table decode to the fields it encoded', { skip: h2Skip }, async () => {
+  const r = await run(PYTHON, [join(ROOT, 'test', 'frontends', 'grpc', 'python', 'hpack_blocks.py'), '36', '200']);
+  assert.equal(r.code, 0, r.stderr);
+  const sequences = JSON.parse(r.stdout) as Array<Array<{ hex: string; fields: Array<[string, string]> }>>;
+  for (const [i, sequence] of sequences.entries()) {
+    const decoder = new HeaderDecoder();
+    for (const [j, b] of sequence.entries()) {
+      const block = Buffer.from(b.hex, 'hex');
+      const fields: Array<[string, string]> = [];
+      decoder.decode(block, Infinity, (name, value) => fields.push([name, value]));
+      assert.deepEqual(fields, b.fields, `sequence ${i}, block ${j}: ${b.hex}`);
+    }
+  }
+  assert.equal(sequences.length, 200);
 });
