@@ -140,14 +140,14 @@ class Received {
 
   /**
    * Resolves once `n` whole answers (each framed by its Content-Length) have come, or the connection closed, or
-   * after 5 s without them: a server that waits for more bytes there disagrees, which the transcripts then show.
+   * after 10 s without them: a server that waits for more bytes there disagrees, which the transcripts then show.
    */
   async answers(n: number): Promise<void> {
     let late = false;
     const timer = setTimeout(() => {
       late = true;
       this.wake?.();
-    }, 5000);
+    }, 10_000);
     try {
       while (!this.closed && !late && countAnswers(this.text()) < n) await new Promise<void>((r) => (this.wake = r));
     } finally {
