@@ -1,6 +1,6 @@
 /**
- * `nereid serve` flags: tritonserver's command line, parsed the way tritonserver parses it (GNU getopt_long,
- * long options only), into ServeOptions. Nothing here starts anything.
+ * `nereid serve` flags: tritonserver's command line, read the way tritonserver reads it (GNU getopt_long, long
+ * options only, by src/getopt.ts), into ServeOptions. Nothing here starts anything.
  *
  * getopt_long rules kept on purpose, because scripts written for tritonserver rely on them:
  * - `--flag=value` and `--flag value`; a flag that takes a value always takes the next argument, even one that
@@ -17,6 +17,7 @@ import { isCloudUrl, parseCloudUrl } from '../repository/cloud/url.js';
 import type { LogFormat, LogSettings } from '../observability/logger.js';
 import { DEFAULT_SERVER_ID, type ModelControlMode, type ServerOptions } from '../server/options.js';
 import { DEFAULT_MAX_MAPPED_BYTES, DEFAULT_MAX_REGIONS } from '../sharedmemory/registry.js';
+import { getopt, GetoptError, type GetoptOption, type GetoptProblem } from '../getopt.js';
 import { formatUsage, type UsageEntry } from './usage.js';
 
 export class FlagError extends Error {
@@ -301,7 +302,7 @@ export interface Values {
   readonly label: string;
 }
 
-interface FlagSpec extends UsageEntry {
+interface FlagSpec extends UsageEntry, GetoptOption {
   /** The canonical name: an alias carries the id of the flag it stands for. */
   readonly id: string;
   readonly set: (d: Draft, value: string, id: string) => void;
@@ -309,7 +310,7 @@ interface FlagSpec extends UsageEntry {
 }
 
 function flag(group: string, name: string, arg: string | null, def: string, help: string, set: FlagSpec['set'], id = name): FlagSpec {
-  return { group, name, arg, def, help, set, id, effect: { kind: 'implemented' } };
+  return { group, name, arg, def, help, set, id, takes: arg === null ? 'nothing' : 'value', effect: { kind: 'implemented' } };
 }
 
 /** A flag with no effect in Nereid: giving it logs `--<flag> has no effect: <why>` (when `when` holds). */
@@ -607,8 +608,6 @@ function trace(d: Draft, id: string, v: string, entry = v): void {
   (d.server.trace ??= []).push(entry);
 }
 
-const BY_NAME = new Map(FLAGS.map((f) => [f.name, f]));
-
 /** Every flag tritonserver has (and Nereid's own), aliases included, with what giving it does in Nereid. */
 export const FLAG_EFFECTS: readonly { name: string; id: string; group: string; arg: string | null; effect: FlagEffect }[] =
   FLAGS.map((f) => ({ name: f.name, id: f.id, group: f.group, arg: f.arg, effect: f.effect }));
@@ -625,16 +624,20 @@ export const USAGE: string = formatUsage(
 // ---------------------------------------------------------------------------------------------------------
 // The parser.
 
-/** getopt_long's lookup: an exact name first, else the one flag (or aliases of one flag) the prefix fits. */
-function lookup(name: string, spelled: string): FlagSpec {
-  const exact = BY_NAME.get(name);
-  if (exact) return exact;
-  const fits = name === '' ? [] : FLAGS.filter((f) => f.name.startsWith(name));
-  if (fits.length === 0) throw new FlagError(`Unrecognized option '${spelled}'; see --help for the list of flags`);
-  if (new Set(fits.map((f) => f.id)).size > 1) {
-    throw new FlagError(`Option '${spelled}' is ambiguous; possibilities: ${fits.map((f) => `'--${f.name}'`).join(' ')}`);
+/** A refusal of getopt's in tritonserver's words. */
+function refusal(p: GetoptProblem): FlagError {
+  switch (p.kind) {
+    case 'unknown':
+      return new FlagError(p.arg.startsWith('--')
+        ? `Unrecognized option '${p.spelled}'; see --help for the list of flags`
+        : `Unrecognized option '${p.arg}'; flags are long, like --model-repository; see --help`);
+    case 'ambiguous':
+      return new FlagError(`Option '${p.spelled}' is ambiguous; possibilities: ${p.fits.map((f) => `'--${f.name}'`).join(' ')}`);
+    case 'unwanted-value':
+      return new FlagError(`Option '--${p.option.name}' does not take a value`);
+    case 'missing-value':
+      return new FlagError(`Option '--${p.option.name}' requires a value: ${(p.option as FlagSpec).arg}`);
   }
-  return fits[0]!;
 }
 
 function apply(spec: FlagSpec, d: Draft, value: string): void {
@@ -662,32 +665,16 @@ function apply(spec: FlagSpec, d: Draft, value: string): void {
 export function parseServeFlags(argv: string[]): ServeOptions {
   const d = newDraft();
   let positional: string | undefined;
-  for (let i = 0; i < argv.length; i++) {
-    const arg = argv[i]!;
-    if (arg === '--') {
-      positional ??= argv[i + 1];
-      break;
+  try {
+    for (const item of getopt(argv, FLAGS, { abbreviations: true })) {
+      // getopt moves non-options to the end: the first one is reported once every flag has been read.
+      if (!item.option) positional ??= item.positional;
+      else apply(item.option, d, item.value ?? '');
+      if (d.help) return build(normalize(d));
     }
-    if (arg === '-' || !arg.startsWith('-')) {
-      positional ??= arg;
-      continue;
-    }
-    if (!arg.startsWith('--')) throw new FlagError(`Unrecognized option '${arg}'; flags are long, like --model-repository; see --help`);
-    const eq = arg.indexOf('=');
-    const spelled = eq < 0 ? arg : arg.slice(0, eq);
-    const spec = lookup(spelled.slice(2), spelled);
-    let value = '';
-    if (spec.arg === null) {
-      if (eq >= 0) throw new FlagError(`Option '--${spec.name}' does not take a value`);
-    } else if (eq >= 0) {
-      value = arg.slice(eq + 1);
-    } else if (i + 1 < argv.length) {
-      value = argv[++i]!;
-    } else {
-      throw new FlagError(`Option '--${spec.name}' requires a value: ${spec.arg}`);
-    }
-    apply(spec, d, value);
-    if (d.help) return build(normalize(d));
+  } catch (e) {
+    if (e instanceof GetoptError) throw refusal(e.problem);
+    throw e;
   }
   if (positional !== undefined) throw new FlagError(`Unexpected argument: ${positional}`);
   return build(check(normalize(d)));

@@ -1,13 +1,12 @@
 /**
- * getopt_long-style flags as perf_analyzer and Model Analyzer take them: `--name value`, `--name=value`, `-x value`,
- * `-xvalue`, and switches that take no value (`--async`) or an optional one (`--async=true`).
+ * The client tools' flags as perf_analyzer and Model Analyzer take them: getopt_long (src/getopt.ts) with short
+ * names and exact long names; a switch takes no value (`--async`) or an inline one (`--async=true`).
  */
+import { getopt, GetoptError, type GetoptOption, type GetoptProblem } from '../getopt.js';
 
-export interface FlagSpec {
-  readonly name: string;
-  readonly short?: string;
-  /** 'value' needs an argument; 'switch' takes none (an `=value` is allowed). */
-  readonly kind: 'value' | 'switch';
+export interface FlagSpec extends GetoptOption {
+  /** 'value' needs an argument; 'optional' is a switch (an `=value` is allowed). */
+  readonly takes: 'value' | 'optional';
   readonly help: string;
   readonly arg?: string;
 }
@@ -23,42 +22,29 @@ export class UsageError extends Error {
 export type ParsedFlags = Map<string, string[]>;
 
 export function parseArgv(argv: readonly string[], specs: readonly FlagSpec[]): ParsedFlags {
-  const byLong = new Map(specs.map((s) => [s.name, s]));
-  const byShort = new Map(specs.filter((s) => s.short).map((s) => [s.short!, s]));
   const out: ParsedFlags = new Map();
-  const add = (s: FlagSpec, v: string): void => {
-    const list = out.get(s.name);
-    if (list) list.push(v);
-    else out.set(s.name, [v]);
-  };
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i]!;
-    let spec: FlagSpec | undefined;
-    let inline: string | undefined;
-    if (a.startsWith('--')) {
-      const eq = a.indexOf('=');
-      const name = eq < 0 ? a.slice(2) : a.slice(2, eq);
-      spec = byLong.get(name);
-      if (!spec) throw new UsageError(`unknown flag '--${name}'`);
-      if (eq >= 0) inline = a.slice(eq + 1);
-    } else if (a.startsWith('-') && a.length > 1) {
-      spec = byShort.get(a[1]!);
-      if (!spec) throw new UsageError(`unknown flag '${a.slice(0, 2)}'`);
-      if (a.length > 2) inline = a.slice(2);
-    } else {
-      throw new UsageError(`unexpected argument '${a}'`);
+  try {
+    for (const item of getopt(argv, specs, { abbreviations: false })) {
+      if (!item.option) throw new UsageError(`unexpected argument '${item.positional}'`);
+      const list = out.get(item.option.name);
+      if (list) list.push(item.value ?? 'true');
+      else out.set(item.option.name, [item.value ?? 'true']);
     }
-    if (spec.kind === 'switch') {
-      add(spec, inline ?? 'true');
-      continue;
-    }
-    if (inline === undefined) {
-      if (i + 1 >= argv.length) throw new UsageError(`flag '${a}' needs a value`);
-      inline = argv[++i]!;
-    }
-    add(spec, inline);
+  } catch (e) {
+    if (e instanceof GetoptError) throw new UsageError(refusal(e.problem));
+    throw e;
   }
   return out;
+}
+
+function refusal(p: GetoptProblem): string {
+  switch (p.kind) {
+    case 'missing-value': return `flag '${p.arg}' needs a value`;
+    case 'unknown': return `unknown flag '${p.spelled}'`;
+    // Neither arises with these specs (no abbreviations, no 'nothing' option); worded for completeness.
+    case 'ambiguous': return `ambiguous flag '${p.spelled}'`;
+    case 'unwanted-value': return `flag '${p.arg}' takes no value`;
+  }
 }
 
 export function last(f: ParsedFlags, name: string): string | undefined {
@@ -98,7 +84,7 @@ export function choiceFlag<T extends string>(f: ParsedFlags, name: string, choic
 export function usageText(title: string, specs: readonly FlagSpec[]): string {
   const lines = [title, ''];
   for (const s of specs) {
-    const head = `  ${s.short ? `-${s.short}, ` : ''}--${s.name}${s.kind === 'value' ? ` ${s.arg ?? '<value>'}` : ''}`;
+    const head = `  ${s.short ? `-${s.short}, ` : ''}--${s.name}${s.takes === 'value' ? ` ${s.arg ?? '<value>'}` : ''}`;
     lines.push(head, `        ${s.help}`);
   }
   return lines.join('\n') + '\n';
