@@ -1,15 +1,39 @@
 /**
- * Values computed from a few bytes of a request, remembered by those bytes: a client repeats the same request
- * head, JSON header or message prefix for every request of the same shapes, and comparing a few hundred bytes
- * costs a fraction of parsing and checking them again. Each entry also names the object the value was checked
- * against (a model version's bounds): a lookup with another finds nothing. At most `entries` entries of at most
- * `maxBytes` bytes each, the oldest replaced first; the bytes are copied, as a request's buffer is reused.
+ * Values computed from a few bytes of a request, remembered by those bytes: the one memo behind every place a
+ * frontend skips work for bytes it has seen (the HTTP/1.1 request head, the JSON header of a binary infer, the
+ * fields before a gRPC ModelInfer's tensors, an HTTP/2 header block, HPACK's Huffman literals). A client repeats
+ * the same bytes for every request of the same shapes, and comparing a few hundred bytes costs a fraction of
+ * parsing and checking them again.
+ *
+ * Each entry also carries a key (compared with ===: the model version's bounds it was checked against, the
+ * HPACK table's state): a lookup with another finds nothing. At most `entries` entries of at most `maxBytes`
+ * bytes each, the oldest replaced first; the bytes are copied, as a request's buffer is reused.
+ *
+ * A memo that keeps missing rests: a client whose every request differs (an id of its own in each) would
+ * otherwise pay for remembering each one, as much again as the decode. After MISS_RUN misses in a row it
+ * neither looks nor remembers for a rest of REST_FIRST lookups, then probes with PROBE lookups (remembering
+ * the first); a probe that misses rests twice as long, up to REST_MAX; a hit ends the rests. Resting costs a
+ * request one counter.
  */
+export const MISS_RUN = 8;
+export const PROBE = 2;
+export const REST_FIRST = 64;
+export const REST_MAX = 4096;
+
+/** Up to this many bytes are compared in a loop: shorter than the call into Buffer's native compare. */
+const LOOP_BYTES = 32;
+
 export class BytesMemo<T> {
   private readonly bytes: (Buffer | undefined)[];
-  private readonly keys: (object | undefined)[];
+  private readonly keys: unknown[];
   private readonly values: (T | undefined)[];
   private next = 0;
+  private misses = 0;
+  /** Lookups left in the current rest. */
+  private resting = 0;
+  /** Whether the last lookup was skipped or ended a run of misses: what it was for is not to be remembered. */
+  private quiet = false;
+  private rest = REST_FIRST;
 
   constructor(readonly maxBytes: number, readonly entries: number) {
     this.bytes = new Array(entries);
@@ -17,26 +41,79 @@ export class BytesMemo<T> {
     this.values = new Array(entries);
   }
 
-  /** The value remembered for `buf`'s first `length` bytes and `key`. */
-  find(buf: Buffer, length: number, key: object): T | undefined {
+  /** The value remembered for `buf`'s `length` bytes from `start`, and `key`. */
+  find(buf: Buffer, start: number, length: number, key: unknown): T | undefined {
     if (length > this.maxBytes) return undefined;
+    if (this.resting > 0) return this.skip();
     for (let i = 0; i < this.entries; i++) {
       const b = this.bytes[i];
-      if (b !== undefined && b.byteLength === length && this.keys[i] === key && buf.compare(b, 0, length, 0, length) === 0) return this.values[i];
+      if (b !== undefined && b.byteLength === length && this.keys[i] === key && same(b, buf, start, length)) return this.hit(i);
     }
-    return undefined;
+    return this.miss();
   }
 
-  /** Remembers `value` for `buf`'s first `length` bytes and `key`; false when they are too long to be kept. */
-  keep(buf: Buffer, length: number, key: object, value: T): boolean {
-    if (length > this.maxBytes) return false;
+  /**
+   * The value remembered for bytes that `buf` begins with, whatever follows them (a head and its body), and
+   * `key`. A buffer shorter than every entry is no miss: the rest of a head may still be on its way.
+   */
+  findAtStart(buf: Buffer, key: unknown): T | undefined {
+    if (this.resting > 0) return this.skip();
+    let compared = false;
+    for (let i = 0; i < this.entries; i++) {
+      const b = this.bytes[i];
+      if (b === undefined || b.byteLength > buf.byteLength || this.keys[i] !== key) continue;
+      if (same(b, buf, 0, b.byteLength)) return this.hit(i);
+      compared = true;
+    }
+    return compared ? this.miss() : undefined;
+  }
+
+  /** Whether keep() would remember `length` bytes now: not past maxBytes, and not while resting. */
+  wants(length: number): boolean {
+    return length <= this.maxBytes && !this.quiet;
+  }
+
+  /** Remembers `value` for `buf`'s `length` bytes from `start`, and `key`, when wants(length). */
+  keep(buf: Buffer, start: number, length: number, key: unknown, value: T): void {
+    if (!this.wants(length)) return;
     const i = this.next;
-    this.bytes[i] = Buffer.from(buf.subarray(0, length));
+    const old = this.bytes[i];
+    // The entry replaced gives its copy of the bytes when they are as long (a client's ids often are).
+    if (old !== undefined && old.byteLength === length) buf.copy(old, 0, start, start + length);
+    else this.bytes[i] = Buffer.from(buf.subarray(start, start + length));
     this.keys[i] = key;
     this.values[i] = value;
     this.next = (i + 1) % this.entries;
-    return true;
   }
+
+  private skip(): undefined {
+    this.resting--;
+    this.quiet = true;
+    return undefined;
+  }
+
+  private hit(i: number): T | undefined {
+    this.quiet = false;
+    this.misses = 0;
+    this.rest = REST_FIRST;
+    return this.values[i];
+  }
+
+  private miss(): undefined {
+    this.quiet = ++this.misses >= MISS_RUN;
+    if (!this.quiet) return undefined;
+    this.resting = this.rest;
+    this.rest = Math.min(2 * this.rest, REST_MAX);
+    this.misses = MISS_RUN - PROBE;
+    return undefined;
+  }
+}
+
+/** Whether `b` holds the `length` bytes of `buf` from `start` (b.byteLength >= length). */
+function same(b: Buffer, buf: Buffer, start: number, length: number): boolean {
+  if (length > LOOP_BYTES) return buf.compare(b, 0, length, start, start + length) === 0;
+  for (let i = 0; i < length; i++) if (b[i] !== buf[start + i]) return false;
+  return true;
 }
 
 /** Freezes `o` and every object it holds, for a value that requests share (a Map's entries cannot be frozen). */

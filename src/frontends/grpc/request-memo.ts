@@ -14,7 +14,8 @@ import type { ModelInferRequestMsg } from './messages.js';
  * name and version as the message named them and the bounds they were checked against: the model is found
  * from those bytes, so an entry is looked up by its bytes alone, and the bounds the model has now are compared
  * after (the bounds check, request-bounds.ts). What the remembered fields hold is frozen, as every request
- * decoded from them shares it.
+ * decoded from them shares it. Messages that never repeat (an id per request) make the memo rest
+ * (bytes-memo.ts).
  *
  * The bounds check (request-bounds.ts) reads where the message's tensors begin; `prefixEnd` and `rawAtEnd`
  * are what its last scan found.
@@ -41,7 +42,7 @@ export class InferRequestMemo {
 
   /** The fields before the tensors of `buf`, the message last scanned, if remembered. */
   find(buf: Buffer): RememberedFields | undefined {
-    return this.rawAtEnd ? this.memo.find(buf, this.prefixEnd, this) : undefined;
+    return this.rawAtEnd ? this.memo.find(buf, 0, this.prefixEnd, this) : undefined;
   }
 
   /**
@@ -50,14 +51,15 @@ export class InferRequestMemo {
    * must not be.
    */
   keep(buf: Buffer, bounds: RequestBounds, msg: ModelInferRequestMsg): void {
-    if (!this.rawAtEnd || this.prefixEnd > MEMO_PREFIX_BYTES || msg.inputs.some((t) => t.contents !== null)) return;
+    // Nothing is copied or frozen for a message the memo does not want (too long, or while it rests).
+    if (!this.rawAtEnd || !this.memo.wants(this.prefixEnd) || msg.inputs.some((t) => t.contents !== null)) return;
     // The message's own prototype keeps protobufjs's defaults (fields the client did not send) readable. What
     // the fields hold is frozen; the object itself is not, so that each request's message, made from it, can
     // have its own raw_input_contents and model (a frozen prototype's property cannot be shadowed by assignment).
     const fields: ModelInferRequestMsg = Object.assign(Object.create(Object.getPrototypeOf(msg) as object) as ModelInferRequestMsg, msg, { raw_input_contents: NO_RAW });
     for (const v of Object.values(fields)) deepFreeze(v);
     // Every entry is this memo's: the bounds are compared once the model is found (see above).
-    this.memo.keep(buf, this.prefixEnd, this, { fields, model: msg.model_name, version: parseVersion(msg.model_version), bounds });
+    this.memo.keep(buf, 0, this.prefixEnd, this, { fields, model: msg.model_name, version: parseVersion(msg.model_version), bounds });
   }
 }
 

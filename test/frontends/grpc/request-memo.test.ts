@@ -6,6 +6,7 @@ import { tempRepository } from '../../helpers/server.js';
 import { failure, int32Bytes, int32s, requestType, startGrpcTestServer, unary, type GrpcTestServer } from '../../helpers/grpc.js';
 import { checkInferRequestBounds, Known, Refusal } from '../../../src/frontends/grpc/request-bounds.js';
 import { InferRequestMemo, MEMO_PREFIX_BYTES } from '../../../src/frontends/grpc/request-memo.js';
+import { MISS_RUN, PROBE, REST_FIRST } from '../../../src/frontends/bytes-memo.js';
 import { decodeInferRequest } from '../../../src/frontends/grpc/infer-request.js';
 import type { ModelInferRequestMsg } from '../../../src/frontends/grpc/messages.js';
 import type { ResolvedModel } from '../../../src/server/inference-server.js';
@@ -152,6 +153,17 @@ describe('over gRPC', () => {
     assert.match(short.details, /INPUT1/);
     const extra = await failure(unary(s.client, 'ModelInfer', simple([int32Bytes(IN0), int32Bytes(TWOS), int32Bytes(TWOS)])));
     assert.match(extra.details, /raw_input_contents' has 3 entries but the request to model 'simple' has only 2 inputs/);
+  });
+
+  test('calls with an id of their own each, past the rests of the memo, then repeated ones: each answered as its own', async () => {
+    // Enough of them that the memos (the fields', the HTTP/2 header block's) rest and probe again (bytes-memo.ts).
+    const n = MISS_RUN + REST_FIRST + PROBE + 2 * MISS_RUN;
+    const ids = Array.from({ length: n }, (_, i) => `call-${String(i).padStart(4, '0')}`);
+    for (const [i, id] of [...ids, 'repeated', 'repeated', 'repeated'].entries()) {
+      const res = await unary(s.client, 'ModelInfer', simple([int32Bytes(IN0.map((v) => v * i)), int32Bytes(TWOS)], undefined, { id }));
+      assert.equal(res.id, id);
+      assert.deepEqual(int32s(res.raw_output_contents[1]), IN0.map((v) => v * i - 2));
+    }
   });
 
   test('the same fields to another model are checked against that model', async () => {

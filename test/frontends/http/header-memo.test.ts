@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import type { RequestBounds } from '../../../src/inference/index.js';
 import { decodeInferText } from '../../../src/frontends/http/json-parse.js';
 import { HeaderMemo, MEMO_ENTRIES, MEMO_HEADER_BYTES } from '../../../src/frontends/http/header-memo.js';
+import { MISS_RUN, PROBE, REST_FIRST } from '../../../src/frontends/bytes-memo.js';
 import { EXAMPLES } from '../../helpers/paths.js';
 import { startTestServer, type TestServer } from '../../helpers/server.js';
 import { binaryBody, request, splitBinary } from '../../helpers/http.js';
@@ -111,6 +112,22 @@ describe('binary requests that repeat their header, against a server', () => {
       const wrong = await infer(['INPUT0', 'INPUTX'], [ints(range16), ints(twos16)]);
       assert.equal(wrong.status, 400);
       assert.match(wrong.json().error, /INPUTX/);
+    }
+  });
+
+  test('requests with an id of their own each, past the rests of the memo, then repeated ones: each answered as its own', async () => {
+    // Enough of them that the memos (the JSON header's, the request head's) rest and probe again (bytes-memo.ts).
+    const n = MISS_RUN + REST_FIRST + PROBE + 2 * MISS_RUN;
+    const ids = Array.from({ length: n }, (_, i) => `request-${String(i).padStart(4, '0')}`);
+    for (const [i, id] of [...ids, 'repeated', 'repeated', 'repeated'].entries()) {
+      const { body, headers } = binaryBody({
+        id,
+        inputs: ['INPUT0', 'INPUT1'].map((name) => ({ name, shape: [1, 16], datatype: 'INT32', parameters: { binary_data_size: 64 } })),
+        parameters: { binary_data_output: true },
+      }, [ints(range16.map((v) => v * i)), ints(twos16)]);
+      const r = await request(`${s.url}/v2/models/simple/infer`, { body, headers: { ...headers, 'X-Request-Id': id } });
+      assert.equal(splitBinary(r).header.id, id);
+      assert.deepEqual(output(r, 'OUTPUT1'), range16.map((v) => v * i - 2));
     }
   });
 

@@ -6,6 +6,7 @@ import {
   SETTINGS_ENABLE_PUSH, SETTINGS_HEADER_TABLE_SIZE, SETTINGS_INITIAL_WINDOW_SIZE, SETTINGS_MAX_CONCURRENT_STREAMS,
   SETTINGS_MAX_FRAME_SIZE, SETTINGS_MAX_HEADER_LIST_SIZE, STREAM_CLOSED, COMPRESSION_ERROR, WINDOW_UPDATE, frame, uint32Frame,
 } from './frames.js';
+import { BytesMemo } from '../../bytes-memo.js';
 import { CompressionError, FixedBlock, HeaderDecoder, HeaderEncoder } from './hpack.js';
 import { RequestFields } from './request-fields.js';
 import { Http2Stream, type HeaderBlock, type StreamOwner } from './stream.js';
@@ -52,8 +53,8 @@ export class Http2Connection implements StreamOwner {
   private readonly streams = new Map<number, Http2Stream>();
   private readonly blocked = new Set<Http2Stream>();
   private readonly decoder = new HeaderDecoder();
-  /** The last header block that left the HPACK table as it was, with its fields. */
-  private knownBlock: KnownBlock | null = null;
+  /** The last header block that left the HPACK table as it was, with its fields (see KnownBlock). */
+  private readonly knownBlocks = new BytesMemo<KnownBlock>(KNOWN_BLOCK_BYTES, 1);
   private readonly fields: RequestFields;
   /** The highest stream the client opened, served or refused: a higher one is idle. */
   private lastStreamId = 0;
@@ -374,8 +375,7 @@ export class Http2Connection implements StreamOwner {
   private headerBlock(id: number, endStream: boolean, block: Buffer): void {
     // Every block is decoded, refused or not, to keep the connection's HPACK table in step with the client's;
     // one that repeats the last block and leaves the table as it was is not decoded again (see KnownBlock).
-    const known = this.knownBlock;
-    const fields = known !== null && known.matches(block, this.decoder.tableChanges) ? known : this.decodeBlock(block);
+    const fields = this.knownBlocks.find(block, 0, block.byteLength, this.decoder.tableChanges) ?? this.decodeBlock(block);
     const size = fields.size;
     if (id <= this.lastStreamId) {
       this.trailers(id, endStream);
@@ -410,8 +410,11 @@ export class Http2Connection implements StreamOwner {
     fields.start();
     const before = this.decoder.tableChanges;
     const size = this.decoder.decode(block, this.settings.maxHeaderListBytes, fields.sink);
-    const decoded = new KnownBlock(block, before, size, fields.valid(), fields.take());
-    if (this.decoder.tableChanges === before && block.byteLength <= KNOWN_BLOCK_BYTES) this.knownBlock = decoded.keep();
+    const decoded: KnownBlock = { size, valid: fields.valid(), headers: fields.take() };
+    if (this.decoder.tableChanges === before && this.knownBlocks.wants(block.byteLength)) {
+      Object.freeze(decoded.headers);
+      this.knownBlocks.keep(block, 0, block.byteLength, before, decoded);
+    }
     return decoded;
   }
 
@@ -589,30 +592,15 @@ function ignore(): void {}
 export const KNOWN_BLOCK_BYTES = 1024;
 
 /**
- * A header block with what it decoded to. A client sends the same block for every call of the same method:
- * grpc-js and grpcio index every field, nghttp2 clients send the path as a literal never indexed, so once their
- * fields are in the table each call's block is the same bytes. A block whose decoding added nothing to the
- * HPACK table decodes to the same fields as long as the table has not changed since, so the next block is
- * compared with it (one memcmp) before it is decoded and checked. Its fields are shared by the streams that
- * repeat it, so they are frozen.
+ * What a header block decoded to. A client sends the same block for every call of the same method: grpc-js and
+ * grpcio index every field, nghttp2 clients send the path as a literal never indexed, so once their fields are
+ * in the table each call's block is the same bytes. A block whose decoding added nothing to the HPACK table
+ * decodes to the same fields as long as the table has not changed since, so the next block is looked up by its
+ * bytes and the table's state (one memcmp, bytes-memo.ts) before it is decoded and checked. Its fields are
+ * shared by the streams that repeat it, so they are frozen.
  */
-class KnownBlock {
-  constructor(
-    private bytes: Buffer,
-    private readonly tableChanges: number,
-    readonly size: number,
-    readonly valid: boolean,
-    readonly headers: Record<string, string>,
-  ) {}
-
-  matches(block: Buffer, tableChanges: number): boolean {
-    return tableChanges === this.tableChanges && this.bytes.equals(block);
-  }
-
-  /** This block, made fit to be remembered: its bytes copied (the block is a view of the received chunk). */
-  keep(): this {
-    this.bytes = Buffer.from(this.bytes);
-    Object.freeze(this.headers);
-    return this;
-  }
+interface KnownBlock {
+  readonly size: number;
+  readonly valid: boolean;
+  readonly headers: Record<string, string>;
 }

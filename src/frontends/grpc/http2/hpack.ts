@@ -1,4 +1,5 @@
 import { huffmanDecode } from './huffman.js';
+import { BytesMemo } from '../../bytes-memo.js';
 
 /**
  * HPACK (RFC 7541) as a gRPC server needs it: a decoder for the clients' header blocks, with the dynamic
@@ -51,9 +52,12 @@ export class HeaderDecoder {
   private values: string[] = [];
   private size = 0;
   private maxSize: number;
-  /** Recently decoded Huffman literals (see decodedBefore), at most HUFFMAN_CACHE_ENTRIES, replaced in turn. */
-  private readonly huffmanCache: Array<{ octets: Buffer; text: string }> = [];
-  private huffmanNext = 0;
+  /**
+   * The text of Huffman literals decoded lately, by their octets. Clients send some fields as literals that are
+   * never indexed, the same ones on every request (nghttp2 sends :path and content-length so): their text comes
+   * from here rather than from decoding them bit by bit again.
+   */
+  private readonly huffmanTexts = new BytesMemo<string>(HUFFMAN_CACHE_OCTETS, HUFFMAN_CACHE_ENTRIES);
   /** Counts every change of the dynamic table: a block decodes to the same fields while it stays the same. */
   tableChanges = 0;
 
@@ -136,39 +140,12 @@ export class HeaderDecoder {
     if (end > src.length) throw new CompressionError('string past the end of the block');
     this.at = end;
     if (!huffman) return src.toString('latin1', start, end);
-    if (length <= HUFFMAN_CACHE_OCTETS) {
-      const known = this.decodedBefore(src, start, length);
-      if (known !== null) return known;
-    }
+    const known = this.huffmanTexts.find(src, start, length, null);
+    if (known !== undefined) return known;
     const text = huffmanDecode(src, start, end);
     if (text === null) throw new CompressionError('invalid Huffman coding');
-    if (length <= HUFFMAN_CACHE_OCTETS) this.remember(src, start, end, text);
+    this.huffmanTexts.keep(src, start, length, null, text);
     return text;
-  }
-
-  /**
-   * The text of Huffman-coded octets this decoder decoded lately, or null. Clients send some fields as literals
-   * that are never indexed, the same ones on every request (nghttp2 sends :path and content-length so): their
-   * text comes from here rather than from decoding them bit by bit again.
-   */
-  private decodedBefore(src: Buffer, start: number, length: number): string | null {
-    const cache = this.huffmanCache;
-    for (let k = 0; k < cache.length; k++) {
-      const octets = cache[k]!.octets;
-      if (octets.length !== length) continue;
-      let i = 0;
-      while (i < length && octets[i] === src[start + i]) i++;
-      if (i === length) return cache[k]!.text;
-    }
-    return null;
-  }
-
-  private remember(src: Buffer, start: number, end: number, text: string): void {
-    // A copy: a view would keep the whole received chunk alive.
-    const entry = { octets: Buffer.from(src.subarray(start, end)), text };
-    const cache = this.huffmanCache;
-    if (cache.length < HUFFMAN_CACHE_ENTRIES) cache.push(entry);
-    else cache[this.huffmanNext++ % HUFFMAN_CACHE_ENTRIES] = entry;
   }
 
   private name(index: number): string {

@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { Socket } from 'node:net';
+import { BytesMemo } from '../../bytes-memo.js';
 
 /**
  * The head of a plain HTTP/1.1 request, as the direct path reads it: GET or POST, an origin-form target, one
@@ -142,28 +143,23 @@ export const KNOWN_HEAD_BYTES = 1024;
  * The last head a connection read, with its bytes. A client sends the same head for every request of the same
  * size (the same target, headers and Content-Length: binary tensors of fixed shapes), so the next head is
  * compared with it before it is parsed, as one memcmp rather than a parse. What a head parses to depends on its
- * bytes and the connection alone. Its header objects are shared by the requests that match it, so they are frozen.
+ * bytes and the connection alone. Its header objects are shared by the requests that match it, so they are
+ * frozen. Heads that never repeat (an id header per request) make the memo rest (bytes-memo.ts).
  */
 export class KnownHead {
-  private bytes: Buffer | null = null;
-  private head: RequestHead | null = null;
+  private readonly memo = new BytesMemo<RequestHead>(KNOWN_HEAD_BYTES, 1);
 
   /** The head at the start of `buf` when it is the known one: a head of its own (receivedAt is per request). */
   match(buf: Buffer): RequestHead | null {
-    const bytes = this.bytes;
-    if (bytes === null || buf.byteLength < bytes.byteLength || buf.compare(bytes, 0, bytes.byteLength, 0, bytes.byteLength) !== 0) return null;
-    return { ...this.head! };
+    const head = this.memo.findAtStart(buf, null);
+    return head === undefined ? null : { ...head };
   }
 
   /** Remembers `head`, just parsed from the start of `buf`. */
   remember(buf: Buffer, head: RequestHead): void {
-    const n = head.headLength;
-    if (n > KNOWN_HEAD_BYTES) return;
-    // The connection's buffer is reused for the next bytes: the head's are copied, into the last copy when it fits.
-    if (this.bytes === null || this.bytes.byteLength !== n) this.bytes = Buffer.allocUnsafe(n);
-    buf.copy(this.bytes, 0, 0, n);
+    if (!this.memo.wants(head.headLength)) return;
     Object.freeze(head.headers);
     Object.freeze(head.rawHeaders);
-    this.head = { ...head };
+    this.memo.keep(buf, 0, head.headLength, null, { ...head });
   }
 }
