@@ -1,5 +1,6 @@
 /**
  * Extension points that may still change: writing and registering backends. Not covered by semver yet.
+ * Applications import it as 'nereid/experimental' and pass a registry as InferenceServer.create's `backends`.
  */
 export type {
   Backend, BackendInstance, BackendRequest, ExecutionTimes, InstanceSpec, ModelFiles,

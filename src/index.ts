@@ -1,6 +1,6 @@
 /**
  * Nereid's public API for Node applications: the same InferenceServer the HTTP frontend serves.
- * Extension points that may still change (backend registration) live in ./experimental.ts.
+ * Extension points that may still change (backend registration) live in ./experimental.ts ('nereid/experimental').
  */
 export { InferenceServer } from './server/inference-server.js';
 export type { ServerMetadata, ModelMetadata, TensorMetadata, CreateOptions, ResolvedModel, TensorInfo } from './server/inference-server.js';
