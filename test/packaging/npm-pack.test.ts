@@ -79,6 +79,11 @@ test('the packed package installs offline and every export imports', { timeout: 
     const script = `for (const s of ${JSON.stringify(specifiers)}) console.log(s, Object.keys(await import(s)).length);`;
     const out = execFileSync(process.execPath, ['--input-type=module', '-e', script], { cwd: app, encoding: 'utf8' });
     for (const line of out.trim().split('\n')) assert.match(line, /^\S+ [1-9]\d*$/, `an export with no names: ${line}`);
+    // The command npm linked: each subcommand starts from the installed files.
+    const bin = join(app, 'node_modules', '.bin', 'nereid');
+    for (const command of ['serve', 'perf', 'analyze']) {
+      assert.match(execFileSync(process.execPath, [bin, command, '--help'], { cwd: app, encoding: 'utf8' }), /^Usage: nereid /, command);
+    }
     // The installed package serves a model in process, with the backends an application passes it.
     const serve = `
       import { InferenceServer } from 'nereid';
