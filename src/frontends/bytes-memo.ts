@@ -9,11 +9,13 @@
  * HPACK table's state): a lookup with another finds nothing. At most `entries` entries of at most `maxBytes`
  * bytes each, the oldest replaced first; the bytes are copied, as a request's buffer is reused.
  *
- * A memo that keeps missing rests: a client whose every request differs (an id of its own in each) would
- * otherwise pay for remembering each one, as much again as the decode. After MISS_RUN misses in a row it
- * neither looks nor remembers for a rest of REST_FIRST lookups, then probes with PROBE lookups (remembering
- * the first); a probe that misses rests twice as long, up to REST_MAX; a hit ends the rests. Resting costs a
- * request one counter.
+ * A memo whose entries are never found rests: a client whose every request differs (an id of its own in each)
+ * would otherwise pay for remembering each one (a copy, and the caller's freezing of what it decoded), as much
+ * again as the decode. After MISS_RUN entries in a row that no lookup found, it neither looks nor remembers for
+ * a rest of REST_FIRST lookups, then probes: it looks again and remembers PROBE more, and when those are not
+ * found either it rests twice as long, up to REST_MAX. A hit ends the rests. Resting costs a request one
+ * counter. Misses of what is never remembered (too long, or refused by the caller, such as JSON with tensor
+ * data) count for nothing, so they cannot stop the memo for another client whose requests repeat.
  */
 export const MISS_RUN = 8;
 export const PROBE = 2;
@@ -28,10 +30,11 @@ export class BytesMemo<T> {
   private readonly keys: unknown[];
   private readonly values: (T | undefined)[];
   private next = 0;
-  private misses = 0;
+  /** Entries kept in a row that no lookup found. */
+  private unfound = 0;
   /** Lookups left in the current rest. */
   private resting = 0;
-  /** Whether the last lookup was skipped or ended a run of misses: what it was for is not to be remembered. */
+  /** Whether the last lookup was skipped in a rest: what it was for is not to be remembered. */
   private quiet = false;
   private rest = REST_FIRST;
 
@@ -52,23 +55,17 @@ export class BytesMemo<T> {
     return this.miss();
   }
 
-  /**
-   * The value remembered for bytes that `buf` begins with, whatever follows them (a head and its body), and
-   * `key`. A buffer shorter than every entry is no miss: the rest of a head may still be on its way.
-   */
+  /** The value remembered for bytes that `buf` begins with, whatever follows them (a head and its body), and `key`. */
   findAtStart(buf: Buffer, key: unknown): T | undefined {
     if (this.resting > 0) return this.skip();
-    let compared = false;
     for (let i = 0; i < this.entries; i++) {
       const b = this.bytes[i];
-      if (b === undefined || b.byteLength > buf.byteLength || this.keys[i] !== key) continue;
-      if (same(b, buf, 0, b.byteLength)) return this.hit(i);
-      compared = true;
+      if (b !== undefined && b.byteLength <= buf.byteLength && this.keys[i] === key && same(b, buf, 0, b.byteLength)) return this.hit(i);
     }
-    return compared ? this.miss() : undefined;
+    return this.miss();
   }
 
-  /** Whether keep() would remember `length` bytes now: not past maxBytes, and not while resting. */
+  /** Whether keep() would remember `length` bytes now: not past maxBytes, and not in a rest. */
   wants(length: number): boolean {
     return length <= this.maxBytes && !this.quiet;
   }
@@ -84,6 +81,10 @@ export class BytesMemo<T> {
     this.keys[i] = key;
     this.values[i] = value;
     this.next = (i + 1) % this.entries;
+    if (++this.unfound < MISS_RUN) return;
+    this.resting = this.rest;
+    this.rest = Math.min(2 * this.rest, REST_MAX);
+    this.unfound = MISS_RUN - PROBE;
   }
 
   private skip(): undefined {
@@ -94,17 +95,13 @@ export class BytesMemo<T> {
 
   private hit(i: number): T | undefined {
     this.quiet = false;
-    this.misses = 0;
+    this.unfound = 0;
     this.rest = REST_FIRST;
     return this.values[i];
   }
 
   private miss(): undefined {
-    this.quiet = ++this.misses >= MISS_RUN;
-    if (!this.quiet) return undefined;
-    this.resting = this.rest;
-    this.rest = Math.min(2 * this.rest, REST_MAX);
-    this.misses = MISS_RUN - PROBE;
+    this.quiet = false;
     return undefined;
   }
 }

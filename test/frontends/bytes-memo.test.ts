@@ -45,7 +45,7 @@ test('at most maxBytes per entry and `entries` entries, the oldest replaced firs
   assert.equal(memo.find(Buffer.from('cccc'), 0, 4, key), 2);
 });
 
-/** A client whose every request differs: n requests, each looked up and then kept. */
+/** A client whose every request differs: n requests, each looked up, then kept when the memo wants it. */
 function distinct(memo: BytesMemo<number>, from: number, n: number): { kept: number } {
   let kept = 0;
   for (let i = from; i < from + n; i++) {
@@ -57,41 +57,46 @@ function distinct(memo: BytesMemo<number>, from: number, n: number): { kept: num
   return { kept };
 }
 
-test('a run of misses makes the memo rest: it neither looks nor remembers, then probes, resting longer each time', () => {
+test('entries never found make the memo stop remembering for a rest, then probe, resting longer each time', () => {
   const memo = new BytesMemo<number>(64, 4);
-  const same = Buffer.from('the repeated request');
-  memo.keep(same, 0, same.byteLength, null, -1);
-  // MISS_RUN misses in a row: the first MISS_RUN - 1 are remembered, the one that completes the run is not.
-  assert.equal(distinct(memo, 0, MISS_RUN).kept, MISS_RUN - 1);
-  // Resting: not even the request it knew is found, and nothing is remembered.
+  // MISS_RUN entries kept in a row and never found: the memo rests.
+  assert.equal(distinct(memo, 0, MISS_RUN).kept, MISS_RUN);
   assert.equal(distinct(memo, 100, REST_FIRST).kept, 0);
-  // The probe: its first lookup is remembered, a second miss rests again, twice as long.
-  assert.equal(distinct(memo, 200, PROBE).kept, 1);
+  // The probe: PROBE requests remembered; not found either, a rest twice as long.
+  assert.equal(distinct(memo, 200, PROBE).kept, PROBE);
   assert.equal(distinct(memo, 300, 2 * REST_FIRST).kept, 0);
-  assert.equal(distinct(memo, 400, PROBE).kept, 1);
-  // A client that never repeats: one request in a long rest pays for being remembered.
+  assert.equal(distinct(memo, 400, PROBE).kept, PROBE);
+  // A client that never repeats: over a long run, one request in a long rest pays for being remembered.
   let kept = 0;
   for (let from = 1000; from < 1000 + 8 * REST_MAX; from += 1000) kept += distinct(memo, from, 1000).kept;
   assert.ok(kept <= 8 + 8 * PROBE, `${kept} kept over ${8 * REST_MAX} requests`);
 });
 
-test('a hit ends the rests: a probe that finds its bytes turns the memo back on', () => {
+test('a hit in a probe ends the rests: the memo looks and remembers again, and rests as briefly as at first', () => {
   const memo = new BytesMemo<number>(64, 4);
   distinct(memo, 0, MISS_RUN + REST_FIRST);
-  const b = Buffer.from('the repeated request');
-  // The probe's first lookup misses and remembers the request; its repeat is found, and the memo stays on.
-  assert.equal(memo.find(b, 0, b.byteLength, null), undefined);
-  memo.keep(b, 0, b.byteLength, null, 1);
-  assert.equal(memo.find(b, 0, b.byteLength, null), 1);
-  for (let i = 0; i < 10 * MISS_RUN; i++) {
-    assert.equal(memo.find(b, 0, b.byteLength, null), 1);
-    // Misses between hits never make a run.
-    if (i % 2 === 0) assert.equal(memo.find(Buffer.from(`other-${i}`), 0, 8, null), undefined);
+  // Resting, the memo does not even look: the request the probe remembers is found the next time.
+  const repeated = Buffer.from('the repeated request');
+  assert.equal(memo.find(repeated, 0, repeated.byteLength, null), undefined);
+  memo.keep(repeated, 0, repeated.byteLength, null, 1);
+  assert.equal(memo.find(repeated, 0, repeated.byteLength, null), 1);
+  assert.equal(distinct(memo, 200, MISS_RUN).kept, MISS_RUN);
+  assert.equal(distinct(memo, 300, REST_FIRST).kept, 0, 'resting as long as the first time');
+  assert.equal(distinct(memo, 400, 1).kept, 1);
+});
+
+test('misses of what is not remembered count for nothing: a memo a client reuses keeps working beside them', () => {
+  const memo = new BytesMemo<number>(64, 4);
+  const repeated = Buffer.from('the repeated request');
+  memo.find(repeated, 0, repeated.byteLength, null);
+  memo.keep(repeated, 0, repeated.byteLength, null, 1);
+  for (let i = 0; i < 10 * REST_MAX; i++) {
+    // Another client's requests that are never kept (JSON with tensor data, say): looked up, missed, not kept.
+    const other = Buffer.from(`other-${i}`);
+    assert.equal(memo.find(other, 0, other.byteLength, null), undefined);
+    if (i % 1000 === 0) assert.equal(memo.find(repeated, 0, repeated.byteLength, null), 1);
   }
-  // A later run of misses rests for REST_FIRST again, not for the longer rest of before.
-  distinct(memo, 50, MISS_RUN);
-  assert.equal(distinct(memo, 100, REST_FIRST).kept, 0);
-  assert.equal(distinct(memo, 200, 1).kept, 1);
+  assert.equal(memo.wants(repeated.byteLength), true);
 });
 
 test('deepFreeze freezes nested objects and arrays, leaving Maps and typed arrays as they are', () => {
