@@ -7,6 +7,7 @@ import { Status, type CallStatus } from './codes.js';
 import { decodeInferRequest } from './infer-request.js';
 import { inferResponseFrame } from './infer-response.js';
 import type { ModelInferRequestMsg } from './messages.js';
+import type { CancelCall } from './test-hooks.js';
 
 export interface InferContext {
   readonly server: InferenceServer;
@@ -16,6 +17,8 @@ export interface InferContext {
   forwarded(call: ServerCall): Parameters | undefined;
   /** The calls' AbortControllers, used again (see abort-controllers.ts). */
   readonly controllers: AbortControllers;
+  /** What a client's cancel does to the call's requests (test-hooks.ts); unset, they are aborted at once. */
+  readonly cancel?: CancelCall;
 }
 
 /**
@@ -24,6 +27,7 @@ export interface InferContext {
  */
 export function handleModelInfer(ctx: InferContext): (call: ServerCall, message: Buffer) => void {
   const { server, controllers } = ctx;
+  const cancel = ctx.cancel ?? abortNow;
   return (call, message) => {
     const msg = decodeOrEnd(ctx, call, message);
     if (msg === null) return;
@@ -40,7 +44,7 @@ export function handleModelInfer(ctx: InferContext): (call: ServerCall, message:
       return;
     }
     // Only a request still running is aborted: an abort builds a DOMException, which would be work for nothing.
-    call.onCancel(() => abort.abort());
+    call.onCancel(() => cancel(abort, 'ModelInferHandler'));
     const traces = server.traces;
     if (traces.active) {
       const trace = traces.sample(request.model, grpcTraceCarrier(call));
@@ -69,6 +73,8 @@ export function handleModelInfer(ctx: InferContext): (call: ServerCall, message:
     );
   };
 }
+
+export const abortNow: CancelCall = (abort) => abort.abort();
 
 /**
  * A sampled request, with the frontend's timestamps: its message has been read whole when the handler runs,

@@ -15,7 +15,7 @@ import { RPCS, type RpcContext } from './rpcs.js';
 import { toServiceError } from './status.js';
 import { handleStreamInfer, type StreamContext } from './stream.js';
 import { listen, type Method } from './transport.js';
-import { grpcTestHooks } from './test-hooks.js';
+import { cancelCall, cancelsLate, grpcTestHooks } from './test-hooks.js';
 
 export interface GrpcFrontend {
   readonly port: number;
@@ -42,9 +42,17 @@ export async function startGrpcFrontend(server: InferenceServer, options: GrpcOp
   const inference = protos.inference;
   const streamType = protos.type('inference.ModelStreamInferResponse');
   const decode = boundedInferDeserializer(inference['ModelInfer']!.requestDeserialize, server) as (b: Buffer) => ModelInferRequestMsg;
-  const inferCtx: InferContext = { server, decode, forwarded: (call) => forwarded(call), controllers: new AbortControllers() };
   const hooks = grpcTestHooks();
-  const streamCtx: StreamContext = { ...inferCtx, logger, frame: (r) => encodeFramed(streamType, r), responseDelayMs: hooks.responseDelayMs };
+  // A cancellation that may arrive after its call is over must not reach a controller used again by a later call.
+  const controllers = new AbortControllers(cancelsLate(hooks) ? 0 : undefined);
+  const inferCtx: InferContext = { server, decode, forwarded: (call) => forwarded(call), controllers, cancel: cancelCall(hooks, logger) };
+  const streamCtx: StreamContext = {
+    ...inferCtx,
+    logger,
+    frame: (r) => encodeFramed(streamType, r),
+    responseDelayMs: hooks.responseDelayMs,
+    completeDelayMs: hooks.completeDelayMs,
+  };
 
   const routes = new Map<string, Method>();
   for (const [name, rpc] of Object.entries(RPCS)) {

@@ -6,7 +6,7 @@ import { Status } from './codes.js';
 import { decodeInferRequest } from './infer-request.js';
 import { inferResponseFrame } from './infer-response.js';
 import type { InferParameterOut, ModelInferRequestMsg, ModelStreamInferResponseOut } from './messages.js';
-import { decodeOrEnd, grpcTraceCarrier, type InferContext } from './model-infer.js';
+import { abortNow, decodeOrEnd, grpcTraceCarrier, type InferContext } from './model-infer.js';
 import type { ErrorContext } from './status.js';
 import { toServiceError } from './status.js';
 
@@ -26,6 +26,8 @@ export interface StreamContext extends InferContext, ErrorContext {
   frame(r: ModelStreamInferResponseOut): Buffer;
   /** Test hook TRITONSERVER_DELAY_GRPC_RESPONSE (see test-hooks.ts); 0 when unset. */
   readonly responseDelayMs?: number;
+  /** Test hook TRITONSERVER_DELAY_GRPC_COMPLETE (see test-hooks.ts); 0 when unset. */
+  readonly completeDelayMs?: number;
 }
 
 const FINAL: Record<string, InferParameterOut> = Object.freeze({ triton_final_response: { bool_param: true } });
@@ -49,6 +51,7 @@ class InferStream {
   constructor(private readonly ctx: StreamContext, private readonly call: ServerCall) {
     this.abort = ctx.controllers.take();
     this.grpcErrorMode = call.get('triton_grpc_error') === 'true';
+    this.done = ctx.completeDelayMs ? () => this.completeLater() : this.over;
     try {
       this.forwarded = ctx.forwarded(call);
     } catch (e) {
@@ -58,7 +61,8 @@ class InferStream {
 
   start(): void {
     // Only a stream still open has requests to abort (an abort builds a DOMException, not worth paying for nothing).
-    this.call.onCancel(() => this.abort.abort());
+    const cancel = this.ctx.cancel ?? abortNow;
+    this.call.onCancel(() => cancel(this.abort, 'ModelStreamInferHandler'));
     this.call.read(
       (message, last) => {
         const msg = decodeOrEnd(this.ctx, this.call, message);
@@ -80,10 +84,20 @@ class InferStream {
   }
 
   /** A request of the stream is over, answered or failed. */
-  private readonly done = (): void => {
+  private readonly over = (): void => {
     this.inflight--;
     this.maybeEnd();
   };
+
+  /** A request that reached the model has reported its last response or its failure. */
+  private readonly done: () => void;
+
+  /** Test hook TRITONSERVER_DELAY_GRPC_COMPLETE: the stream learns late that a request is over, as Triton's callback does. */
+  private completeLater(): void {
+    const ms = this.ctx.completeDelayMs!;
+    this.ctx.logger.info(`Delaying the completion of reporting response / flag by ${ms} ms...`);
+    setTimeout(this.over, ms);
+  }
 
   private maybeEnd(): void {
     if (!this.halfClosed || this.inflight !== 0 || this.closed) return;
@@ -102,7 +116,7 @@ class InferStream {
       ({ request, emptyFinalResponse: emptyFinal } = decodeInferRequest(msg, this.abort.signal, this.forwarded));
     } catch (e) {
       this.fail(e, msg, false);
-      this.done();
+      this.over();
       return;
     }
     const traces = server.traces;
@@ -198,7 +212,8 @@ class InferStream {
       const framed = inferResponseFrame(res, FINAL, true);
       // The stream's last answer once the client has half-closed (a stream per request, as some clients use it):
       // headers, message and OK trailers leave in one buffer, as a unary call's do.
-      if (this.halfClosed && this.inflight === 1) this.call.respond(framed);
+      // (Not when the hook TRITONSERVER_DELAY_GRPC_COMPLETE holds the stream's end back.)
+      if (this.halfClosed && this.inflight === 1 && !this.ctx.completeDelayMs) this.call.respond(framed);
       else this.call.write(framed);
     } catch (e) {
       this.fail(e, msg, true);

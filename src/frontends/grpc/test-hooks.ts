@@ -1,20 +1,68 @@
+import type { Logger } from '../../observability/logger.js';
+
 /**
  * Triton's gRPC test hooks: environment variables its QA suites (L0_decoupled, L0_grpc_state_cleanup,
  * L0_request_cancellation) set to widen the windows between the frontend's steps, read once when the frontend
- * starts. Unset (0), the request path pays one comparison per request.
+ * starts. Unset (0), the request path pays one comparison per request, or nothing.
  *
  * TRITONSERVER_DELAY_GRPC_RESPONSE=<ms>: each response written on a ModelStreamInfer stream waits that long
  *   first, so that several responses are ready to be written at once.
  * TRITONSERVER_DELAY_GRPC_PROCESS=<ms>: a ModelInfer call waits that long before its request is started; a
  *   call cancelled meanwhile never reaches the model.
+ * TRITONSERVER_DELAY_GRPC_COMPLETE=<ms>: once a request on a ModelStreamInfer stream has reported its last
+ *   response (or final flag), the stream learns that the request is over only that much later, so the stream's
+ *   end waits for it (Triton delays its response-complete callback there).
+ * TRITONSERVER_DELAY_GRPC_NOTIFICATION=<ms>: a client's cancellation (of a call or a stream) is noticed that
+ *   much later, so a request can finish between the client's cancel and the server acting on it.
+ * TRITONSERVER_DELAY_GRPC_ENQUEUE=<ms>: once noticed, the cancellation reaches the call's requests that much
+ *   later still (Triton delays putting the cancelled call back on its queue).
  */
 export interface GrpcTestHooks {
   readonly responseDelayMs: number;
   readonly processDelayMs: number;
+  readonly completeDelayMs: number;
+  readonly notificationDelayMs: number;
+  readonly enqueueDelayMs: number;
 }
 
 export function grpcTestHooks(env: NodeJS.ProcessEnv = process.env): GrpcTestHooks {
-  return { responseDelayMs: envMs(env['TRITONSERVER_DELAY_GRPC_RESPONSE']), processDelayMs: envMs(env['TRITONSERVER_DELAY_GRPC_PROCESS']) };
+  return {
+    responseDelayMs: envMs(env['TRITONSERVER_DELAY_GRPC_RESPONSE']),
+    processDelayMs: envMs(env['TRITONSERVER_DELAY_GRPC_PROCESS']),
+    completeDelayMs: envMs(env['TRITONSERVER_DELAY_GRPC_COMPLETE']),
+    notificationDelayMs: envMs(env['TRITONSERVER_DELAY_GRPC_NOTIFICATION']),
+    enqueueDelayMs: envMs(env['TRITONSERVER_DELAY_GRPC_ENQUEUE']),
+  };
+}
+
+/**
+ * What a call does when its client cancels: logs Triton's verbose line (its QA suites count it, one per
+ * cancelled call) and aborts the call's requests, at once or, with the notification and enqueue hooks, later.
+ * `handler` is the name Triton gives the RPC's handler (ModelInferHandler, ModelStreamInferHandler).
+ */
+export type CancelCall = (abort: AbortController, handler: string) => void;
+
+export function cancelCall(hooks: GrpcTestHooks, logger: Logger): CancelCall {
+  const { notificationDelayMs: notification, enqueueDelayMs: enqueue } = hooks;
+  const notified: CancelCall = (abort, handler) => {
+    if (logger.isVerbose(1)) logger.verbose(1, `Cancellation notification received for ${handler}`);
+    if (enqueue === 0) {
+      abort.abort();
+      return;
+    }
+    logger.info(`Delaying the enqueue of the cancellation by ${enqueue} ms...`);
+    setTimeout(() => abort.abort(), enqueue);
+  };
+  if (notification === 0) return notified;
+  return (abort, handler) => {
+    logger.info(`Delaying the notification of the cancellation by ${notification} ms...`);
+    setTimeout(notified, notification, abort, handler);
+  };
+}
+
+/** Whether a cancellation may reach a call's controller after the call is over (see AbortControllers). */
+export function cancelsLate(hooks: GrpcTestHooks): boolean {
+  return hooks.notificationDelayMs > 0 || hooks.enqueueDelayMs > 0;
 }
 
 /** Milliseconds read as Triton reads them (C's atoi): leading digits; anything else, or below 1, is 0. */

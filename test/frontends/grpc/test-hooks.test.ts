@@ -1,14 +1,17 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { mkdtemp, mkdir, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import * as grpc from '@grpc/grpc-js';
 import { EXAMPLES } from '../../helpers/paths.js';
-import { tempRepository } from '../../helpers/server.js';
-import { int32Bytes, int32s, startGrpcTestServer, unary, type GrpcTestServer } from '../../helpers/grpc.js';
+import { spawnServer, tempRepository } from '../../helpers/server.js';
+import { connect, int32Bytes, int32s, startGrpcTestServer, unary, type GrpcTestServer } from '../../helpers/grpc.js';
+import { until } from '../../helpers/until.js';
 import { grpcTestHooks } from '../../../src/frontends/grpc/test-hooks.js';
 
-// Triton's gRPC test hooks (TRITONSERVER_DELAY_GRPC_RESPONSE, TRITONSERVER_DELAY_GRPC_PROCESS), with the server
+// Triton's gRPC test hooks (TRITONSERVER_DELAY_GRPC_*), with the server
 // started while they are set, as Triton's L0_decoupled and L0_request_cancellation start tritonserver. Delays
 // are checked from below only: a hook that does nothing answers far sooner.
 
@@ -26,8 +29,17 @@ async function serverWith(env: Record<string, string>, dir: string): Promise<Grp
 }
 
 test('the variables are read as Triton reads them (atoi); unset means no delay', () => {
-  assert.deepEqual(grpcTestHooks({}), { responseDelayMs: 0, processDelayMs: 0 });
-  assert.deepEqual(grpcTestHooks({ TRITONSERVER_DELAY_GRPC_RESPONSE: '2000', TRITONSERVER_DELAY_GRPC_PROCESS: '5000x' }), { responseDelayMs: 2000, processDelayMs: 5000 });
+  assert.deepEqual(grpcTestHooks({}), { responseDelayMs: 0, processDelayMs: 0, completeDelayMs: 0, notificationDelayMs: 0, enqueueDelayMs: 0 });
+  assert.deepEqual(
+    grpcTestHooks({
+      TRITONSERVER_DELAY_GRPC_RESPONSE: '2000',
+      TRITONSERVER_DELAY_GRPC_PROCESS: '5000x',
+      TRITONSERVER_DELAY_GRPC_COMPLETE: '2000',
+      TRITONSERVER_DELAY_GRPC_NOTIFICATION: '5000',
+      TRITONSERVER_DELAY_GRPC_ENQUEUE: '-3',
+    }),
+    { responseDelayMs: 2000, processDelayMs: 5000, completeDelayMs: 2000, notificationDelayMs: 5000, enqueueDelayMs: 0 },
+  );
 });
 
 test('TRITONSERVER_DELAY_GRPC_RESPONSE: each response on a stream is written that much later, all of them, in order', async () => {
@@ -108,3 +120,110 @@ test('TRITONSERVER_DELAY_GRPC_PROCESS: ModelInfer starts that much later; a call
     await repo.remove();
   }
 });
+
+test('TRITONSERVER_DELAY_GRPC_COMPLETE: every response arrives, and the stream ends OK only after the delay (L0_grpc_state_cleanup)', async () => {
+  const repo = await tempRepository([{ from: join(EXAMPLES, 'repeat_int32') }, { from: join(EXAMPLES, 'simple') }]);
+  const s = await serverWith({ TRITONSERVER_DELAY_GRPC_COMPLETE: '1500' }, repo.dir);
+  // One request per stream, half-closed with it, as test_decoupled_infer_complete sends it: the responses, then
+  // the stream's status; returns the outputs and how long the status came after the last response.
+  const stream = (request: object): Promise<{ outs: number[]; code: number; statusAfterMs: number }> =>
+    new Promise((resolve) => {
+      const call = s.client.ModelStreamInfer();
+      const outs: number[] = [];
+      let last = 0;
+      call.on('error', () => {});
+      call.on('data', (r: any) => {
+        assert.equal(r.error_message, '');
+        outs.push(int32s(r.infer_response.raw_output_contents[0])[0]!);
+        last = performance.now();
+      });
+      call.on('status', (st: grpc.StatusObject) => resolve({ outs, code: st.code, statusAfterMs: performance.now() - last }));
+      call.write(request);
+      call.end();
+    });
+  try {
+    const decoupled = await stream({
+      model_name: 'repeat_int32', id: 'r',
+      inputs: [{ name: 'IN', datatype: 'INT32', shape: [3] }, { name: 'DELAY', datatype: 'UINT32', shape: [3] }, { name: 'WAIT', datatype: 'UINT32', shape: [1] }],
+      raw_input_contents: [int32Bytes([10, 20, 30]), Buffer.from(new Uint32Array([0, 0, 0]).buffer), Buffer.from(new Uint32Array([0]).buffer)],
+    });
+    assert.deepEqual(decoupled.outs, [10, 20, 30]);
+    assert.equal(decoupled.code, grpc.status.OK);
+    assert.ok(decoupled.statusAfterMs >= 1400, `the stream ended ${decoupled.statusAfterMs.toFixed(0)} ms after its last response, before the 1500 ms delay`);
+
+    const plain = await stream({
+      model_name: 'simple', id: 'p',
+      inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1, 16] }, { name: 'INPUT1', datatype: 'INT32', shape: [1, 16] }],
+      raw_input_contents: [int32Bytes(Array(16).fill(2)), int32Bytes(Array(16).fill(1))],
+    });
+    assert.deepEqual(plain.outs, [3]);
+    assert.equal(plain.code, grpc.status.OK);
+    assert.ok(plain.statusAfterMs >= 1400, `the stream ended ${plain.statusAfterMs.toFixed(0)} ms after its response, before the 1500 ms delay`);
+  } finally {
+    await s.close();
+    await repo.remove();
+  }
+});
+
+test('TRITONSERVER_DELAY_GRPC_NOTIFICATION and _ENQUEUE: a cancellation reaches its request late, so queued work cancelled meanwhile still runs; Triton\'s lines are logged', async () => {
+  // An identity model that takes 600 ms per execution on one instance: a second call waits behind the first.
+  const dir = await mkdtemp(join(tmpdir(), 'nereid-grpc-hooks-'));
+  await mkdir(join(dir, 'slow', '1'), { recursive: true });
+  await writeFile(join(dir, 'slow', 'config.pbtxt'), [
+    'name: "slow"', 'backend: "identity"', 'max_batch_size: 0', 'instance_group [{ count: 1, kind: KIND_CPU }]',
+    'input [{ name: "INPUT0", data_type: TYPE_INT32, dims: [ -1 ] }]', 'output [{ name: "OUTPUT0", data_type: TYPE_INT32, dims: [ -1 ] }]',
+    'parameters [{ key: "execute_delay_ms", value: { string_value: "600" } }]',
+  ].join('\n'));
+  const p = await spawnServer(
+    [`--model-repository=${dir}`, '--allow-grpc=true', '--grpc-port=0', '--grpc-address=127.0.0.1', '--log-verbose=1'],
+    { TRITONSERVER_DELAY_GRPC_NOTIFICATION: '1500', TRITONSERVER_DELAY_GRPC_ENQUEUE: '1500' },
+  );
+  const client = await grpcClientOf(p.output);
+  const request = { model_name: 'slow', inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1] }], raw_input_contents: [int32Bytes([7])] };
+  const successes = async () => Number((await unary(client, 'ModelStatistics', { name: 'slow' })).model_stats[0].inference_stats.success.count);
+  const lines = (text: string) => p.output().split('\n').filter((l) => l.includes(text)).length;
+  try {
+    const first = unary(client, 'ModelInfer', request);
+    await sleep(100);
+    // Two calls queued behind the first, one unary and one on a stream, both cancelled by their clients while queued.
+    const unaryCancelled = new Promise<grpc.ServiceError>((resolve) => {
+      const call = client.ModelInfer(request, (e: grpc.ServiceError) => resolve(e));
+      setTimeout(() => call.cancel(), 300);
+    });
+    const streamCancelled = new Promise<number>((resolve) => {
+      const call = client.ModelStreamInfer();
+      call.on('error', (e: grpc.ServiceError) => resolve(e.code));
+      call.write(request);
+      setTimeout(() => call.cancel(), 300);
+    });
+    assert.equal((await unaryCancelled).code, grpc.status.CANCELLED);
+    assert.equal(await streamCancelled, grpc.status.CANCELLED);
+    assert.deepEqual(int32s((await first).raw_output_contents[0]), [7]);
+    // Each cancellation is noticed once, after the notification delay, and reaches its request an enqueue delay
+    // later: by then both queued requests have run (without the hooks they would have been dropped unrun).
+    await until(() => lines('Cancellation notification received for ModelStreamInferHandler') === 1, 'the stream\'s cancellation to be noticed');
+    await until(async () => (await successes()) === 3, 'the cancelled requests to run');
+    assert.equal(lines('Cancellation notification received for ModelInferHandler'), 1, p.output());
+    assert.equal(lines('Delaying the notification of the cancellation by 1500 ms...'), 2, p.output());
+    await until(() => lines('Delaying the enqueue of the cancellation by 1500 ms...') === 2, 'both cancellations to be enqueued');
+    await sleep(2000); // past the enqueue delay: the late cancellations reached requests already over
+    assert.equal(await successes(), 3);
+    assert.deepEqual(int32s((await unary(client, 'ModelInfer', request)).raw_output_contents[0]), [7], 'the server still answers');
+  } finally {
+    client.close();
+    p.child.kill('SIGTERM');
+    await p.exited;
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+/** A client of a spawned server's gRPC frontend, once it reports its port. */
+async function grpcClientOf(output: () => string): Promise<ReturnType<typeof connect>> {
+  let port = 0;
+  await until(() => {
+    const m = /Started GRPCInferenceService at [^:]+:(\d+)/.exec(output());
+    if (m) port = Number(m[1]);
+    return port > 0;
+  }, 'the gRPC frontend to start');
+  return connect(port);
+}
