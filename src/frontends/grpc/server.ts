@@ -56,7 +56,7 @@ export async function startGrpcFrontend(server: InferenceServer, options: GrpcOp
 
   const routes = new Map<string, Method>();
   for (const [name, rpc] of Object.entries(RPCS)) {
-    routes.set(inference[name]!.path, unary(ctx, inference[name]!, rpc as (c: RpcContext, r: unknown) => object | Promise<object>, guard(name)));
+    routes.set(inference[name]!.path, unary(ctx, inference[name]!, rpc as (c: RpcContext, r: unknown) => object | Promise<object>, guard(name), hooks.nonInferResponseDelayMs));
   }
   const compressed = compressedResponses(options.responseCompressionLevel);
   const modelInfer = delayedStart(handleModelInfer(inferCtx), hooks.processDelayMs, logger);
@@ -74,7 +74,7 @@ export async function startGrpcFrontend(server: InferenceServer, options: GrpcOp
     },
   });
   const check = protos.health['Check']!;
-  routes.set(check.path, unary(ctx, check, (c: RpcContext) => ({ status: c.server.isReady() ? 1 : 2 }), guard('Check')));
+  routes.set(check.path, unary(ctx, check, (c: RpcContext) => ({ status: c.server.isReady() ? 1 : 2 }), guard('Check'), hooks.nonInferResponseDelayMs));
 
   const transport = await listen(routes, {
     maxMessageBytes: MAX_MESSAGE_SIZE,
@@ -101,9 +101,12 @@ function compressedResponses(level: GrpcOptions['responseCompressionLevel']): ((
   };
 }
 
-/** A unary RPC: its result or its error as the call's answer. A thrown error never escapes the frontend. */
-function unary(ctx: RpcContext, def: MethodDefinition, rpc: (c: RpcContext, r: unknown) => object | Promise<object>, guard: Guard): Method {
-  const answer = (call: ServerCall, result: object): void => {
+/**
+ * A unary RPC: its result or its error as the call's answer. A thrown error never escapes the frontend.
+ * `delayMs`: test hook TRITONSERVER_SERVER_DELAY_GRPC_RESPONSE_SEC (see test-hooks.ts), 0 when unset.
+ */
+function unary(ctx: RpcContext, def: MethodDefinition, rpc: (c: RpcContext, r: unknown) => object | Promise<object>, guard: Guard, delayMs: number): Method {
+  const write = (call: ServerCall, result: object): void => {
     let framed: Buffer;
     try {
       framed = def.responseFrame(result);
@@ -113,6 +116,8 @@ function unary(ctx: RpcContext, def: MethodDefinition, rpc: (c: RpcContext, r: u
     }
     call.respond(framed);
   };
+  const answer = late(write, delayMs, ctx.logger);
+  const fail = late((call: ServerCall, e: unknown) => call.fail(e), delayMs, ctx.logger);
   return {
     kind: 'unary',
     handle: withGuard((call, message) => {
@@ -127,12 +132,21 @@ function unary(ctx: RpcContext, def: MethodDefinition, rpc: (c: RpcContext, r: u
       try {
         result = rpc(ctx, request);
       } catch (e) {
-        call.fail(e);
+        fail(call, e);
         return;
       }
-      if (result instanceof Promise) result.then((r) => answer(call, r), (e: unknown) => call.fail(e));
+      if (result instanceof Promise) result.then((r) => answer(call, r), (e: unknown) => fail(call, e));
       else answer(call, result);
     }, guard),
+  };
+}
+
+/** Test hook TRITONSERVER_SERVER_DELAY_GRPC_RESPONSE_SEC (see test-hooks.ts): the RPC runs at once, its answer leaves `ms` later. */
+function late<T>(send: (call: ServerCall, x: T) => void, ms: number, logger: Logger): (call: ServerCall, x: T) => void {
+  if (ms === 0) return send;
+  return (call, x) => {
+    logger.verbose(1, `Delaying the write of the response by ${ms / 1000} seconds`);
+    setTimeout(send, ms, call, x);
   };
 }
 

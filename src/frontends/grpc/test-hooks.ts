@@ -16,6 +16,9 @@ import type { Logger } from '../../observability/logger.js';
  *   much later, so a request can finish between the client's cancel and the server acting on it.
  * TRITONSERVER_DELAY_GRPC_ENQUEUE=<ms>: once noticed, the cancellation reaches the call's requests that much
  *   later still (Triton delays putting the cancelled call back on its queue).
+ * TRITONSERVER_SERVER_DELAY_GRPC_RESPONSE_SEC=<s>: the answer of every RPC but the inference ones (health,
+ *   metadata, config, statistics, repository, shared memory, trace, logging) is written that many seconds
+ *   late, so that a client's deadline can pass first (L0_client_timeout).
  */
 export interface GrpcTestHooks {
   readonly responseDelayMs: number;
@@ -23,6 +26,7 @@ export interface GrpcTestHooks {
   readonly completeDelayMs: number;
   readonly notificationDelayMs: number;
   readonly enqueueDelayMs: number;
+  readonly nonInferResponseDelayMs: number;
 }
 
 export function grpcTestHooks(env: NodeJS.ProcessEnv = process.env): GrpcTestHooks {
@@ -32,6 +36,7 @@ export function grpcTestHooks(env: NodeJS.ProcessEnv = process.env): GrpcTestHoo
     completeDelayMs: envMs(env['TRITONSERVER_DELAY_GRPC_COMPLETE']),
     notificationDelayMs: envMs(env['TRITONSERVER_DELAY_GRPC_NOTIFICATION']),
     enqueueDelayMs: envMs(env['TRITONSERVER_DELAY_GRPC_ENQUEUE']),
+    nonInferResponseDelayMs: envMs(env['TRITONSERVER_SERVER_DELAY_GRPC_RESPONSE_SEC']) * 1000,
   };
 }
 
@@ -65,7 +70,7 @@ export function cancelsLate(hooks: GrpcTestHooks): boolean {
   return hooks.notificationDelayMs > 0 || hooks.enqueueDelayMs > 0;
 }
 
-/** Milliseconds read as Triton reads them (C's atoi): leading digits; anything else, or below 1, is 0. */
+/** A count (milliseconds, or seconds) read as Triton reads them (C's atoi): leading digits; anything else, or below 1, is 0. */
 function envMs(value: string | undefined): number {
   const n = value === undefined ? 0 : parseInt(value, 10);
   return n > 0 ? n : 0;

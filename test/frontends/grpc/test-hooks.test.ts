@@ -7,7 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import * as grpc from '@grpc/grpc-js';
 import { EXAMPLES } from '../../helpers/paths.js';
 import { spawnServer, tempRepository } from '../../helpers/server.js';
-import { connect, int32Bytes, int32s, startGrpcTestServer, unary, type GrpcTestServer } from '../../helpers/grpc.js';
+import { HealthClient, connect, failure, int32Bytes, int32s, startGrpcTestServer, unary, type GrpcTestServer } from '../../helpers/grpc.js';
 import { until } from '../../helpers/until.js';
 import { grpcTestHooks } from '../../../src/frontends/grpc/test-hooks.js';
 
@@ -29,7 +29,7 @@ async function serverWith(env: Record<string, string>, dir: string): Promise<Grp
 }
 
 test('the variables are read as Triton reads them (atoi); unset means no delay', () => {
-  assert.deepEqual(grpcTestHooks({}), { responseDelayMs: 0, processDelayMs: 0, completeDelayMs: 0, notificationDelayMs: 0, enqueueDelayMs: 0 });
+  assert.deepEqual(grpcTestHooks({}), { responseDelayMs: 0, processDelayMs: 0, completeDelayMs: 0, notificationDelayMs: 0, enqueueDelayMs: 0, nonInferResponseDelayMs: 0 });
   assert.deepEqual(
     grpcTestHooks({
       TRITONSERVER_DELAY_GRPC_RESPONSE: '2000',
@@ -37,8 +37,9 @@ test('the variables are read as Triton reads them (atoi); unset means no delay',
       TRITONSERVER_DELAY_GRPC_COMPLETE: '2000',
       TRITONSERVER_DELAY_GRPC_NOTIFICATION: '5000',
       TRITONSERVER_DELAY_GRPC_ENQUEUE: '-3',
+      TRITONSERVER_SERVER_DELAY_GRPC_RESPONSE_SEC: '2',
     }),
-    { responseDelayMs: 2000, processDelayMs: 5000, completeDelayMs: 2000, notificationDelayMs: 5000, enqueueDelayMs: 0 },
+    { responseDelayMs: 2000, processDelayMs: 5000, completeDelayMs: 2000, notificationDelayMs: 5000, enqueueDelayMs: 0, nonInferResponseDelayMs: 2000 },
   );
 });
 
@@ -214,6 +215,43 @@ test('TRITONSERVER_DELAY_GRPC_NOTIFICATION and _ENQUEUE: a cancellation reaches 
     p.child.kill('SIGTERM');
     await p.exited;
     await rm(dir, { recursive: true, force: true });
+  }
+});
+
+test('TRITONSERVER_SERVER_DELAY_GRPC_RESPONSE_SEC: every RPC but inference answers that many seconds late, so short deadlines pass (L0_client_timeout)', async () => {
+  const repo = await tempRepository([{ from: join(EXAMPLES, 'simple') }]);
+  const s = await serverWith({ TRITONSERVER_SERVER_DELAY_GRPC_RESPONSE_SEC: '1' }, repo.dir);
+  const health = new HealthClient(`127.0.0.1:${s.grpc.port}`, grpc.credentials.createInsecure()) as any;
+  const request = {
+    model_name: 'simple',
+    inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1, 16] }, { name: 'INPUT1', datatype: 'INT32', shape: [1, 16] }],
+    raw_input_contents: [int32Bytes(Array(16).fill(5)), int32Bytes(Array(16).fill(1))],
+  };
+  try {
+    // A deadline shorter than the delay passes first, for every kind of RPC the hook covers.
+    assert.equal((await failure(unary(s.client, 'ServerLive', {}, { deadlineMs: 300 }))).code, grpc.status.DEADLINE_EXCEEDED);
+    assert.equal((await failure(unary(s.client, 'ModelMetadata', { name: 'simple' }, { deadlineMs: 300 }))).code, grpc.status.DEADLINE_EXCEEDED);
+    assert.equal((await failure(unary(s.client, 'ModelMetadata', { name: 'nope' }, { deadlineMs: 300 }))).code, grpc.status.DEADLINE_EXCEEDED, 'an error answer waits too');
+    assert.equal((await failure(unary(health, 'Check', {}, { deadlineMs: 300 }))).code, grpc.status.DEADLINE_EXCEEDED);
+
+    // Without a deadline the answer comes, late; an inference sent after it is not delayed and answers first.
+    const order: string[] = [];
+    const t0 = performance.now();
+    const live = unary(s.client, 'ServerLive', {}).then((r) => {
+      order.push('live');
+      return { r, took: performance.now() - t0 };
+    });
+    await sleep(50);
+    const infer = unary(s.client, 'ModelInfer', request).then((r) => order.push('infer') && r);
+    assert.deepEqual(int32s((await infer).raw_output_contents[0]), Array(16).fill(6));
+    const { r, took } = await live;
+    assert.deepEqual(r, { live: true });
+    assert.deepEqual(order, ['infer', 'live']);
+    assert.ok(took >= 950, `ServerLive answered after ${took.toFixed(0)} ms, before the 1 s delay`);
+  } finally {
+    health.close();
+    await s.close();
+    await repo.remove();
   }
 });
 
