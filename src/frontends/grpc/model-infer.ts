@@ -19,6 +19,8 @@ export interface InferContext {
   readonly controllers: AbortControllers;
   /** What a client's cancel does to the call's requests (test-hooks.ts); unset, they are aborted at once. */
   readonly cancel?: CancelCall;
+  /** Test hooks TRITONSERVER_DELAY_RESPONSE_COMPLETE_EXEC / _COMPLETION (test-hooks.ts): ModelInfer's answer sent late. */
+  readonly answerLater?: (send: () => void) => void;
 }
 
 /**
@@ -28,6 +30,7 @@ export interface InferContext {
 export function handleModelInfer(ctx: InferContext): (call: ServerCall, message: Buffer) => void {
   const { server, controllers } = ctx;
   const cancel = ctx.cancel ?? abortNow;
+  const later = ctx.answerLater;
   return (call, message) => {
     const msg = decodeOrEnd(ctx, call, message);
     if (msg === null) return;
@@ -49,6 +52,7 @@ export function handleModelInfer(ctx: InferContext): (call: ServerCall, message:
     if (traces.active) {
       const trace = traces.sample(request.model, grpcTraceCarrier(call));
       // A sampled request's controller is not used again: tracing costs more than a new one.
+      // (The response-complete test hooks do not delay a sampled request's answer.)
       if (trace !== null) return tracedInfer(server, call, { ...request, trace }, msg, trace);
     }
     // Answered through callbacks: a model run at once answers before inferTo returns, and the response leaves
@@ -58,7 +62,9 @@ export function handleModelInfer(ctx: InferContext): (call: ServerCall, message:
       msg.resolved,
       (res) => {
         try {
-          call.respond(inferResponseFrame(res));
+          const framed = inferResponseFrame(res);
+          if (later === undefined) call.respond(framed);
+          else later(() => call.respond(framed));
         } catch (e) {
           call.fail(e);
         } finally {
@@ -67,7 +73,8 @@ export function handleModelInfer(ctx: InferContext): (call: ServerCall, message:
         }
       },
       (e: unknown) => {
-        call.fail(e);
+        if (later === undefined) call.fail(e);
+        else later(() => call.fail(e));
         controllers.giveBack(abort);
       },
     );

@@ -15,7 +15,7 @@ import { RPCS, type RpcContext } from './rpcs.js';
 import { toServiceError } from './status.js';
 import { handleStreamInfer, type StreamContext } from './stream.js';
 import { listen, type Method } from './transport.js';
-import { cancelCall, cancelsLate, grpcTestHooks } from './test-hooks.js';
+import { answerLater, cancelCall, cancelsLate, grpcTestHooks } from './test-hooks.js';
 
 export interface GrpcFrontend {
   readonly port: number;
@@ -45,7 +45,14 @@ export async function startGrpcFrontend(server: InferenceServer, options: GrpcOp
   const hooks = grpcTestHooks();
   // A cancellation that may arrive after its call is over must not reach a controller used again by a later call.
   const controllers = new AbortControllers(cancelsLate(hooks) ? 0 : undefined);
-  const inferCtx: InferContext = { server, decode, forwarded: (call) => forwarded(call), controllers, cancel: cancelCall(hooks, logger) };
+  const inferCtx: InferContext = {
+    server,
+    decode,
+    forwarded: (call) => forwarded(call),
+    controllers,
+    cancel: cancelCall(hooks, logger),
+    answerLater: answerLater(hooks, logger),
+  };
   const streamCtx: StreamContext = {
     ...inferCtx,
     logger,
@@ -59,7 +66,8 @@ export async function startGrpcFrontend(server: InferenceServer, options: GrpcOp
     routes.set(inference[name]!.path, unary(ctx, inference[name]!, rpc as (c: RpcContext, r: unknown) => object | Promise<object>, guard(name), hooks.nonInferResponseDelayMs));
   }
   const compressed = compressedResponses(options.responseCompressionLevel);
-  const modelInfer = delayedStart(handleModelInfer(inferCtx), hooks.processDelayMs, logger);
+  const delayed = delayedStart(handleModelInfer(inferCtx), hooks.processDelayMs, logger, 'Delaying the Process execution');
+  const modelInfer = delayedStart(delayed, hooks.processEntryDelayMs, logger, 'Delaying the entry of Process');
   routes.set(inference['ModelInfer']!.path, {
     kind: 'unary',
     handle: withGuard(compressed === null ? modelInfer : (call, message) => modelInfer(compressed(call), message), guard('ModelInfer')),
@@ -159,11 +167,14 @@ function withGuard(handler: (call: ServerCall, message: Buffer) => void, guard: 
   };
 }
 
-/** Test hook TRITONSERVER_DELAY_GRPC_PROCESS (see test-hooks.ts): the call starts `ms` later, unless cancelled meanwhile. */
-function delayedStart(handle: (call: ServerCall, message: Buffer) => void, ms: number, logger: Logger): (call: ServerCall, message: Buffer) => void {
+/**
+ * Test hooks TRITONSERVER_DELAY_GRPC_PROCESS and _PROCESS_ENTRY (see test-hooks.ts): the call starts `ms` later,
+ * unless cancelled meanwhile.
+ */
+function delayedStart(handle: (call: ServerCall, message: Buffer) => void, ms: number, logger: Logger, what: string): (call: ServerCall, message: Buffer) => void {
   if (ms === 0) return handle;
   return (call, message) => {
-    logger.info(`Delaying the Process execution by ${ms} ms...`);
+    logger.info(`${what} by ${ms} ms...`);
     setTimeout(() => {
       if (!call.ended) handle(call, message);
     }, ms);

@@ -16,6 +16,12 @@ import type { Logger } from '../../observability/logger.js';
  *   much later, so a request can finish between the client's cancel and the server acting on it.
  * TRITONSERVER_DELAY_GRPC_ENQUEUE=<ms>: once noticed, the cancellation reaches the call's requests that much
  *   later still (Triton delays putting the cancelled call back on its queue).
+ * TRITONSERVER_DELAY_GRPC_PROCESS_ENTRY=<ms>: a ModelInfer call is taken up that much later, before the process
+ *   delay above.
+ * TRITONSERVER_DELAY_RESPONSE_COMPLETE_EXEC=<ms>, TRITONSERVER_DELAY_RESPONSE_COMPLETION=<ms>: a ModelInfer call's
+ *   answer (response or error) is written that much later (both: the sum) after the model gave it, so a client
+ *   can cancel a call whose request is already over (Triton delays its response-complete callback, at its start
+ *   and before it finishes the call).
  * TRITONSERVER_SERVER_DELAY_GRPC_RESPONSE_SEC=<s>: the answer of every RPC but the inference ones (health,
  *   metadata, config, statistics, repository, shared memory, trace, logging) is written that many seconds
  *   late, so that a client's deadline can pass first (L0_client_timeout).
@@ -27,6 +33,8 @@ export interface GrpcTestHooks {
   readonly notificationDelayMs: number;
   readonly enqueueDelayMs: number;
   readonly nonInferResponseDelayMs: number;
+  readonly processEntryDelayMs: number;
+  readonly answerDelayMs: number;
 }
 
 export function grpcTestHooks(env: NodeJS.ProcessEnv = process.env): GrpcTestHooks {
@@ -37,6 +45,8 @@ export function grpcTestHooks(env: NodeJS.ProcessEnv = process.env): GrpcTestHoo
     notificationDelayMs: envMs(env['TRITONSERVER_DELAY_GRPC_NOTIFICATION']),
     enqueueDelayMs: envMs(env['TRITONSERVER_DELAY_GRPC_ENQUEUE']),
     nonInferResponseDelayMs: envMs(env['TRITONSERVER_SERVER_DELAY_GRPC_RESPONSE_SEC']) * 1000,
+    processEntryDelayMs: envMs(env['TRITONSERVER_DELAY_GRPC_PROCESS_ENTRY']),
+    answerDelayMs: envMs(env['TRITONSERVER_DELAY_RESPONSE_COMPLETE_EXEC']) + envMs(env['TRITONSERVER_DELAY_RESPONSE_COMPLETION']),
   };
 }
 
@@ -65,9 +75,22 @@ export function cancelCall(hooks: GrpcTestHooks, logger: Logger): CancelCall {
   };
 }
 
-/** Whether a cancellation may reach a call's controller after the call is over (see AbortControllers). */
+/**
+ * Whether a cancellation may reach a call's AbortController after its requests are over, when the controller
+ * may already serve a later call (see abort-controllers.ts): the hooks that delay a cancellation or an answer.
+ */
 export function cancelsLate(hooks: GrpcTestHooks): boolean {
-  return hooks.notificationDelayMs > 0 || hooks.enqueueDelayMs > 0;
+  return hooks.notificationDelayMs > 0 || hooks.enqueueDelayMs > 0 || hooks.answerDelayMs > 0;
+}
+
+/** ModelInfer's answer sent late (the response-complete hooks), or undefined when they are unset. */
+export function answerLater(hooks: GrpcTestHooks, logger: Logger): ((send: () => void) => void) | undefined {
+  const ms = hooks.answerDelayMs;
+  if (ms === 0) return undefined;
+  return (send) => {
+    logger.info(`Delaying the completion of the response by ${ms} ms...`);
+    setTimeout(send, ms);
+  };
 }
 
 /** A count (milliseconds, or seconds) read as Triton reads them (C's atoi): leading digits; anything else, or below 1, is 0. */

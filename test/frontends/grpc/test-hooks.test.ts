@@ -29,7 +29,9 @@ async function serverWith(env: Record<string, string>, dir: string): Promise<Grp
 }
 
 test('the variables are read as Triton reads them (atoi); unset means no delay', () => {
-  assert.deepEqual(grpcTestHooks({}), { responseDelayMs: 0, processDelayMs: 0, completeDelayMs: 0, notificationDelayMs: 0, enqueueDelayMs: 0, nonInferResponseDelayMs: 0 });
+  assert.deepEqual(grpcTestHooks({}), {
+    responseDelayMs: 0, processDelayMs: 0, completeDelayMs: 0, notificationDelayMs: 0, enqueueDelayMs: 0, nonInferResponseDelayMs: 0, processEntryDelayMs: 0, answerDelayMs: 0,
+  });
   assert.deepEqual(
     grpcTestHooks({
       TRITONSERVER_DELAY_GRPC_RESPONSE: '2000',
@@ -38,8 +40,13 @@ test('the variables are read as Triton reads them (atoi); unset means no delay',
       TRITONSERVER_DELAY_GRPC_NOTIFICATION: '5000',
       TRITONSERVER_DELAY_GRPC_ENQUEUE: '-3',
       TRITONSERVER_SERVER_DELAY_GRPC_RESPONSE_SEC: '2',
+      TRITONSERVER_DELAY_GRPC_PROCESS_ENTRY: '1000',
+      TRITONSERVER_DELAY_RESPONSE_COMPLETION: '5000',
+      TRITONSERVER_DELAY_RESPONSE_COMPLETE_EXEC: '500',
     }),
-    { responseDelayMs: 2000, processDelayMs: 5000, completeDelayMs: 2000, notificationDelayMs: 5000, enqueueDelayMs: 0, nonInferResponseDelayMs: 2000 },
+    {
+      responseDelayMs: 2000, processDelayMs: 5000, completeDelayMs: 2000, notificationDelayMs: 5000, enqueueDelayMs: 0, nonInferResponseDelayMs: 2000, processEntryDelayMs: 1000, answerDelayMs: 5500,
+    },
   );
 });
 
@@ -168,13 +175,7 @@ test('TRITONSERVER_DELAY_GRPC_COMPLETE: every response arrives, and the stream e
 
 test('TRITONSERVER_DELAY_GRPC_NOTIFICATION and _ENQUEUE: a cancellation reaches its request late, so queued work cancelled meanwhile still runs; Triton\'s lines are logged', async () => {
   // An identity model that takes 600 ms per execution on one instance: a second call waits behind the first.
-  const dir = await mkdtemp(join(tmpdir(), 'nereid-grpc-hooks-'));
-  await mkdir(join(dir, 'slow', '1'), { recursive: true });
-  await writeFile(join(dir, 'slow', 'config.pbtxt'), [
-    'name: "slow"', 'backend: "identity"', 'max_batch_size: 0', 'instance_group [{ count: 1, kind: KIND_CPU }]',
-    'input [{ name: "INPUT0", data_type: TYPE_INT32, dims: [ -1 ] }]', 'output [{ name: "OUTPUT0", data_type: TYPE_INT32, dims: [ -1 ] }]',
-    'parameters [{ key: "execute_delay_ms", value: { string_value: "600" } }]',
-  ].join('\n'));
+  const dir = await slowRepository(600);
   const p = await spawnServer(
     [`--model-repository=${dir}`, '--allow-grpc=true', '--grpc-port=0', '--grpc-address=127.0.0.1', '--log-verbose=1'],
     { TRITONSERVER_DELAY_GRPC_NOTIFICATION: '1500', TRITONSERVER_DELAY_GRPC_ENQUEUE: '1500' },
@@ -254,6 +255,54 @@ test('TRITONSERVER_SERVER_DELAY_GRPC_RESPONSE_SEC: every RPC but inference answe
     await repo.remove();
   }
 });
+
+test('TRITONSERVER_DELAY_GRPC_PROCESS_ENTRY and _RESPONSE_COMPLETION / _COMPLETE_EXEC: ModelInfer starts late and answers late; a client may cancel a call whose request is over', async () => {
+  const dir = await slowRepository(300);
+  const p = await spawnServer(
+    [`--model-repository=${dir}`, '--allow-grpc=true', '--grpc-port=0', '--grpc-address=127.0.0.1', '--log-verbose=1'],
+    { TRITONSERVER_DELAY_GRPC_PROCESS_ENTRY: '500', TRITONSERVER_DELAY_RESPONSE_COMPLETION: '1000', TRITONSERVER_DELAY_RESPONSE_COMPLETE_EXEC: '1000' },
+  );
+  const client = await grpcClientOf(p.output);
+  const request = { model_name: 'slow', inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1] }], raw_input_contents: [int32Bytes([7])] };
+  const lines = (text: string) => p.output().split('\n').filter((l) => l.includes(text)).length;
+  try {
+    const t0 = performance.now();
+    const answered = unary(client, 'ModelInfer', request).then((r) => ({ r, took: performance.now() - t0 }));
+    // As test_grpc_async_infer_cancellation_before_finish_*: the client cancels while the answer is held back.
+    const cancelled = new Promise<grpc.ServiceError>((resolve, reject) => {
+      const call = client.ModelInfer(request, (e: grpc.ServiceError | null) => (e ? resolve(e) : reject(new Error('answered before the cancel'))));
+      setTimeout(() => call.cancel(), 1500);
+    });
+    assert.equal((await cancelled).code, grpc.status.CANCELLED);
+    const { r, took } = await answered;
+    assert.deepEqual(int32s(r.raw_output_contents[0]), [7]);
+    // Entry delay, the execution, then both response delays: far more than the execution alone.
+    assert.ok(took >= 500 + 300 + 2000 - 100, `answered after ${took.toFixed(0)} ms, sooner than the delays`);
+    await until(() => lines('Cancellation notification received for ModelInferHandler') === 1, 'the cancellation to be noticed');
+    assert.ok(lines('Delaying the entry of Process by 500 ms...') >= 2, p.output());
+    assert.ok(lines('Delaying the completion of the response by 2000 ms...') >= 1, p.output());
+    await sleep(2500); // the held answer of the cancelled call is over too
+    assert.equal(lines('Cancellation notification received for'), 1, p.output());
+    assert.deepEqual(int32s((await unary(client, 'ModelInfer', request)).raw_output_contents[0]), [7], 'the server still answers');
+  } finally {
+    client.close();
+    p.child.kill('SIGTERM');
+    await p.exited;
+    await rm(dir, { recursive: true, force: true });
+  }
+});
+
+/** A repository with `slow`: an identity model (INT32, any shape) whose every execution takes `delayMs`, on one instance. */
+async function slowRepository(delayMs: number): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'nereid-grpc-hooks-'));
+  await mkdir(join(dir, 'slow', '1'), { recursive: true });
+  await writeFile(join(dir, 'slow', 'config.pbtxt'), [
+    'name: "slow"', 'backend: "identity"', 'max_batch_size: 0', 'instance_group [{ count: 1, kind: KIND_CPU }]',
+    'input [{ name: "INPUT0", data_type: TYPE_INT32, dims: [ -1 ] }]', 'output [{ name: "OUTPUT0", data_type: TYPE_INT32, dims: [ -1 ] }]',
+    `parameters [{ key: "execute_delay_ms", value: { string_value: "${delayMs}" } }]`,
+  ].join('\n'));
+  return dir;
+}
 
 /** A client of a spawned server's gRPC frontend, once it reports its port. */
 async function grpcClientOf(output: () => string): Promise<ReturnType<typeof connect>> {
