@@ -238,7 +238,7 @@ async function loadInstances(model: PreparedModel, context: ModelContext, opts: 
         opts.logger.child('sequence.ts'))
       // Without max_batch_size a dynamic batcher still keeps its priority levels and queue policies (batches of one).
       : model.config.dynamic_batching
-        ? new DynamicBatcher(model.config, scheduled, onExecution)
+        ? new DynamicBatcher(model.config, scheduled, onExecution, opts.logger.child('dynamic.ts'))
         : new DirectScheduler(scheduled, onExecution);
   } catch (e) {
     await Promise.all(instances.map((i) => i.close().catch(() => undefined)));

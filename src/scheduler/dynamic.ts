@@ -1,10 +1,11 @@
 import { NereidError, isNereidError } from '../errors.js';
 import type { ModelConfig, ModelQueuePolicy } from '../config/types.js';
 import type { BackendInstance, ExecutionTimes } from '../backends/backend.js';
+import type { Logger } from '../observability/logger.js';
 import { DeadlineHeap } from './deadline-heap.js';
 import { RingQueue } from './queue.js';
 import { logPrefix, stoppedScheduler, type ExecutionListener, type FailureReason, type Job, type Scheduler } from './scheduler.js';
-import { schedulerHold } from './test-hooks.js';
+import { announceHold, schedulerHold } from './test-hooks.js';
 
 /** Where an entry is: waiting in its level's queue, moved to its level's delayed queue, or gone. */
 const QUEUED = 0;
@@ -161,7 +162,9 @@ export class DynamicBatcher implements Scheduler {
     config: ModelConfig,
     instances: readonly BackendInstance[],
     private readonly onExecution: ExecutionListener,
+    logger?: Logger,
   ) {
+    announceHold(logger, [`batcher thread for ${config.name}`], false);
     const db = config.dynamic_batching!;
     this.idle = [...instances].reverse();
     this.synchronous = instances.length > 0 && instances.every((i) => i.synchronous === true);

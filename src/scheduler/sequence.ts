@@ -10,7 +10,7 @@ import { stepDigest, type SequenceStateStore, type StoredSequence } from './sequ
 import { batchShapeRule, sameBatchShapes, type BatchShapeRule } from './equal-shapes.js';
 import { AnswerOrder } from './answer-order.js';
 import type { Logger } from '../observability/logger.js';
-import { schedulerHold, type SchedulerHold } from './test-hooks.js';
+import { announceHold, schedulerHold, type SchedulerHold } from './test-hooks.js';
 
 /** --sequence-state-store for one model version: the store and the prefix of its sequences' keys. */
 export interface SharedSequences {
@@ -158,6 +158,8 @@ export class SequenceBatcher implements Scheduler {
     this.initial = new Map(sb.state.map((s) => [s.output_name, initialState(s, config.max_batch_size > 0, initialData)]));
     this.idleMs = sb.max_sequence_idle_microseconds / 1000;
     this.reaper = setInterval(() => this.reap(), Math.max(10, Math.min(1000, this.idleMs / 2))).unref();
+    // Triton names a direct batcher's threads by index, an oldest one's (dynamic batchers) by model.
+    announceHold(logger, this.lanes.map((_, i) => (this.oldest ? `batcher thread for ${name}` : `scheduler thread ${i}`)), true);
   }
 
   enqueue(job: Job): void {

@@ -1,3 +1,5 @@
+import type { Logger } from '../observability/logger.js';
+
 /**
  * Triton's scheduler test hooks: environment variables its QA suites set so that requests collect in a
  * batcher's queues before the first batch forms, which makes the batches its tests expect deterministic.
@@ -30,4 +32,20 @@ export function schedulerHold(env: NodeJS.ProcessEnv = process.env): SchedulerHo
 export function envCount(value: string | undefined): number {
   const n = value === undefined ? 0 : parseInt(value, 10);
   return n > 0 ? n : 0;
+}
+
+/**
+ * Triton's lines for the hooks, logged once when a scheduler is built, whenever a variable is set (even to 0),
+ * as Triton logs them: at verbose 1 for each of `batchers` (Triton's batcher threads, one per instance in a
+ * sequence batcher) for TRITONSERVER_DELAY_SCHEDULER, and as information for TRITONSERVER_BACKLOG_DELAY_SCHEDULER
+ * when `backlog` (a sequence batcher).
+ */
+export function announceHold(logger: Logger | undefined, batchers: readonly string[], backlog: boolean, env: NodeJS.ProcessEnv = process.env): void {
+  if (logger === undefined) return;
+  const queued = env['TRITONSERVER_DELAY_SCHEDULER'];
+  if (queued !== undefined && logger.isVerbose(1)) {
+    for (const b of batchers) logger.verbose(1, `Delaying ${b} until ${envCount(queued)} queued requests...`);
+  }
+  const behind = env['TRITONSERVER_BACKLOG_DELAY_SCHEDULER'];
+  if (backlog && behind !== undefined) logger.info(`Delaying scheduler until ${envCount(behind)} backlog queued requests...`);
 }

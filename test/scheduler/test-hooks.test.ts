@@ -4,7 +4,7 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { EXAMPLES, FIXTURES } from '../helpers/paths.js';
-import { startTestServer, tempRepository, type TestServer } from '../helpers/server.js';
+import { spawnServer, startTestServer, tempRepository, type TestServer } from '../helpers/server.js';
 import { postJson, request, type Reply } from '../helpers/http.js';
 import { until } from '../helpers/until.js';
 import type { ServerOptions } from '../../src/server/options.js';
@@ -159,6 +159,25 @@ test('TRITONSERVER_DELAY_SCHEDULER: a model unloaded while its batcher holds run
     assert.equal(reply.json().outputs[0].data[0], 6);
   } finally {
     await s.close();
+    await repo.remove();
+  }
+});
+
+test('the hooks are announced with Triton\'s lines when a model\'s scheduler is built', async () => {
+  const repo = await tempRepository([{ from: join(FIXTURES, 'js', 'batch_js') }, { from: join(EXAMPLES, 'sequence_accumulator') }]);
+  const p = await spawnServer([`--model-repository=${repo.dir}`, '--log-verbose=1'], { TRITONSERVER_DELAY_SCHEDULER: '2', TRITONSERVER_BACKLOG_DELAY_SCHEDULER: '1' });
+  const lines = (text: string): string[] => p.output().split('\n').filter((l) => l.includes(text));
+  try {
+    // The server serves once its models are loaded, so their schedulers are built. A dynamic batcher: one batcher (Triton: one thread for the model); the sequence batcher: one per instance,
+    // and the backlog line once, as information.
+    assert.equal(lines('Delaying batcher thread for batch_js until 2 queued requests...').length, 1, p.output());
+    assert.equal(lines('Delaying scheduler thread 0 until 2 queued requests...').length, 1, p.output());
+    const backlog = lines('Delaying scheduler until 1 backlog queued requests...');
+    assert.equal(backlog.length, 1, p.output());
+    assert.match(backlog[0]!, /^I/, 'an information line');
+  } finally {
+    p.child.kill('SIGTERM');
+    await p.exited;
     await repo.remove();
   }
 });
