@@ -31,6 +31,8 @@ import { modelCalls } from './model-calls.js';
 import { logRequest } from './request-log.js';
 import { DEFAULT_SERVER_ID, NEREID_VERSION, type ServerOptions } from './options.js';
 
+export type { LoadRequest };
+
 export interface ServerMetadata {
   name: string;
   version: string;

@@ -1,9 +1,7 @@
 import { invalidArg, unavailable, unsupported } from '../../errors.js';
-import { modelConfigFromJson } from '../../config/index.js';
-import type { ModelConfig } from '../../config/types.js';
 import type { Logger } from '../../observability/logger.js';
-import { configOverrideError } from '../../server/config-override.js';
-import type { InferenceServer } from '../../server/inference-server.js';
+import { configOverride } from '../../server/config-override.js';
+import type { InferenceServer, LoadRequest } from '../../server/inference-server.js';
 import { int64ToNumber } from './int64.js';
 import type {
   CudaShmRegisterMsg, LogSettingsRequestMsg, TraceSettingRequestMsg, ModelRefMsg, NameMsg, RepositoryIndexRequestMsg, RepositoryModelRequestMsg,
@@ -12,7 +10,7 @@ import type {
 import { parseVersion } from './infer-request.js';
 import type { Protos } from './proto.js';
 import * as shm from './shared-memory.js';
-import { settingEntries, traceSetting, type GivenSetting, type GivenValue } from '../trace-setting.js';
+import { settingEntries, traceSetting, type GivenSetting, type GivenValue } from '../../server/trace-setting.js';
 
 /**
  * The unary RPCs other than ModelInfer: each takes the decoded request message and returns the response
@@ -80,18 +78,14 @@ function checkRepositoryName(name: string): void {
 }
 
 /** Load parameters as Triton's gRPC frontend takes them: `config` as a string, `file:<path>` as bytes. */
-function loadRequest(r: RepositoryModelRequestMsg): { config?: ModelConfig; files?: Map<string, Uint8Array> } {
-  let config: ModelConfig | undefined;
+function loadRequest(r: RepositoryModelRequestMsg): LoadRequest {
+  let config: LoadRequest['config'];
   let files: Map<string, Uint8Array> | undefined;
   for (const key in r.parameters) {
     const p = r.parameters[key]!;
     if (key === 'config') {
       if (p.parameter_choice !== 'string_param') throw invalidArg("invalid value type for load parameter 'config', expected string_param.");
-      try {
-        config = modelConfigFromJson(p.string_param);
-      } catch (e) {
-        throw configOverrideError(r.model_name, (e as Error).message);
-      }
+      config = configOverride(r.model_name, p.string_param);
     } else if (key.startsWith('file:')) {
       if (p.parameter_choice !== 'bytes_param') throw invalidArg(`invalid value type for load parameter '${key}', expected bytes_param.`);
       (files ??= new Map()).set(key.slice(5), p.bytes_param);

@@ -1,7 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import { invalidArg } from '../../errors.js';
-import { modelConfigFromJson } from '../../config/index.js';
-import { configOverrideError } from '../../server/config-override.js';
+import { configOverride, configOverrideError } from '../../server/config-override.js';
 import type { InferenceServer } from '../../server/inference-server.js';
 import { isObject } from './infer-request.js';
 import { sendEmpty, sendJson } from './reply.js';
@@ -39,7 +38,7 @@ export async function handleLoad(server: InferenceServer, model: string, body: u
       } catch (e) {
         throw configOverrideError(model, `failed to parse the 'config' load parameter as JSON: ${(e as Error).message.replace(/^failed to parse the request JSON buffer: /, '')}`);
       }
-      config = configOverride(model, () => modelConfigFromJson(cj));
+      config = configOverride(model, cj);
     } else if (k.startsWith('file:')) {
       if (!/^[A-Za-z0-9+/]*={0,2}$/.test(v)) throw invalidArg(`load parameter '${k}' must be base64`);
       files.set(k.slice(5), Buffer.from(v, 'base64'));
@@ -50,14 +49,6 @@ export async function handleLoad(server: InferenceServer, model: string, body: u
   }
   await server.loadModel(model, { ...(config ? { config } : {}), ...(files.size > 0 ? { files } : {}) });
   sendEmpty(res, 200);
-}
-
-function configOverride<T>(model: string, convert: () => T): T {
-  try {
-    return convert();
-  } catch (e) {
-    throw configOverrideError(model, (e as Error).message);
-  }
 }
 
 export async function handleUnload(server: InferenceServer, model: string, body: unknown, res: ServerResponse): Promise<void> {

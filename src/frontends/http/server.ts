@@ -21,7 +21,7 @@ import { handleGenerate } from './generate.js';
 import { handleLoad, handleRepoIndex, handleUnload } from './repository.js';
 import { JSON_HEADERS, releaseWhenDone, sendEmpty, sendJson } from './reply.js';
 import type { RootTrace, TraceContextCarrier } from '../../inference/trace.js';
-import { settingEntries, traceSetting, wrongJsonType, type GivenSetting, type GivenValue } from '../trace-setting.js';
+import { settingEntries, traceSetting, type GivenSetting, type GivenValue } from '../../server/trace-setting.js';
 
 export interface HttpOptions {
   port: number;
@@ -541,6 +541,11 @@ function httpTraceSetting(j: unknown): GivenSetting {
     return e;
   });
   return { level, rate: scalar('trace_rate'), count: scalar('trace_count'), logFrequency: scalar('log_frequency'), file: 'trace_file' in j };
+}
+
+/** TritonJson's refusal of a value of the wrong JSON type (an INTERNAL error, 500 over HTTP). */
+function wrongJsonType(what: 'string' | 'array'): NereidError {
+  return new NereidError('INTERNAL', `attempt to access JSON non-${what} as ${what}`);
 }
 
 /** A client's W3C trace context, read only for requests of a server that traces. */

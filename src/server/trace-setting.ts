@@ -1,5 +1,5 @@
-import { NereidError, invalidArg, unsupported } from '../errors.js';
-import type { InferenceServer } from '../server/inference-server.js';
+import { invalidArg, unsupported } from '../errors.js';
+import type { InferenceServer } from './inference-server.js';
 import type { NewSetting } from '../observability/trace/settings.js';
 import type { TraceSettingView } from '../observability/trace/manager.js';
 import { LEVEL_TENSORS, LEVEL_TIMESTAMPS } from '../observability/trace/config.js';
@@ -94,9 +94,4 @@ export function settingEntries(v: TraceSettingView): [string, string | string[]]
     } else out[at] = [k, `${out[at]![1] as string},${value}`];
   }
   return out;
-}
-
-/** TritonJson's refusal of a value of the wrong JSON type (an INTERNAL error, 500 over HTTP). */
-export function wrongJsonType(what: 'string' | 'array'): NereidError {
-  return new NereidError('INTERNAL', `attempt to access JSON non-${what} as ${what}`);
 }
