@@ -1,10 +1,10 @@
-import type { Registry } from 'prom-client';
 import type { ModelCalls } from '../backends/backend.js';
 import type { InferenceRequest } from '../inference/index.js';
 import { ResponseStream } from '../inference/stream.js';
 import type { LoadRequest } from '../models/manager.js';
 import type { ModelVersion } from '../models/model-version.js';
 import { CustomMetricFamilies } from '../observability/metrics/custom.js';
+import type { Registry } from '../observability/metrics/server-metrics.js';
 import type { ReservedKeys } from '../sharedmemory/reserved-keys.js';
 
 /** The server's model management as a running model may call it. */

@@ -6,6 +6,9 @@ import { MetricModelReporter, type VersionInfo } from './reporter.js';
 import { DEFAULT_METRICS_SETTINGS, type MetricsSettings } from './settings.js';
 import { AGE_BUCKETS, SUMMARY_MAX_AGE_MS } from './summary.js';
 
+/** prom-client's registry type, for the server's API: prom-client is imported only under observability/metrics. */
+export type { Registry };
+
 /** A loaded model version as metrics see it (the model layer's ModelVersion fits). */
 export interface MetricsVersion {
   readonly stats: ModelStatistics;
