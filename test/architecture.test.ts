@@ -5,7 +5,7 @@ import { join, posix, relative, sep } from 'node:path';
 import { ROOT } from './helpers/paths.js';
 
 // The layer rules of docs/architecture.md, read from every src/ file's imports so that the map cannot drift.
-// The tables below are the rules; the doc mirrors them. Change both together.
+// The tables below are the rules; the doc shows the same tables, and the last test checks that it does.
 
 /**
  * Which layer may import which, top to bottom. A file's layer is its folder under src/, except the few files
@@ -257,4 +257,33 @@ test('the rules refuse an upward import when one is planted', () => {
   assert.equal(refusal('tools/perf/run.ts', 'server/inference-server.ts'), 'tools may not import server');
   assert.equal(refusal('tensor/bytes.ts', 'errors.ts'), undefined);
   assert.equal(refusal('backends/python/instance.ts', 'backends/registry.ts'), undefined);
+});
+
+/** The backticked words of a markdown table cell. */
+const ticked = (cell: string): string[] => [...cell.matchAll(/`([^`]+)`/g)].map((m) => m[1]!);
+
+/** The rows of the table that follows `heading` in the page: each row's cells. */
+function tableAfter(page: string, heading: string): string[][] {
+  const lines = page.slice(page.indexOf(heading)).split('\n');
+  const start = lines.findIndex((l) => /^\s*\|/.test(l));
+  const rows: string[][] = [];
+  for (const l of lines.slice(start + 2)) {
+    if (!/^\s*\|/.test(l)) break;
+    rows.push(l.trim().slice(1, -1).split(' | ').map((c) => c.trim()));
+  }
+  return rows;
+}
+
+test('docs/architecture.md shows the same layers, package homes and exceptions as this test', () => {
+  const page = readFileSync(join(ROOT, 'docs', 'architecture.md'), 'utf8');
+  const layers = Object.fromEntries(tableAfter(page, '## The layers').map((r) => [ticked(r[0]!)[0]!.replace(/\/$/, ''), ticked(r[2]!)]));
+  const rules = Object.fromEntries(Object.entries(MAY_IMPORT).filter(([l]) => !SHARED.includes(l)));
+  assert.deepEqual(layers, rules);
+  const homes = Object.fromEntries(tableAfter(page, '**Each third-party package has one home**').map((r) => [ticked(r[0]!)[0]!.replace(/\*$/, ''), ticked(r[1]!)]));
+  assert.deepEqual(homes, PACKAGES);
+  const pairs = tableAfter(page, '### The exceptions, on purpose').flatMap((r) => {
+    const [from, ...to] = ticked(r[0]!);
+    return to.map((t) => `${from} -> ${t}`);
+  });
+  assert.deepEqual(pairs, EXCEPTIONS);
 });
