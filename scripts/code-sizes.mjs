@@ -202,6 +202,7 @@ function files(dir, out = []) {
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  process.stdout.on('error', () => undefined); // a reader that stops early (head) is not an error
   const over = [];
   for (const file of files(folder)) {
     for (const s of sizes(readFileSync(file, 'utf8'))) {
