@@ -1,5 +1,5 @@
 /** `nereid perf` flags (perf_analyzer's names and defaults) → options. */
-import { boolFlag, choiceFlag, intFlag, last, numFlag, parseArgv, UsageError, usageText, type FlagSpec } from '../argv.js';
+import { boolFlag, choiceFlag, intFlag, last, numFlag, parseArgv, UsageError, usageText, type FlagSpec, type ParsedFlags } from '../argv.js';
 
 export const PERF_FLAGS: readonly FlagSpec[] = [
   { name: 'model-name', short: 'm', takes: 'value', arg: '<name>', help: 'The model to measure (required).' },
@@ -115,33 +115,30 @@ export function rangeValues(r: Range): number[] {
   return out;
 }
 
-export function parsePerfFlags(argv: readonly string[]): PerfOptions {
-  const f = parseArgv(argv, PERF_FLAGS);
-  const help = boolFlag(f, 'help');
-  const model = last(f, 'model-name') ?? '';
-  if (!help && model === '') throw new UsageError('-m (the model name) is required');
-  const protocol = choiceFlag(f, 'protocol', ['http', 'grpc'] as const, 'http');
-  const streaming = boolFlag(f, 'streaming');
-  if (streaming && protocol !== 'grpc') throw new UsageError('--streaming is only available with -i grpc');
-  if (f.has('concurrency-range') && f.has('request-rate-range')) throw new UsageError('--concurrency-range and --request-rate-range cannot be used together');
-  const mode = f.has('request-rate-range') ? 'request_rate' : 'concurrency';
-  const range = mode === 'concurrency'
-    ? parseRange('concurrency-range', last(f, 'concurrency-range') ?? '1', { start: 1, end: 1, step: 1 })
-    : parseRange('request-rate-range', last(f, 'request-rate-range')!, { start: 1, end: 1, step: 1 });
-  const percentile = numFlag(f, 'percentile', undefined, 1);
-  if (percentile !== undefined && percentile > 99) throw new UsageError('--percentile must be between 1 and 99');
+/** --shape name:d1,d2,… for each input given one. */
+function shapeFlags(f: ParsedFlags): Map<string, number[]> {
   const shapes = new Map<string, number[]>();
   for (const s of f.get('shape') ?? []) {
     const m = /^(.+):([\d,]+)$/.exec(s);
     if (!m) throw new UsageError(`--shape takes name:d1,d2,..., got '${s}'`);
     shapes.set(m[1]!, m[2]!.split(',').filter((d) => d !== '').map(Number));
   }
+  return shapes;
+}
+
+/** -H 'Name: value', names lower-cased. */
+function headerFlags(f: ParsedFlags): [string, string][] {
   const headers: [string, string][] = [];
   for (const h of f.get('header') ?? []) {
     const i = h.indexOf(':');
     if (i <= 0) throw new UsageError(`-H takes 'Name: value', got '${h}'`);
     headers.push([h.slice(0, i).trim().toLowerCase(), h.slice(i + 1).trim()]);
   }
+  return headers;
+}
+
+/** The --ssl-grpc-* or --ssl-https-* files of the protocol in use; undefined without TLS. */
+function tlsFlags(f: ParsedFlags, protocol: 'http' | 'grpc'): PerfOptions['tls'] {
   // An https:// URL asks for TLS as much as the --ssl-https-* flags do; without them the system's CAs verify.
   const sslHttps = [...f.keys()].some((k) => k.startsWith('ssl-https')) || (protocol === 'http' && /^https:\/\//.test(last(f, 'url') ?? ''));
   const sslGrpc = boolFlag(f, 'ssl-grpc-use-ssl');
@@ -158,6 +155,27 @@ export function parsePerfFlags(argv: readonly string[]): PerfOptions {
     const v = last(f, t);
     if (v !== undefined && v.toUpperCase() !== 'PEM') throw new UsageError(`--${t}: only PEM is supported`);
   }
+  return tls;
+}
+
+export function parsePerfFlags(argv: readonly string[]): PerfOptions {
+  const f = parseArgv(argv, PERF_FLAGS);
+  const help = boolFlag(f, 'help');
+  const model = last(f, 'model-name') ?? '';
+  if (!help && model === '') throw new UsageError('-m (the model name) is required');
+  const protocol = choiceFlag(f, 'protocol', ['http', 'grpc'] as const, 'http');
+  const streaming = boolFlag(f, 'streaming');
+  if (streaming && protocol !== 'grpc') throw new UsageError('--streaming is only available with -i grpc');
+  if (f.has('concurrency-range') && f.has('request-rate-range')) throw new UsageError('--concurrency-range and --request-rate-range cannot be used together');
+  const mode = f.has('request-rate-range') ? 'request_rate' : 'concurrency';
+  const range = mode === 'concurrency'
+    ? parseRange('concurrency-range', last(f, 'concurrency-range') ?? '1', { start: 1, end: 1, step: 1 })
+    : parseRange('request-rate-range', last(f, 'request-rate-range')!, { start: 1, end: 1, step: 1 });
+  const percentile = numFlag(f, 'percentile', undefined, 1);
+  if (percentile !== undefined && percentile > 99) throw new UsageError('--percentile must be between 1 and 99');
+  const shapes = shapeFlags(f);
+  const headers = headerFlags(f);
+  const tls = tlsFlags(f, protocol);
   let url = last(f, 'url') ?? (protocol === 'grpc' ? 'localhost:8001' : 'localhost:8000');
   url = url.replace(/^(https?|grpcs?):\/\//, '');
   return {

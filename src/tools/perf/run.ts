@@ -59,6 +59,18 @@ export interface SweepControl {
   stopAfter?(results: readonly LevelResult[]): boolean;
 }
 
+/** --warmup-request-count requests sent and not measured, at the sweep's highest concurrency. */
+async function warmUp(gen: LoadGenerator, o: PerfOptions, levels: readonly number[], io: PerfIo): Promise<void> {
+  io.progress(`warming up: ${o.warmupRequests} requests`);
+  gen.start({ mode: 'concurrency', value: o.mode === 'concurrency' ? Math.max(...levels) : Math.min(o.maxThreads, 4), distribution: 'constant' });
+  const aborted = whenAborted(io.signal);
+  await Promise.race([gen.untilCount(o.warmupRequests), aborted.promise]);
+  aborted.dispose();
+  await gen.stop();
+  const w = gen.rotate();
+  if (w.errors > 0) throw new PerfError(`${w.errors} warm-up requests failed: ${w.firstError}`);
+}
+
 export async function runPerf(o: PerfOptions, io: PerfIo, sweep: SweepControl = {}): Promise<PerfRun> {
   const levels = sweep.levels ?? rangeValues(o.range);
   const maxInFlight = o.mode === 'concurrency' ? Math.max(...levels) : o.maxThreads;
@@ -101,16 +113,7 @@ export async function runPerf(o: PerfOptions, io: PerfIo, sweep: SweepControl = 
     const results: LevelResult[] = [];
     const gen = new LoadGenerator(transport, prepared, sequence, o.exportFile !== undefined);
     let interrupted = false;
-    if (o.warmupRequests > 0) {
-      io.progress(`warming up: ${o.warmupRequests} requests`);
-      gen.start({ mode: 'concurrency', value: o.mode === 'concurrency' ? Math.max(...levels) : Math.min(o.maxThreads, 4), distribution: 'constant' });
-      const aborted = whenAborted(io.signal);
-      await Promise.race([gen.untilCount(o.warmupRequests), aborted.promise]);
-      aborted.dispose();
-      await gen.stop();
-      const w = gen.rotate();
-      if (w.errors > 0) throw new PerfError(`${w.errors} warm-up requests failed: ${w.firstError}`);
-    }
+    if (o.warmupRequests > 0) await warmUp(gen, o, levels, io);
     for (const [k, value] of levels.entries()) {
       const plan: LoadPlan = { mode: o.mode, value, distribution: o.distribution };
       const label = o.mode === 'concurrency' ? 'concurrency' : 'request rate';
