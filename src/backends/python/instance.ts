@@ -1,19 +1,19 @@
 import { NereidError, unavailable, type ErrorCode } from '../../errors.js';
 import { NO_RESPONSE, type Parameters } from '../../inference/index.js';
 import type { Logger } from '../../observability/logger.js';
-import type { DataType } from '../../tensor/datatype.js';
 import { wireByteLength, type Tensor } from '../../tensor/tensor.js';
 import { workerStatus, type BackendInstance, type BackendRequest, type ExecutionTimes, type InstanceStatus, type ModelCalls } from '../backend.js';
-import { StubCalls, splitElements } from './calls.js';
+import { StubCalls } from './calls.js';
+import { ExecutionBook, type Batch } from './executions.js';
 import type { Interpreter } from './interpreter.js';
-import { InputArena, StubRegions, align, unlinkAll, type ArenaBlock, type Mapping } from './shm.js';
+import { InputArena, StubRegions, align, unlinkAll, type Mapping } from './shm.js';
+import { readOutputs, writeInput } from './shm-tensors.js';
+import { BlockReleases } from './block-releases.js';
 import { StubProcess } from './stub.js';
-import { ERROR_CODE_NAMES, type Block, type FromStub, type StubInit, type TensorDesc, type WireRequest } from './wire.js';
+import { ERROR_CODE_NAMES, type Block, type FromStub, type StubInit, type WireRequest } from './wire.js';
 
 /** How long finalize() may take at unload before the stub is stopped anyway (Triton's stub timeout). */
 const FINALIZE_TIMEOUT_MS = 30_000;
-/** How long read output blocks may wait for an execution to carry their release to the stub. */
-const RELEASE_DELAY_MS = 2;
 /** After finalize, how long the stub may take to exit by itself. */
 const EXIT_WAIT_MS = 5_000;
 
@@ -49,29 +49,6 @@ interface Life {
   timedOut: boolean;
 }
 
-/** An execution the stub holds: its input block is freed once the stub and every response are done with it. */
-interface Batch {
-  readonly block: ArenaBlock | undefined;
-  open: number;
-  executing: boolean;
-  resolve: ((inferNs: number) => void) | undefined;
-  /** Gives the execution back to the scheduler unrun (all its requests were cancelled while it waited). */
-  withdraw: (() => void) | undefined;
-  timer: NodeJS.Timeout | undefined;
-  id: number;
-  /** Its requests as the stub reads them: sent again to a restarted stub when it never ran. */
-  wire: readonly WireRequest[];
-  /** When it was sent, and when the stub started it (the execution ahead of it ended), for its wait. */
-  sentNs: bigint;
-  startedNs: bigint;
-}
-
-interface OpenRequest {
-  readonly request: BackendRequest;
-  readonly batch: Batch;
-  readonly onAbort: (() => void) | undefined;
-}
-
 /**
  * One instance of a Python model: one stub process running one TritonPythonModel object. Executions go to the
  * stub one at a time; responses come back as the model sends them. A stub that dies (a crash, or a hung
@@ -82,11 +59,8 @@ export class PythonInstance implements BackendInstance {
   readonly pipelineDepth: number;
   private life: Life | undefined;
   private starting: Promise<Life> | undefined;
-  private readonly open = new Map<number, OpenRequest>();
-  private readonly batches = new Map<number, Batch>();
-  /** Executions sent to the stub whose 'done' has not come, in the stub's order: the first one is running. */
-  private readonly inStub: Batch[] = [];
   private readonly arena: InputArena;
+  private readonly book: ExecutionBook;
   private readonly calls: StubCalls;
   private lives = 0;
   private nextRid = 1;
@@ -99,13 +73,13 @@ export class PythonInstance implements BackendInstance {
   /** Why no stub is up, while none is. */
   private downReason: string | undefined;
   private onFinalized: ((error?: string) => void) | undefined;
-  private pendingRelease: Block[] = [];
-  private releaseScheduled = false;
+  private readonly releases = new BlockReleases((blocks) => this.life?.stub.send({ t: 'release', blocks }));
 
   private constructor(private readonly opts: PythonInstanceOptions) {
     this.pipelineDepth = opts.pipelineDepth;
     this.arena = new InputArena(opts.shmPrefix, opts.shmDefaultBytes, opts.shmGrowthBytes, (name) => this.life?.stub.send({ t: 'drop', r: name }));
-    this.calls = new StubCalls(opts.calls, (rid) => this.open.get(rid)?.request.trace);
+    this.book = new ExecutionBook(this.arena, opts.init.modelName);
+    this.calls = new StubCalls(opts.calls, (rid) => this.book.open.get(rid)?.request.trace);
   }
 
   /** Starts the stub and runs initialize(); rejects with initialize's error and traceback. */
@@ -204,7 +178,7 @@ export class PythonInstance implements BackendInstance {
       batch.resolve = resolve;
       batch.withdraw = () => reject(new NereidError('CANCELLED', 'request cancelled'));
     });
-    this.batches.set(batch.id, batch);
+    this.book.batches.set(batch.id, batch);
     this.dispatch(life, batch);
     const inferNs = await done;
     const totalNs = Number(process.hrtime.bigint() - t0);
@@ -214,13 +188,13 @@ export class PythonInstance implements BackendInstance {
 
   /** Sends an execution to the stub: the first one the stub holds runs at once, the others wait there in turn. */
   private dispatch(life: Life, batch: Batch): void {
-    const release = this.takeReleases();
+    const release = this.releases.take();
     life.stub.send({ t: 'exec', batch: batch.id, requests: batch.wire, ...(release ? { release } : {}) });
     const now = process.hrtime.bigint();
     if (batch.sentNs === 0n) batch.sentNs = now;
     batch.startedNs = now;
-    this.inStub.push(batch);
-    if (this.inStub.length === 1) this.started(life, batch);
+    this.book.inStub.push(batch);
+    if (this.book.inStub.length === 1) this.started(life, batch);
   }
 
   /** Writes the execution's inputs into one block of the arena and describes its requests for the stub. */
@@ -260,9 +234,9 @@ export class PythonInstance implements BackendInstance {
         this.life?.stub.send({ t: 'cancel', rid });
         // Still waiting in the stub behind another execution: answered now, as a scheduler answers a request
         // cancelled in its queue; the stub skips the execution when all of its requests are cancelled.
-        const o = this.open.get(rid);
-        if (o && this.inStub.indexOf(batch) > 0) {
-          this.forget(rid, o);
+        const o = this.book.open.get(rid);
+        if (o && this.book.inStub.indexOf(batch) > 0) {
+          this.book.forget(rid, o);
           if (batch.open > 0 || !batch.resolve) {
             r.sender.fail(new NereidError('CANCELLED', 'request cancelled'));
             return;
@@ -275,7 +249,7 @@ export class PythonInstance implements BackendInstance {
       };
       r.signal.addEventListener('abort', onAbort, { once: true });
     }
-    this.open.set(rid, { request: r, batch, onAbort });
+    this.book.open.set(rid, { request: r, batch, onAbort });
     return cancelled;
   }
 
@@ -298,16 +272,16 @@ export class PythonInstance implements BackendInstance {
       case 'resp':
         return this.onResponse(life, m);
       case 'done': {
-        const batch = this.batches.get(m.batch);
+        const batch = this.book.batches.get(m.batch);
         if (!batch) return;
-        this.failUnanswered(m.unanswered, m.error, m.cancelled === true);
-        for (const rid of m.later ?? []) this.answerLater(rid);
+        this.book.failUnanswered(m.unanswered, m.error, m.cancelled === true);
+        for (const rid of m.later ?? []) this.book.answerLater(rid);
         if (batch.timer) clearTimeout(batch.timer);
         batch.timer = undefined;
         batch.executing = m.running === true;
-        if (this.inStub[0] === batch) {
-          this.inStub.shift();
-          const next = this.inStub[0];
+        if (this.book.inStub[0] === batch) {
+          this.book.inStub.shift();
+          const next = this.book.inStub[0];
           if (next) {
             next.startedNs = process.hrtime.bigint();
             this.started(life, next);
@@ -315,20 +289,20 @@ export class PythonInstance implements BackendInstance {
         }
         const resolve = batch.resolve;
         batch.resolve = undefined;
-        this.settle(m.batch, batch);
+        this.book.settle(m.batch, batch);
         resolve?.(m.inferNs);
         return;
       }
       case 'ended': {
-        const batch = this.batches.get(m.batch);
+        const batch = this.book.batches.get(m.batch);
         if (!batch) return;
-        this.failUnanswered(m.unanswered, m.error);
+        this.book.failUnanswered(m.unanswered, m.error);
         batch.executing = false;
-        this.settle(m.batch, batch);
+        this.book.settle(m.batch, batch);
         return;
       }
       case 'log':
-        return this.log(m.level, m.message);
+        return stubLog(this.opts.logger, this.opts.instanceName, m.level, m.message);
       case 'finalized':
         this.onFinalized?.(m.error);
         return;
@@ -344,52 +318,27 @@ export class PythonInstance implements BackendInstance {
 
   private onResponse(life: Life, m: Extract<FromStub, { t: 'resp' }>): void {
     if (m.drop) for (const name of m.drop) life.regions.drop(name);
-    const o = this.open.get(m.rid);
+    const o = this.book.open.get(m.rid);
     let outputs: readonly Tensor[] = NO_RESPONSE;
     let lent: Mapping[] | undefined;
     let failure: NereidError | undefined;
     if (o && m.outputs && !m.error) {
       try {
         lent = o.request.borrowOutputs ? [] : undefined;
-        outputs = this.readOutputs(life, m.outputs, lent);
+        outputs = readOutputs(this.arena, life.regions, life.prefix, m.outputs, lent);
       } catch (e) {
         failure = new NereidError('INTERNAL', `unable to read the outputs of model '${this.opts.init.modelName}': ${(e as Error).message}`);
       }
     }
     const giveBack = lent && lent.length > 0 ? this.lender(life, lent, m.k) : undefined;
-    if (m.k && !giveBack) this.release(m.k);
+    if (m.k && !giveBack) this.releases.add(m.k);
     if (!o || m.error || failure) giveBack?.();
     if (!o) return;
-    if (m.final || m.error || failure) this.forget(m.rid, o);
+    if (m.final || m.error || failure) this.book.forget(m.rid, o);
     if (m.error) return o.request.sender.fail(new NereidError(errorCode(m.error.code), m.error.message));
     if (failure) return o.request.sender.fail(failure);
     const params = m.params ? (JSON.parse(m.params) as Parameters) : undefined;
     o.request.sender.send(outputs, m.final, params, giveBack);
-  }
-
-  /**
-   * Reads a response's tensors out of shared memory: copies, so the stub may reuse the block at once, or, when
-   * `lent` is given, views of the stub's region where it is mapped, each mapping pushed to `lent`.
-   */
-  private readOutputs(life: Life, descs: readonly TensorDesc[], lent: Mapping[] | undefined): Tensor[] {
-    return descs.map((d): Tensor => {
-      const region = d.r;
-      let bytes: Uint8Array | undefined;
-      if (region === undefined) {
-        // A tensor of no bytes (zero elements, as np.array([])) has no block.
-        bytes = new Uint8Array(0);
-      } else if (region.startsWith(life.prefix)) {
-        const view = lent ? life.regions.lend(region, d.o, d.b) : undefined;
-        if (view) lent!.push(view.mapping);
-        bytes = view ? view.data : life.regions.copy(region, d.o, d.b);
-      } else {
-        // An output that is a view of an input: the input block is freed once the execution ends.
-        bytes = this.arena.copy(region, d.o, d.b);
-      }
-      if (!bytes) throw new Error(`output '${d.n}' names an unknown region`);
-      if (d.d === 'BYTES') return { name: d.n, datatype: 'BYTES', shape: d.s, data: splitElements(bytes, d.c ?? 0) };
-      return { name: d.n, datatype: d.d as Exclude<DataType, 'BYTES'>, shape: d.s, data: bytes };
-    });
   }
 
   /** Gives lent views back, once: their mappings, then the block to the stub that wrote it (if it still runs). */
@@ -399,86 +348,14 @@ export class PythonInstance implements BackendInstance {
       if (done) return;
       done = true;
       for (const mapping of lent) life.regions.giveBack(mapping);
-      if (k && life === this.life) this.release(k);
+      if (k && life === this.life) this.releases.add(k);
     };
-  }
-
-  /** A request the model may answer after its execution: one whose sender cannot wait fails now, as before. */
-  private answerLater(rid: number): void {
-    const o = this.open.get(rid);
-    if (!o) return;
-    const sender = o.request.sender;
-    if (sender.answerLater) return sender.answerLater();
-    this.forget(rid, o);
-    sender.fail(new NereidError('INTERNAL', `model '${this.opts.init.modelName}' sent no response for a request`));
-  }
-
-  private failUnanswered(rids: readonly number[] | undefined, error: string | undefined, cancelled = false): void {
-    for (const rid of rids ?? []) {
-      const o = this.open.get(rid);
-      if (!o) continue;
-      this.forget(rid, o);
-      // A cancelled execution never ran: its requests were cancelled while they waited in the stub.
-      o.request.sender.fail(cancelled ? new NereidError('CANCELLED', 'request cancelled')
-        : new NereidError('INTERNAL', error ?? `model '${this.opts.init.modelName}' sent no response for a request`));
-    }
-  }
-
-  private forget(rid: number, o: OpenRequest): void {
-    this.open.delete(rid);
-    if (o.onAbort) o.request.signal!.removeEventListener('abort', o.onAbort);
-    o.batch.open--;
-    if (!o.batch.executing && o.batch.open === 0) this.freeBatch(o.batch);
-  }
-
-  /** Frees the batch's input block once nothing can read it any more. */
-  private settle(id: number, batch: Batch): void {
-    if (batch.executing) return;
-    this.batches.delete(id);
-    if (batch.open === 0) this.freeBatch(batch);
-  }
-
-  private freeBatch(batch: Batch): void {
-    if (batch.block) this.arena.free(batch.block);
-  }
-
-  /**
-   * Output blocks read: told to the stub with the next execution, or by a message of their own within
-   * RELEASE_DELAY_MS when none comes. A message of their own would wake the stub once more per request.
-   */
-  private release(k: Block): void {
-    this.pendingRelease.push(k);
-    if (this.releaseScheduled) return;
-    this.releaseScheduled = true;
-    setTimeout(() => {
-      this.releaseScheduled = false;
-      const blocks = this.takeReleases();
-      if (blocks) this.life?.stub.send({ t: 'release', blocks });
-    }, RELEASE_DELAY_MS).unref();
-  }
-
-  private takeReleases(): Block[] | undefined {
-    if (this.pendingRelease.length === 0) return undefined;
-    const out = this.pendingRelease;
-    this.pendingRelease = [];
-    return out;
   }
 
   /** Fails every request the stub held, frees their blocks and the executions waiting on it. */
   private failAll(error: NereidError): void {
-    for (const [rid, o] of [...this.open]) {
-      this.forget(rid, o);
-      o.request.sender.fail(error);
-    }
-    for (const batch of this.batches.values()) {
-      if (batch.timer) clearTimeout(batch.timer);
-      batch.executing = false;
-      this.freeBatch(batch);
-      batch.resolve?.(0);
-    }
-    this.batches.clear();
-    this.inStub.length = 0;
-    this.pendingRelease = [];
+    this.book.failAll(error);
+    this.releases.clear();
     this.calls.close();
   }
 
@@ -498,16 +375,16 @@ export class PythonInstance implements BackendInstance {
     // they would have had they waited in the scheduler. Every 'done' the stub wrote was read before its exit
     // is reported, so the first execution still held is the one that was running.
     // One given back to the scheduler already (withdrawn: its requests were cancelled) is not sent again.
-    const waiting = this.closed ? [] : this.inStub.slice(1).filter((b) => b.resolve !== undefined).map((b) => this.detach(b));
+    const waiting = this.closed ? [] : this.book.inStub.slice(1).filter((b) => b.resolve !== undefined).map((b) => this.book.detach(b));
     this.failAll(new NereidError('INTERNAL', `Stub process '${name}' is not healthy. The requests it held failed: ${why}`));
     if (this.closed) return;
     this.start().then(
       (next) => {
         for (const w of waiting) {
-          this.batches.set(w.batch.id, w.batch);
-          for (const [rid, o] of w.requests) this.open.set(rid, o);
+          this.book.batches.set(w.batch.id, w.batch);
+          for (const [rid, o] of w.requests) this.book.open.set(rid, o);
           // A cancellation that came while no stub was up is carried by the request itself.
-          w.batch.wire = w.batch.wire.map((r) => (!r.cancelled && this.open.get(r.rid)?.request.signal?.aborted ? { ...r, cancelled: true } : r));
+          w.batch.wire = w.batch.wire.map((r) => (!r.cancelled && this.book.open.get(r.rid)?.request.signal?.aborted ? { ...r, cancelled: true } : r));
           this.dispatch(next, w.batch);
         }
       },
@@ -522,28 +399,11 @@ export class PythonInstance implements BackendInstance {
             if (o.onAbort) o.request.signal!.removeEventListener('abort', o.onAbort);
             o.request.sender.fail(unavailable(`model instance '${name}' is not available: ${message}`));
           }
-          if (!this.closed) this.freeBatch(w.batch); // kill() has closed the arena
+          if (!this.closed) this.book.freeBatch(w.batch); // kill() has closed the arena
           w.batch.resolve?.(0);
         }
       },
     );
-  }
-
-  /** Takes an execution the stub never started out of the books, to send it again; its input block stays. */
-  private detach(batch: Batch): { batch: Batch; requests: [number, OpenRequest][] } {
-    this.batches.delete(batch.id);
-    const requests = [...this.open].filter(([, o]) => o.batch === batch);
-    for (const [rid] of requests) this.open.delete(rid);
-    return { batch, requests };
-  }
-
-  private log(level: number, message: string): void {
-    const text = `${this.opts.instanceName}: ${message}`;
-    const logger = this.opts.logger;
-    if (level === 1) logger.warn(text);
-    else if (level === 2) logger.error(text);
-    else if (level === 3) logger.verbose(1, text);
-    else logger.info(text);
   }
 
   /**
@@ -572,26 +432,7 @@ export class PythonInstance implements BackendInstance {
     if (this.closed) return;
     this.closed = true;
     const life = this.life ?? (await this.starting?.catch(() => undefined));
-    if (life && life.stub.alive) {
-      await new Promise<void>((resolve) => {
-        const timer = setTimeout(() => {
-          this.opts.logger.error(`finalize() of model instance '${this.opts.instanceName}' did not return within ${FINALIZE_TIMEOUT_MS / 1000} s; stopping it`);
-          resolve();
-        }, FINALIZE_TIMEOUT_MS);
-        this.onFinalized = (error) => {
-          clearTimeout(timer);
-          if (error) this.opts.logger.error(`finalize() of model instance '${this.opts.instanceName}' failed: ${error}`);
-          resolve();
-        };
-        life.stub.send({ t: 'finalize' });
-      });
-      this.onFinalized = undefined;
-      life.stub.endInput();
-      const exited = life.stub.exitedPromise();
-      const timer = setTimeout(() => life.stub.kill(), EXIT_WAIT_MS);
-      await exited;
-      clearTimeout(timer);
-    }
+    if (life && life.stub.alive) await finalizeStub(life.stub, this.opts.instanceName, this.opts.logger, (hook) => (this.onFinalized = hook));
     this.life = undefined;
     this.failAll(unavailable(`model instance '${this.opts.instanceName}' was unloaded before the request finished`));
     this.arena.close();
@@ -599,25 +440,38 @@ export class PythonInstance implements BackendInstance {
   }
 }
 
-/** Writes one input tensor into the batch's block; BYTES in the serialized form (4-byte LE length, bytes). */
-function writeInput(block: ArenaBlock, at: number, t: Tensor): TensorDesc {
-  const mapping = block.region.mapping;
-  if (t.datatype !== 'BYTES') {
-    mapping.write(at, t.data);
-    return { n: t.name, d: t.datatype, s: t.shape, r: mapping.name, o: at, b: t.data.byteLength };
-  }
-  const length = wireByteLength(t);
-  const direct = mapping.view(at, length);
-  const target = direct ?? new Uint8Array(length);
-  const view = new DataView(target.buffer, target.byteOffset, target.byteLength);
-  let p = 0;
-  for (const e of t.data) {
-    view.setUint32(p, e.byteLength, true);
-    target.set(e, p + 4);
-    p += 4 + e.byteLength;
-  }
-  if (!direct) mapping.write(at, target);
-  return { n: t.name, d: 'BYTES', s: t.shape, r: mapping.name, o: at, b: length, c: t.data.length };
+/**
+ * Runs finalize() in the stub (at most FINALIZE_TIMEOUT_MS), then lets it exit by itself (at most EXIT_WAIT_MS).
+ * `onFinalized` sets the hook the stub's 'finalized' message, or its exit, calls.
+ */
+async function finalizeStub(stub: StubProcess, name: string, logger: Logger, onFinalized: (hook: ((error?: string) => void) | undefined) => void): Promise<void> {
+  await new Promise<void>((resolve) => {
+    const timer = setTimeout(() => {
+      logger.error(`finalize() of model instance '${name}' did not return within ${FINALIZE_TIMEOUT_MS / 1000} s; stopping it`);
+      resolve();
+    }, FINALIZE_TIMEOUT_MS);
+    onFinalized((error) => {
+      clearTimeout(timer);
+      if (error) logger.error(`finalize() of model instance '${name}' failed: ${error}`);
+      resolve();
+    });
+    stub.send({ t: 'finalize' });
+  });
+  onFinalized(undefined);
+  stub.endInput();
+  const exited = stub.exitedPromise();
+  const timer = setTimeout(() => stub.kill(), EXIT_WAIT_MS);
+  await exited;
+  clearTimeout(timer);
+}
+
+/** A log record of the model's pb_utils.Logger, at its level, named for the instance. */
+function stubLog(logger: Logger, instanceName: string, level: number, message: string): void {
+  const text = `${instanceName}: ${message}`;
+  if (level === 1) logger.warn(text);
+  else if (level === 2) logger.error(text);
+  else if (level === 3) logger.verbose(1, text);
+  else logger.info(text);
 }
 
 function bigintAsNumber(_k: string, v: unknown): unknown {
