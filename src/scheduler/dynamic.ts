@@ -3,6 +3,9 @@ import type { ModelConfig, ModelQueuePolicy } from '../config/types.js';
 import type { BackendInstance, ExecutionTimes } from '../backends/backend.js';
 import type { Logger } from '../observability/logger.js';
 import { DeadlineHeap } from './deadline-heap.js';
+import { DelayWake } from './delay-wake.js';
+import { batchShapeRule, sameBatchShapes, type BatchShapeRule } from './equal-shapes.js';
+import { FinishOrder, type FinishSlot } from './finish-order.js';
 import { RingQueue } from './queue.js';
 import { logPrefix, stoppedScheduler, type ExecutionListener, type FailureReason, type Job, type Scheduler } from './scheduler.js';
 import { announceHold, schedulerHold } from './test-hooks.js';
@@ -46,13 +49,6 @@ class Level {
   }
 }
 
-/** With preserve_ordering, a request's answer waits here until every request dispatched before it is answered. */
-interface Slot {
-  readonly job: Job;
-  startNs: bigint;
-  times: ExecutionTimes | undefined;
-}
-
 /** The pending batch: the requests from the front of the queues that the next batch would hold. */
 export interface PendingBatch {
   /** Requests and rows in it. */
@@ -79,6 +75,22 @@ export function decideBatch(p: PendingBatch, nowMs: number, delayMs: number, max
   if (p.count === 0) return 0;
   if (p.sendNow || p.rows >= maxPreferred || delayMs === 0 || delayExceeded) return p.count;
   return -1;
+}
+
+/** The preferred batch sizes within max_batch_size (max_batch_size when none is), as a table by size. */
+function preferredSizes(preferred: readonly number[], maxBatch: number): { table: Uint8Array; max: number } {
+  const sizes = preferred.filter((n) => n > 0 && n <= maxBatch);
+  if (sizes.length === 0) sizes.push(maxBatch);
+  const table = new Uint8Array(maxBatch + 1);
+  for (const n of sizes) table[n] = 1;
+  return { table, max: Math.max(...sizes) };
+}
+
+/** The levels kept for the batcher's life: one per priority_queue_policy entry, or level 0 without levels. */
+function keptLevels(db: NonNullable<ModelConfig['dynamic_batching']>): Level[] {
+  return db.priority_levels > 0
+    ? Object.entries(db.priority_queue_policy).map(([k, v]) => new Level(Number(k), v, true)).sort((a, b) => a.priority - b.priority)
+    : [new Level(0, db.default_queue_policy, true)];
 }
 
 const NO_TIMES: ExecutionTimes = { inputNs: 0, inferNs: 0, outputNs: 0 };
@@ -126,9 +138,8 @@ export class DynamicBatcher implements Scheduler {
   /** preferred[n] === 1 when n is a preferred batch size. */
   private readonly preferred: Uint8Array;
   private readonly delayMs: number;
-  /** Inputs whose shapes must be equal within a batch; undefined when no input needs checking. */
-  private readonly equalShape: ReadonlySet<string> | undefined;
-  private readonly optionalInputs: boolean;
+  /** Which requests may share a batch; undefined when any may. */
+  private readonly shapeRule: BatchShapeRule | undefined;
   private readonly synchronous: boolean;
 
   private queued = 0;
@@ -147,14 +158,13 @@ export class DynamicBatcher implements Scheduler {
   private curDelayed = false;
   private curIndex = 0;
 
-  private delayTimer: NodeJS.Timeout | undefined;
-  private delayTimerAt = Infinity;
-  private delayImmediate = false;
+  /** Looks at the pending batch again when its oldest request has waited the queue delay. */
+  private readonly delayWake = new DelayWake(() => this.dispatch());
   private readonly deadlines = new DeadlineHeap<Entry>();
   private deadlineTimer: NodeJS.Timeout | undefined;
   private deadlineTimerAt = Infinity;
-  /** preserve_ordering: every dispatched request not yet answered, in dispatch order. */
-  private readonly order: RingQueue<Slot> | undefined;
+  /** preserve_ordering: the order answers go in. */
+  private readonly order: FinishOrder | undefined;
   /** Test hook TRITONSERVER_DELAY_SCHEDULER (see test-hooks.ts): no batch until this many wait; 0 once reached. */
   private hold = schedulerHold()?.queued ?? 0;
 
@@ -169,25 +179,16 @@ export class DynamicBatcher implements Scheduler {
     this.idle = [...instances].reverse();
     this.synchronous = instances.length > 0 && instances.every((i) => i.synchronous === true);
     this.maxBatch = Math.max(1, config.max_batch_size);
-    const sizes = db.preferred_batch_size.filter((n) => n > 0 && n <= this.maxBatch);
-    if (sizes.length === 0) sizes.push(this.maxBatch);
-    this.preferred = new Uint8Array(this.maxBatch + 1);
-    for (const n of sizes) this.preferred[n] = 1;
-    this.maxPreferred = Math.max(...sizes);
+    ({ table: this.preferred, max: this.maxPreferred } = preferredSizes(db.preferred_batch_size, this.maxBatch));
     this.delayMs = db.max_queue_delay_microseconds / 1000;
-    this.order = db.preserve_ordering ? new RingQueue<Slot>() : undefined;
+    this.order = db.preserve_ordering ? new FinishOrder() : undefined;
     // As Triton's PriorityQueue: without priority levels one kept level 0 under the default policy; with them
     // one kept level per priority_queue_policy entry, and the others made when a request needs them.
     this.maxLevel = db.priority_levels;
     this.defaultLevel = db.priority_levels > 0 ? db.default_priority_level : 0;
     this.defaultPolicy = db.default_queue_policy;
-    this.levels = db.priority_levels > 0
-      ? Object.entries(db.priority_queue_policy).map(([k, v]) => new Level(Number(k), v, true)).sort((a, b) => a.priority - b.priority)
-      : [new Level(0, db.default_queue_policy, true)];
-    // As Triton: only inputs with a variable dim can differ between requests; ragged ones may.
-    const equal = config.input.filter((i) => !i.allow_ragged_batch && i.dims.includes(-1)).map((i) => i.name);
-    this.equalShape = equal.length > 0 ? new Set(equal) : undefined;
-    this.optionalInputs = config.input.some((i) => i.optional);
+    this.levels = keptLevels(db);
+    this.shapeRule = batchShapeRule(config);
   }
 
   enqueue(job: Job): void {
@@ -308,10 +309,10 @@ export class DynamicBatcher implements Scheduler {
       const now = performance.now();
       this.scan(now);
       const n = decideBatch(this.pending, now, this.stopped ? 0 : this.delayMs, this.maxPreferred);
-      if (n < 0) return this.armDelay(this.pending.oldestMs + this.delayMs, now);
+      if (n < 0) return this.delayWake.at(this.pending.oldestMs + this.delayMs, now);
       if (n === 0) return;
       const jobs = this.take(n);
-      if (jobs.length > 0) void this.run(this.idle.pop()!, jobs, this.order ? this.reserve(jobs) : undefined);
+      if (jobs.length > 0) void this.run(this.idle.pop()!, jobs, this.order ? this.order.reserve(jobs) : undefined);
     }
   }
 
@@ -363,7 +364,7 @@ export class DynamicBatcher implements Scheduler {
       const rows = e.job.rows;
       if (p.count > 0) {
         if (p.markCount === 0 && p.rows + rows > this.maxPreferred) p.markCount = p.count;
-        if (p.rows + rows > this.maxBatch || (this.equalShape || this.optionalInputs ? !this.compatible(this.pendingFirst!, e.job) : false)) {
+        if (p.rows + rows > this.maxBatch || (this.shapeRule ? !sameBatchShapes(this.shapeRule, this.pendingFirst!.inputs, e.job.inputs) : false)) {
           p.sendNow = true;
           return;
         }
@@ -395,17 +396,6 @@ export class DynamicBatcher implements Scheduler {
     return jobs;
   }
 
-  /** preserve_ordering: a place in the answer order for each request of a batch, in dispatch order. */
-  private reserve(jobs: readonly Job[]): Slot[] {
-    const slots = new Array<Slot>(jobs.length);
-    for (let i = 0; i < jobs.length; i++) {
-      const slot: Slot = { job: jobs[i]!, startNs: 0n, times: undefined };
-      slots[i] = slot;
-      this.order!.push(slot);
-    }
-    return slots;
-  }
-
   private takeFrom(level: Level, q: RingQueue<Entry>, where: number, jobs: Job[], k: number, n: number): number {
     while (k < n) {
       const e = q.shift();
@@ -425,32 +415,7 @@ export class DynamicBatcher implements Scheduler {
     return k;
   }
 
-  /** Same shapes past the batch dimension for the inputs that must match; the same inputs when some are optional. */
-  private compatible(a: Job, b: Job): boolean {
-    if (this.optionalInputs && a.inputs.length !== b.inputs.length) return false;
-    for (const tb of b.inputs) {
-      const check = this.equalShape?.has(tb.name) ?? false;
-      if (!check && !this.optionalInputs) continue;
-      let ta;
-      for (const t of a.inputs) {
-        if (t.name === tb.name) {
-          ta = t;
-          break;
-        }
-      }
-      if (!ta) {
-        if (this.optionalInputs) return false;
-        continue;
-      }
-      if (check) {
-        if (ta.shape.length !== tb.shape.length) return false;
-        for (let i = 1; i < ta.shape.length; i++) if (ta.shape[i] !== tb.shape[i]) return false;
-      }
-    }
-    return true;
-  }
-
-  private async run(instance: BackendInstance, jobs: Job[], slots: Slot[] | undefined): Promise<void> {
+  private async run(instance: BackendInstance, jobs: Job[], slots: FinishSlot[] | undefined): Promise<void> {
     this.running += jobs.length;
     let rows = 0;
     for (const j of jobs) {
@@ -483,16 +448,12 @@ export class DynamicBatcher implements Scheduler {
   }
 
   /** preserve_ordering: answers this batch's requests once every request dispatched earlier is answered. */
-  private answerInOrder(slots: readonly Slot[], start: bigint, times: ExecutionTimes): void {
-    for (const s of slots) {
-      s.startNs = start;
-      s.times = times;
-    }
+  private answerInOrder(slots: readonly FinishSlot[], start: bigint, times: ExecutionTimes): void {
     const order = this.order!;
-    for (let s = order.peek(); s && s.times !== undefined; s = order.peek()) {
-      order.shift();
+    order.ended(slots, start, times);
+    for (let s = order.next(); s; s = order.next()) {
       this.running--;
-      s.job.finish(s.startNs, s.times);
+      s.job.finish(s.startNs, s.times!);
     }
   }
 
@@ -535,36 +496,6 @@ export class DynamicBatcher implements Scheduler {
     this.deadlineTimer = setTimeout(this.onDeadline, Math.max(0, next.deadlineMs - performance.now()));
   }
 
-  /** Looks at the pending batch again at `atMs`, when its oldest request has waited the queue delay. */
-  private armDelay(atMs: number, now: number): void {
-    if (atMs - now < 1) {
-      if (!this.delayImmediate) {
-        this.delayImmediate = true;
-        setImmediate(this.onDelayImmediate);
-      }
-      return;
-    }
-    if (this.delayTimer) {
-      if (this.delayTimerAt <= atMs) return;
-      clearTimeout(this.delayTimer);
-    }
-    this.delayTimerAt = atMs;
-    this.delayTimer = setTimeout(this.onDelayTimer, atMs - now);
-  }
-
-  private readonly onDelayTimer = (): void => {
-    // Node may fire a timer up to a millisecond before performance.now() says it is due (it counts from the
-    // loop's cached time); dispatch() then finds the delay not quite over and waits the rest out by turns.
-    this.delayTimer = undefined;
-    this.delayTimerAt = Infinity;
-    this.dispatch();
-  };
-
-  private readonly onDelayImmediate = (): void => {
-    this.delayImmediate = false;
-    this.dispatch();
-  };
-
   /** Answers a request that leaves the queues without running. */
   private drop(e: Entry, error: NereidError, reason: FailureReason): void {
     e.where = GONE;
@@ -584,9 +515,9 @@ export class DynamicBatcher implements Scheduler {
   }
 
   private stop(): Promise<void> {
-    if (this.delayTimer) clearTimeout(this.delayTimer);
+    this.delayWake.clear();
     if (this.deadlineTimer) clearTimeout(this.deadlineTimer);
-    this.delayTimer = this.deadlineTimer = undefined;
+    this.deadlineTimer = undefined;
     return Promise.resolve();
   }
 }

@@ -26,7 +26,14 @@ export function sameBatchShapes(rule: BatchShapeRule, a: readonly Tensor[], b: r
   for (const tb of b) {
     const check = rule.equal?.has(tb.name) ?? false;
     if (!check && !rule.optionalInputs) continue;
-    const ta = a.find((t) => t.name === tb.name);
+    // A loop, not find(): this runs for each request a batch is formed over, and allocates nothing.
+    let ta;
+    for (const t of a) {
+      if (t.name === tb.name) {
+        ta = t;
+        break;
+      }
+    }
     if (!ta) {
       if (rule.optionalInputs) return false;
       continue;
