@@ -1,34 +1,15 @@
-import { NereidError, invalidArg, isNereidError, unavailable } from '../errors.js';
-import type { ModelConfig, SequenceControl, SequenceState } from '../config/types.js';
+import { NereidError, invalidArg, isNereidError } from '../errors.js';
+import type { ModelConfig, SequenceState } from '../config/types.js';
 import type { BackendInstance, BackendRequest } from '../backends/backend.js';
 import { NO_RESPONSE, type Parameters, type ResponseSender } from '../inference/index.js';
-import { byteSize, fromConfigType, type DataType } from '../tensor/datatype.js';
-import { elementCount, type Tensor } from '../tensor/tensor.js';
-import { deserializeBytes } from '../tensor/bytes.js';
+import type { Tensor } from '../tensor/tensor.js';
 import { stoppedScheduler, type ExecutionListener, type Job, type Scheduler } from './scheduler.js';
-import { stepDigest, type SequenceStateStore, type StoredSequence } from './sequence-store.js';
+import { SharedSteps, type HeldStep, type SharedSequences } from './sequence-shared.js';
+import { controlPlans, controlTensor, initialState, type ControlPlan } from './sequence-tensors.js';
 import { batchShapeRule, sameBatchShapes, type BatchShapeRule } from './equal-shapes.js';
 import { AnswerOrder } from './answer-order.js';
 import type { Logger } from '../observability/logger.js';
 import { announceHold, schedulerHold, type SchedulerHold } from './test-hooks.js';
-
-/** --sequence-state-store for one model version: the store and the prefix of its sequences' keys. */
-export interface SharedSequences {
-  readonly store: SequenceStateStore;
-  readonly keyPrefix: string;
-}
-
-/** A step's reply held until its state is committed: a reply the client sees is one the store has kept. */
-interface HeldStep {
-  readonly seq: Sequence;
-  readonly job: Job;
-  /** The stored step this one follows (0: the sequence has no record). */
-  expected: number;
-  digest: string;
-  answer: { visible: Tensor[]; state: Tensor[]; params: Parameters | undefined } | undefined;
-  late: Promise<void> | undefined;
-  answered: (() => void) | undefined;
-}
 
 /** One live sequence: its correlation id, the instance it is pinned to, its queued requests and its state. */
 interface Sequence {
@@ -57,11 +38,6 @@ interface Lane {
   readonly order: AnswerOrder | undefined;
 }
 
-interface ControlPlan {
-  readonly name: string;
-  readonly datatype: DataType;
-  readonly control: SequenceControl;
-}
 
 /**
  * Triton's sequence batcher. Requests carry a correlation id and START / END flags; the requests of one
@@ -83,7 +59,7 @@ interface ControlPlan {
  *
  * With a sequence store (--sequence-state-store) a sequence lives in the store between its steps, so any
  * replica sharing it may run the next step: each step reads the sequence, runs, and is committed by
- * compare-and-set on the step number before its reply goes out (see loadShared and commitShared). Only what
+ * compare-and-set on the step number before its reply goes out (see sequence-shared.ts). Only what
  * the batcher sees moves with the sequence: implicit state, the step count, END, the last reply. A model that
  * keeps per-sequence memory inside its instance (the dyna_sequence models) gives correct outputs only while
  * its sequences stay on one replica.
@@ -110,8 +86,8 @@ export class SequenceBatcher implements Scheduler {
   private running = 0;
   private stopped = false;
   private drained: (() => void) | undefined;
-  /** Decoupled models keep their sequences in the process: a stream's replies cannot be replayed as one. */
-  private readonly shared: SharedSequences | undefined;
+  /** --sequence-state-store; decoupled models keep their sequences in the process: a stream's replies cannot be replayed as one. */
+  private readonly shared: SharedSteps | undefined;
   /** Test hooks TRITONSERVER_DELAY_SCHEDULER / _BACKLOG_ (see test-hooks.ts): nothing runs while set. */
   private hold: SchedulerHold | undefined = schedulerHold();
 
@@ -125,11 +101,11 @@ export class SequenceBatcher implements Scheduler {
     shared?: SharedSequences,
     private readonly logger?: Logger,
   ) {
-    this.shared = config.model_transaction_policy?.decoupled ? undefined : shared;
+    const sharedStore = config.model_transaction_policy?.decoupled ? undefined : shared;
     const sb = config.sequence_batching!;
     // preserve_ordering orders each instance's answers: Triton's oldest strategy gives every instance a dynamic
     // batcher of its own, made with that flag.
-    const ordered = sb.oldest?.preserve_ordering === true && !config.model_transaction_policy?.decoupled && !this.shared;
+    const ordered = sb.oldest?.preserve_ordering === true && !config.model_transaction_policy?.decoupled && !sharedStore;
     this.lanes = instances.map((instance) => ({
       instance, sequences: new Set(), busy: false, deferred: false, delayTimer: undefined, order: ordered ? new AnswerOrder(this.answeredInOrder) : undefined,
     }));
@@ -138,26 +114,15 @@ export class SequenceBatcher implements Scheduler {
     const candidates = sb.oldest?.max_candidate_sequences ?? 0;
     // Places per instance, as Triton gives each instance's batcher max_candidate_sequences slots.
     this.perLane = this.oldest && candidates > 0 ? candidates : this.maxRows;
-    if (sb.oldest) {
-      this.delayNs = BigInt(sb.oldest.max_queue_delay_microseconds) * 1000n;
-      const preferred = sb.oldest.preferred_batch_size.filter((n) => n <= this.maxRows);
-      this.fullRows = preferred.length > 0 ? Math.max(...preferred) : this.maxRows;
-    } else {
-      // Direct: Triton holds a batch only when both the delay and the utilization are set.
-      const utilization = sb.direct?.minimum_slot_utilization ?? 0;
-      this.delayNs = utilization > 0 ? BigInt(sb.direct?.max_queue_delay_microseconds ?? 0) * 1000n : 0n;
-      this.fullRows = slotsForUtilization(utilization, this.maxRows);
-    }
+    ({ delayNs: this.delayNs, fullRows: this.fullRows } = batchWait(sb, this.maxRows));
     this.shapeRule = this.maxRows > 1 ? batchShapeRule(config) : undefined;
-    this.controls = sb.control_input.map((c) => {
-      const control = c.control[0]!;
-      return { name: c.name, control, datatype: controlDataType(control) };
-    });
+    this.controls = controlPlans(sb.control_input);
     this.states = sb.state;
     this.stateOutputs = new Set(sb.state.map((s) => s.output_name));
     this.initial = new Map(sb.state.map((s) => [s.output_name, initialState(s, config.max_batch_size > 0, initialData)]));
     this.idleMs = sb.max_sequence_idle_microseconds / 1000;
     this.reaper = setInterval(() => this.reap(), Math.max(10, Math.min(1000, this.idleMs / 2))).unref();
+    this.shared = sharedStore ? new SharedSteps(name, sharedStore, this.idleMs, this.stateOutputs) : undefined;
     // Triton names a direct batcher's threads by index, an oldest one's (dynamic batchers) by model.
     announceHold(logger, this.lanes.map((_, i) => (this.oldest ? `batcher thread for ${name}` : `scheduler thread ${i}`)), true);
   }
@@ -295,19 +260,11 @@ export class SequenceBatcher implements Scheduler {
   }
 
   /**
-   * Test hook: true while requests still collect. Direct counts the requests queued in places and in the
-   * backlog (Triton's DelayScheduler); oldest counts what Triton's per-instance dynamic batchers would hold, one
-   * request per placed sequence, and no backlog. Once enough wait the hold ends for good and every lane is
-   * pumped (this one included), so the caller has nothing left to do.
+   * Test hook: true while requests still collect (see stillHeld). Once enough wait the hold ends for good and
+   * every lane is pumped (this one included), so the caller has nothing left to do.
    */
   private heldBack(): boolean {
-    let placed = 0;
-    let backlog = 0;
-    for (const seq of this.sequences.values()) {
-      if (seq.lane) placed += this.oldest ? Math.min(1, seq.pending.length) : seq.pending.length;
-      else backlog += seq.pending.length;
-    }
-    if (placed < this.hold!.queued || (!this.oldest && backlog < this.hold!.backlog)) return true;
+    if (stillHeld(this.hold!, this.sequences.values(), this.oldest)) return true;
     this.hold = undefined;
     this.pumpAll();
     return true;
@@ -421,7 +378,8 @@ export class SequenceBatcher implements Scheduler {
       this.running++;
       return { seq, job };
     });
-    const run: readonly { seq: Sequence; job: Job; held?: HeldStep }[] = this.shared ? await this.loadShared(jobs) : jobs;
+    const shared = this.shared;
+    const run: readonly { seq: Sequence; job: Job; held?: HeldStep }[] = shared ? await shared.load(jobs) : jobs;
     const start = process.hrtime.bigint();
     let times = { inputNs: 0, inferNs: 0, outputNs: 0 };
     const order = lane.order;
@@ -435,7 +393,7 @@ export class SequenceBatcher implements Scheduler {
         const err = isNereidError(e) ? e : new NereidError('INTERNAL', (e as Error).message);
         run.forEach((r, i) => (slots?.[i] ?? r.job.sender).fail(err));
       }
-      if (this.shared) await Promise.all(run.map((r) => this.commitShared(r.held!)));
+      if (shared) await Promise.all(run.map((r) => shared.commit(r.held!)));
     }
     for (let i = 0; i < jobs.length; i++) {
       const { seq, job } = jobs[i]!;
@@ -466,122 +424,17 @@ export class SequenceBatcher implements Scheduler {
     const batched = this.config.max_batch_size > 0;
     if (job.sequenceStart) seq.state = undefined;
     const inputs: Tensor[] = [...job.inputs];
-    for (const c of this.controls) inputs.push(controlTensor(c, job, seq, batched));
+    for (const c of this.controls) inputs.push(controlTensor(c, job, seq.id, batched));
     for (const st of this.states) {
       const t = seq.state?.get(st.output_name) ?? this.initial.get(st.output_name)!;
       inputs.push({ ...t, name: st.input_name } as Tensor);
     }
     const outputs = this.states.length > 0 ? [...job.outputs, ...this.states.map((s) => s.output_name)] : job.outputs;
-    const sender = held ? this.holdingSender(held) : this.states.length === 0 ? out : {
-      send: (outs: readonly Tensor[], final: boolean, params?: Parameters): void => {
-        // A final flag with no response (decoupled models) passes through as it is.
-        if (outs === NO_RESPONSE) return out.send(outs, final, params);
-        const state = new Map<string, Tensor>();
-        const visible: Tensor[] = [];
-        for (const t of outs) {
-          if (this.stateOutputs.has(t.name)) state.set(t.name, t);
-          if (job.outputs.includes(t.name)) visible.push(t);
-        }
-        seq.state = state;
-        out.send(visible, final, params);
-      },
-      fail: (e: NereidError): void => out.fail(e),
-      // A Python model that is not decoupled may answer through its response sender after execute() returns.
-      ...(out.answerLater ? { answerLater: (): void => out.answerLater!() } : {}),
-    };
+    const sender = held ? this.shared!.holdingSender(held) : this.states.length === 0 ? out : stateKeepingSender(seq, job, out, this.stateOutputs);
     return {
       inputs, outputs, parameters: job.parameters, sender, id: job.id, sequenceId: seq.id,
       sequenceStart: job.sequenceStart, sequenceEnd: job.sequenceEnd, timeoutUs: job.timeoutUs, signal: job.signal,
     };
-  }
-
-  /**
-   * --sequence-state-store: reads each step's sequence from the store. A retry of the sequence's last step
-   * (same request id and inputs) is answered with the stored reply and not run; a step of a sequence the store
-   * does not hold (never started, ended, idle past max_sequence_idle_microseconds) is refused as without the
-   * store. Returns the steps to run, each with the stored state it continues from.
-   */
-  private async loadShared(jobs: readonly { seq: Sequence; job: Job }[]): Promise<{ seq: Sequence; job: Job; held: HeldStep }[]> {
-    const { store, keyPrefix } = this.shared!;
-    const loaded = await Promise.all(jobs.map(({ seq }) => store.load(keyPrefix + seq.key, Math.max(1000, this.idleMs)).then((r) => r, (e: Error) => e)));
-    const run: { seq: Sequence; job: Job; held: HeldStep }[] = [];
-    jobs.forEach(({ seq, job }, i) => {
-      const rec = loaded[i];
-      if (rec instanceof Error) return this.answerEarly(job, undefined, storeFailure(this.name, rec));
-      const digest = job.id ? stepDigest(job) : '';
-      if (rec && job.id && rec.lastId === job.id && rec.lastDigest === digest) return this.answerEarly(job, rec);
-      if (!job.sequenceStart && (!rec || rec.ended)) {
-        return this.answerEarly(job, undefined, invalidArg(`inference request for sequence ${String(seq.id)} to model '${this.name}' must specify the START flag on the first request of the sequence`));
-      }
-      seq.state = rec && !job.sequenceStart ? new Map(rec.state.map((t) => [t.name, t])) : undefined;
-      const held: HeldStep = { seq, job, expected: rec?.step ?? 0, digest, answer: undefined, late: undefined, answered: undefined };
-      run.push({ seq, job, held });
-    });
-    return run;
-  }
-
-  /** A step answered without running: its stored reply (a retry), or a refusal. */
-  private answerEarly(job: Job, rec: StoredSequence | undefined, error?: NereidError): void {
-    if (error) {
-      job.state = 'done';
-      return job.reject(error);
-    }
-    job.sender.send(rec!.reply, true);
-    job.finish(process.hrtime.bigint(), { inputNs: 0, inferNs: 0, outputNs: 0 });
-    job.state = 'done';
-  }
-
-  /** Keeps a step's reply and state until commitShared has stored them; errors go to the client at once. */
-  private holdingSender(held: HeldStep): BackendRequest['sender'] {
-    const job = held.job;
-    return {
-      send: (outs: readonly Tensor[], final: boolean, params?: Parameters): void => {
-        if (!final) return;
-        const state: Tensor[] = [];
-        const visible: Tensor[] = [];
-        for (const t of outs) {
-          if (this.stateOutputs.has(t.name)) state.push(t);
-          if (job.outputs.includes(t.name)) visible.push(t);
-        }
-        held.answer = { visible, state, params };
-        held.answered?.();
-      },
-      fail: (e: NereidError): void => {
-        job.sender.fail(e);
-        held.answered?.();
-      },
-      ...(job.sender.answerLater ? {
-        answerLater: (): void => {
-          job.sender.answerLater!();
-          held.late ??= new Promise<void>((resolve) => (held.answered = resolve));
-        },
-      } : {}),
-    };
-  }
-
-  /**
-   * Stores the step (compare-and-set on the step number), then gives the client its reply. When another
-   * request advanced the sequence first, the reply is dropped: the client gets the stored reply if that
-   * request was this very step (a retry that raced its original), else UNAVAILABLE and may send the step again.
-   */
-  private async commitShared(held: HeldStep): Promise<void> {
-    if (!held.answer && held.late) await held.late;
-    const answer = held.answer;
-    if (!answer) return;
-    const { store, keyPrefix } = this.shared!;
-    const { seq, job } = held;
-    const key = keyPrefix + seq.key;
-    const next: StoredSequence = {
-      step: held.expected + 1, ended: job.sequenceEnd, state: answer.state, lastId: job.id, lastDigest: held.digest, reply: answer.visible,
-    };
-    try {
-      if (await store.commit(key, held.expected, next, Math.max(1000, this.idleMs))) return job.sender.send(answer.visible, true, answer.params);
-      const now = await store.load(key, Math.max(1000, this.idleMs));
-      if (now && job.id && now.lastId === job.id && now.lastDigest === held.digest) return job.sender.send(now.reply, true);
-      job.sender.fail(unavailable(`sequence ${String(seq.id)} of model '${this.name}' was advanced by another request while this one ran; this step was not applied: send it again`));
-    } catch (e) {
-      job.sender.fail(storeFailure(this.name, e as Error));
-    }
   }
 
   /** Ends sequences idle for longer than max_sequence_idle_microseconds, freeing their places. */
@@ -607,6 +460,54 @@ export class SequenceBatcher implements Scheduler {
   }
 }
 
+/** How long a short batch may wait for more sequences (0: never), and the size that need not wait. */
+function batchWait(sb: NonNullable<ModelConfig['sequence_batching']>, maxRows: number): { delayNs: bigint; fullRows: number } {
+  if (sb.oldest) {
+    const preferred = sb.oldest.preferred_batch_size.filter((n) => n <= maxRows);
+    return { delayNs: BigInt(sb.oldest.max_queue_delay_microseconds) * 1000n, fullRows: preferred.length > 0 ? Math.max(...preferred) : maxRows };
+  }
+  // Direct: Triton holds a batch only when both the delay and the utilization are set.
+  const utilization = sb.direct?.minimum_slot_utilization ?? 0;
+  const delayNs = utilization > 0 ? BigInt(sb.direct?.max_queue_delay_microseconds ?? 0) * 1000n : 0n;
+  return { delayNs, fullRows: slotsForUtilization(utilization, maxRows) };
+}
+
+/**
+ * Test hook: whether requests still collect. Direct counts the requests queued in places and in the backlog
+ * (Triton's DelayScheduler); oldest counts what Triton's per-instance dynamic batchers would hold, one request
+ * per placed sequence, and no backlog.
+ */
+function stillHeld(hold: SchedulerHold, sequences: Iterable<Sequence>, oldest: boolean): boolean {
+  let placed = 0;
+  let backlog = 0;
+  for (const seq of sequences) {
+    if (seq.lane) placed += oldest ? Math.min(1, seq.pending.length) : seq.pending.length;
+    else backlog += seq.pending.length;
+  }
+  return placed < hold.queued || (!oldest && backlog < hold.backlog);
+}
+
+/** The sender of a stateful step: its state outputs become the sequence's state; the client gets what it asked for. */
+function stateKeepingSender(seq: Sequence, job: Job, out: ResponseSender, stateOutputs: ReadonlySet<string>): ResponseSender {
+  return {
+    send: (outs: readonly Tensor[], final: boolean, params?: Parameters): void => {
+      // A final flag with no response (decoupled models) passes through as it is.
+      if (outs === NO_RESPONSE) return out.send(outs, final, params);
+      const state = new Map<string, Tensor>();
+      const visible: Tensor[] = [];
+      for (const t of outs) {
+        if (stateOutputs.has(t.name)) state.set(t.name, t);
+        if (job.outputs.includes(t.name)) visible.push(t);
+      }
+      seq.state = state;
+      out.send(visible, final, params);
+    },
+    fail: (e: NereidError): void => out.fail(e),
+    // A Python model that is not decoupled may answer through its response sender after execute() returns.
+    ...(out.answerLater ? { answerLater: (): void => out.answerLater!() } : {}),
+  };
+}
+
 /**
  * Direct strategy: the fewest ready sequences that reach minimum_slot_utilization of `slots`, compared in single
  * precision as Triton compares the float ratio (so 0.3 of 10 slots is 3, not 4).
@@ -615,75 +516,4 @@ function slotsForUtilization(utilization: number, slots: number): number {
   const min = Math.fround(utilization);
   for (let n = 1; n <= slots; n++) if (Math.fround(n / slots) >= min) return n;
   return slots + 1; // above 1.0: never full enough, every batch waits out the delay
-}
-
-function storeFailure(model: string, e: Error): NereidError {
-  return unavailable(`sequence state store did not answer for model '${model}'; the step was not applied: ${e.message}`);
-}
-
-function controlDataType(c: SequenceControl): DataType {
-  if (c.kind === 'CONTROL_SEQUENCE_CORRID') return fromConfigType(c.data_type) ?? 'UINT64';
-  if (c.fp32_false_true.length > 0) return 'FP32';
-  if (c.bool_false_true.length > 0) return 'BOOL';
-  return 'INT32';
-}
-
-/** One request's value of a control input: shape [1] (or [1, 1] with the batch dimension). */
-function controlTensor(c: ControlPlan, job: Job, seq: Sequence, batched: boolean): Tensor {
-  const shape = batched ? [1, 1] : [1];
-  if (c.control.kind === 'CONTROL_SEQUENCE_CORRID') {
-    if (c.datatype === 'BYTES') return { name: c.name, datatype: 'BYTES', shape, data: [new TextEncoder().encode(String(seq.id))] };
-    return { name: c.name, datatype: c.datatype, shape, data: scalarBytes(c.datatype, seq.id) } as Tensor;
-  }
-  const on = c.control.kind === 'CONTROL_SEQUENCE_START' ? job.sequenceStart : c.control.kind === 'CONTROL_SEQUENCE_END' ? job.sequenceEnd : true;
-  const pair: readonly (number | boolean)[] = c.datatype === 'FP32' ? c.control.fp32_false_true : c.datatype === 'BOOL' ? c.control.bool_false_true : c.control.int32_false_true;
-  return { name: c.name, datatype: c.datatype, shape, data: scalarBytes(c.datatype, pair[on ? 1 : 0]!) } as Tensor;
-}
-
-function scalarBytes(dt: DataType, v: number | bigint | string | boolean): Uint8Array {
-  const b = new Uint8Array(byteSize(dt as Exclude<DataType, 'BYTES'>));
-  const view = new DataView(b.buffer);
-  switch (dt) {
-    case 'BOOL': view.setUint8(0, v ? 1 : 0); break;
-    case 'INT32': view.setInt32(0, Number(v), true); break;
-    case 'UINT32': view.setUint32(0, Number(v), true); break;
-    case 'INT64': view.setBigInt64(0, BigInt(v as number), true); break;
-    case 'UINT64': view.setBigUint64(0, BigInt(v as number), true); break;
-    case 'FP32': view.setFloat32(0, Number(v), true); break;
-    default: throw invalidArg(`sequence control of type ${dt} is not supported`);
-  }
-  return b;
-}
-
-/**
- * A state's value at the start of a sequence: zeros, or initial_state's zero_data or data_file. A BYTES state
- * starts as empty strings (Triton zeroes each element's 4-byte length); its data_file holds serialized
- * elements (a 4-byte little-endian length before each).
- */
-function initialState(st: SequenceState, batched: boolean, initialData: ReadonlyMap<string, Uint8Array>): Tensor {
-  const dt = fromConfigType(st.data_type);
-  if (!dt) throw invalidArg(`state '${st.input_name}' has unsupported data type ${st.data_type}`);
-  const init = st.initial_state[0];
-  const dims = (init && init.dims.length > 0 ? init.dims : st.dims).map((d) => (d < 0 ? 1 : d));
-  const shape = batched ? [1, ...dims] : dims;
-  const file = init?.data_file ? initialData.get(init.data_file) : undefined;
-  if (init?.data_file && !file) throw invalidArg(`initial state file '${init.data_file}' of state '${st.input_name}' was not read`);
-  if (dt === 'BYTES') return { name: st.output_name, datatype: dt, shape, data: initialStrings(st, elementCount(shape), file) };
-  const size = elementCount(shape) * byteSize(dt);
-  let data = new Uint8Array(size);
-  if (file) {
-    if (file.byteLength !== size) throw invalidArg(`initial state file '${init!.data_file}' holds ${file.byteLength} bytes; state '${st.input_name}' needs ${size}`);
-    data = new Uint8Array(file);
-  }
-  return { name: st.output_name, datatype: dt, shape, data } as Tensor;
-}
-
-/** The elements of a BYTES state's initial value: the data file's, or empty strings. */
-function initialStrings(st: SequenceState, count: number, file: Uint8Array | undefined): Uint8Array[] {
-  if (!file) return Array.from({ length: count }, () => new Uint8Array(0));
-  try {
-    return deserializeBytes(new Uint8Array(file), count, st.input_name);
-  } catch (e) {
-    throw invalidArg(`initial state file '${st.initial_state[0]!.data_file}' of state '${st.input_name}': ${(e as Error).message}`);
-  }
 }
