@@ -17,6 +17,9 @@ const NUMBER = /-?(?:0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?/y;
 
 type Container = unknown[] | Record<string, unknown>;
 
+/** close(): a container awaits its next value. */
+const CONTINUE = 0;
+
 interface Frame {
   readonly container: Container;
   /** The key whose value comes next (objects only). */
@@ -24,100 +27,138 @@ interface Frame {
 }
 
 export function parseExactJson(text: string): unknown {
-  const n = text.length;
-  let i = 0;
-  const stack: Frame[] = [];
+  return new ExactJsonReader(text).read();
+}
 
-  const space = (): void => {
-    for (; i < n; i++) {
-      const c = text.charCodeAt(i);
-      if (c !== SPACE && c !== TAB && c !== LF && c !== CR) return;
-    }
-  };
-  const fail = (): never => {
-    throw new SyntaxError(`Unexpected token in JSON at position ${i}`);
-  };
-  const expect = (c: number): void => {
-    space();
-    if (text.charCodeAt(i) !== c) fail();
-    i++;
-  };
-  const string = (): string => {
-    const start = i;
-    let end = text.indexOf('"', start + 1);
-    // A quote preceded by an odd number of backslashes is inside the string.
+/** One pass over the text: a cursor, and the containers open at it. */
+class ExactJsonReader {
+  private i = 0;
+  private readonly n: number;
+  private readonly stack: Frame[] = [];
+
+  constructor(private readonly text: string) {
+    this.n = text.length;
+  }
+
+  read(): unknown {
+    const text = this.text;
     for (;;) {
-      if (end === -1) fail();
-      let k = end - 1;
-      while (text.charCodeAt(k) === BACKSLASH) k--;
-      if ((end - 1 - k) % 2 === 0) break;
-      end = text.indexOf('"', end + 1);
+      this.space();
+      let value: unknown;
+      const c = text.charCodeAt(this.i);
+      if (c === OPEN_OBJECT || c === OPEN_ARRAY) {
+        this.i++;
+        this.space();
+        if (text.charCodeAt(this.i) === (c === OPEN_OBJECT ? CLOSE_OBJECT : CLOSE_ARRAY)) {
+          this.i++;
+          value = c === OPEN_OBJECT ? {} : [];
+        } else {
+          this.stack.push(c === OPEN_OBJECT ? { container: {}, key: this.key() } : { container: [], key: '' });
+          continue;
+        }
+      } else value = this.scalar(c);
+      const closed = this.close(value);
+      if (closed !== CONTINUE) return closed.value;
     }
-    i = end + 1;
-    // Escapes and the characters a string may not hold are JSON.parse's business.
-    return JSON.parse(text.slice(start, i)) as string;
-  };
-  const key = (): string => {
-    space();
-    if (text.charCodeAt(i) !== QUOTE) fail();
-    const k = string();
-    expect(COLON);
-    return k;
-  };
-  const literal = (word: string, value: unknown): unknown => {
-    if (!text.startsWith(word, i)) fail();
-    i += word.length;
-    return value;
-  };
-  const number = (): number | bigint => {
-    NUMBER.lastIndex = i;
-    const m = NUMBER.exec(text);
-    if (m === null) return fail();
-    i = NUMBER.lastIndex;
-    const v = Number(m[0]);
-    return m[1] === undefined && m[2] === undefined && !Number.isSafeInteger(v) ? BigInt(m[0]) : v;
-  };
+  }
 
-  for (;;) {
-    space();
-    let value: unknown;
-    const c = text.charCodeAt(i);
-    if (c === OPEN_OBJECT || c === OPEN_ARRAY) {
-      i++;
-      space();
-      if (text.charCodeAt(i) === (c === OPEN_OBJECT ? CLOSE_OBJECT : CLOSE_ARRAY)) {
-        i++;
-        value = c === OPEN_OBJECT ? {} : [];
-      } else {
-        stack.push(c === OPEN_OBJECT ? { container: {}, key: key() } : { container: [], key: '' });
-        continue;
-      }
-    } else if (c === QUOTE) value = string();
-    else if (c === 116) value = literal('true', true);
-    else if (c === 102) value = literal('false', false);
-    else if (c === 110) value = literal('null', null);
-    else value = number();
-    // The value goes into its container; each container that ends with it is in turn the value of the one around it.
+  /** A string, true, false, null or a number, starting with the character `c`. */
+  private scalar(c: number): unknown {
+    if (c === QUOTE) return this.string();
+    if (c === 116) return this.literal('true', true);
+    if (c === 102) return this.literal('false', false);
+    if (c === 110) return this.literal('null', null);
+    return this.number();
+  }
+
+  /**
+   * The value goes into its container; each container that ends with it is in turn the value of the one around
+   * it. CONTINUE when a container awaits its next value; the whole document's value once the outermost ended.
+   */
+  private close(value: unknown): typeof CONTINUE | { value: unknown } {
+    const text = this.text;
+    const stack = this.stack;
     for (;;) {
       const top = stack[stack.length - 1];
       if (top === undefined) {
-        space();
-        if (i !== n) fail();
-        return value;
+        this.space();
+        if (this.i !== this.n) this.fail();
+        return { value };
       }
       const { container } = top;
       if (Array.isArray(container)) container.push(value);
       else if (top.key === '__proto__') Object.defineProperty(container, top.key, { value, writable: true, enumerable: true, configurable: true });
       else container[top.key] = value;
-      space();
-      const d = text.charCodeAt(i++);
+      this.space();
+      const d = text.charCodeAt(this.i++);
       if (d === COMMA) {
-        if (!Array.isArray(container)) top.key = key();
-        break;
+        if (!Array.isArray(container)) top.key = this.key();
+        return CONTINUE;
       }
-      if (d !== (Array.isArray(container) ? CLOSE_ARRAY : CLOSE_OBJECT)) fail();
+      if (d !== (Array.isArray(container) ? CLOSE_ARRAY : CLOSE_OBJECT)) this.fail();
       stack.pop();
       value = container;
     }
+  }
+
+  private space(): void {
+    const text = this.text;
+    const n = this.n;
+    let i = this.i;
+    for (; i < n; i++) {
+      const c = text.charCodeAt(i);
+      if (c !== SPACE && c !== TAB && c !== LF && c !== CR) break;
+    }
+    this.i = i;
+  }
+
+  private fail(): never {
+    throw new SyntaxError(`Unexpected token in JSON at position ${this.i}`);
+  }
+
+  private expect(c: number): void {
+    this.space();
+    if (this.text.charCodeAt(this.i) !== c) this.fail();
+    this.i++;
+  }
+
+  private string(): string {
+    const text = this.text;
+    const start = this.i;
+    let end = text.indexOf('"', start + 1);
+    // A quote preceded by an odd number of backslashes is inside the string.
+    for (;;) {
+      if (end === -1) this.fail();
+      let k = end - 1;
+      while (text.charCodeAt(k) === BACKSLASH) k--;
+      if ((end - 1 - k) % 2 === 0) break;
+      end = text.indexOf('"', end + 1);
+    }
+    this.i = end + 1;
+    // Escapes and the characters a string may not hold are JSON.parse's business.
+    return JSON.parse(text.slice(start, this.i)) as string;
+  }
+
+  private key(): string {
+    this.space();
+    if (this.text.charCodeAt(this.i) !== QUOTE) this.fail();
+    const k = this.string();
+    this.expect(COLON);
+    return k;
+  }
+
+  private literal(word: string, value: unknown): unknown {
+    if (!this.text.startsWith(word, this.i)) this.fail();
+    this.i += word.length;
+    return value;
+  }
+
+  private number(): number | bigint {
+    NUMBER.lastIndex = this.i;
+    const m = NUMBER.exec(this.text);
+    if (m === null) return this.fail();
+    this.i = NUMBER.lastIndex;
+    const v = Number(m[0]);
+    return m[1] === undefined && m[2] === undefined && !Number.isSafeInteger(v) ? BigInt(m[0]) : v;
   }
 }
