@@ -1,15 +1,21 @@
 import type { Socket } from 'node:net';
 import {
   ACK, CONTINUATION, DATA, DEFAULT_MAX_FRAME, DEFAULT_WINDOW, END_HEADERS, END_STREAM, ENHANCE_YOUR_CALM,
-  FLOW_CONTROL_ERROR, FRAME_HEADER, FRAME_SIZE_ERROR, GOAWAY, HEADERS, MAX_FRAME_LIMIT, MAX_WINDOW, NO_ERROR, PADDED,
-  PING, PREFACE, PRIORITY, PRIORITY_FLAG, PROTOCOL_ERROR, PUSH_PROMISE, REFUSED_STREAM, RST_STREAM, SETTINGS,
-  SETTINGS_ENABLE_PUSH, SETTINGS_HEADER_TABLE_SIZE, SETTINGS_INITIAL_WINDOW_SIZE, SETTINGS_MAX_CONCURRENT_STREAMS,
-  SETTINGS_MAX_FRAME_SIZE, SETTINGS_MAX_HEADER_LIST_SIZE, STREAM_CLOSED, COMPRESSION_ERROR, WINDOW_UPDATE, frame, uint32Frame,
+  FLOW_CONTROL_ERROR, FRAME_SIZE_ERROR, GOAWAY, HEADERS, MAX_WINDOW, NO_ERROR, PADDED, PING, PRIORITY, PRIORITY_FLAG,
+  PROTOCOL_ERROR, PUSH_PROMISE, REFUSED_STREAM, RST_STREAM, SETTINGS, SETTINGS_HEADER_TABLE_SIZE,
+  SETTINGS_INITIAL_WINDOW_SIZE, SETTINGS_MAX_FRAME_SIZE, STREAM_CLOSED, COMPRESSION_ERROR, WINDOW_UPDATE, frame, uint32Frame,
 } from './frames.js';
 import { BytesMemo } from '../../bytes-memo.js';
+import { ConnectionError } from './connection-error.js';
+import { checkSetting, goawayFrame, settingsFrames, type ConnectionSettings } from './connection-settings.js';
+import { FrameOutput } from './frame-output.js';
+import { FrameReader, type FrameSink } from './frame-reader.js';
 import { CompressionError, FixedBlock, HeaderDecoder, HeaderEncoder } from './hpack.js';
+import { Pings, pingAck } from './pings.js';
 import { RequestFields } from './request-fields.js';
 import { Http2Stream, type HeaderBlock, type StreamOwner } from './stream.js';
+
+export type { ConnectionSettings } from './connection-settings.js';
 
 /**
  * The server side of one HTTP/2 connection (RFC 9113) over a socket, with prior knowledge or ALPN "h2": frames
@@ -19,32 +25,15 @@ import { Http2Stream, type HeaderBlock, type StreamOwner } from './stream.js';
  * socket's reading while the client does not read what was sent.
  */
 
-export interface ConnectionSettings {
-  readonly maxConcurrentStreams: number;
-  /** SETTINGS_MAX_HEADER_LIST_SIZE: larger header lists reach the server as a size without their fields. */
-  readonly maxHeaderListBytes: number;
-  /** The receive window of each stream and of the connection. */
-  readonly streamWindow: number;
-  readonly connectionWindow: number;
-}
-
 /** The largest frame this side accepts: the protocol's default, which it never raises. */
 const MAX_FRAME = DEFAULT_MAX_FRAME;
-/** Output buffered in the socket beyond which reading stops until it drains. */
-const OUTPUT_HIGH_WATER = 4 << 20;
 /**
  * Streams the client may reset while the server still worked on them, beyond the number the server finished:
  * past it the client is opening streams only to cancel them (the "rapid reset" attack) and is sent away.
  */
 const RESET_ALLOWANCE = 1000;
 
-class ConnectionError extends Error {
-  constructor(readonly code: number, message: string) {
-    super(message);
-  }
-}
-
-export class Http2Connection implements StreamOwner {
+export class Http2Connection extends FrameOutput implements StreamOwner, FrameSink {
   sendWindow = DEFAULT_WINDOW;
   peerMaxFrame = DEFAULT_MAX_FRAME;
   private peerInitialWindow = DEFAULT_WINDOW;
@@ -58,11 +47,8 @@ export class Http2Connection implements StreamOwner {
   private readonly fields: RequestFields;
   /** The highest stream the client opened, served or refused: a higher one is idle. */
   private lastStreamId = 0;
-  /** Input not yet parsed, kept as it came, and how many octets the next step needs. */
-  private parts: Buffer[] = [];
-  private partsLength = 0;
-  private needed = PREFACE.length;
-  private prefaceSeen = false;
+  /** Input not yet parsed, and the frames in it. */
+  private readonly reader: FrameReader;
   /** A header block continuing in CONTINUATION frames. */
   private block: { id: number; endStream: boolean; parts: Buffer[]; length: number } | null = null;
   private recvWindow: number;
@@ -70,41 +56,26 @@ export class Http2Connection implements StreamOwner {
   /** GOAWAY sent: streams above `servedUpTo`, the last stream then, are refused. */
   private goingAway = false;
   private servedUpTo = 0;
-  private closed = false;
-  private readPaused = false;
-  /** Writes in the current tick of the loop, and in the last one that wrote (see write()). */
-  private tickWrites = 0;
-  private lastTickWrites = 0;
-  /** The socket is corked until the end of the current tick. */
-  private corked = false;
-  /** Frames from the socket are being handled: what they answer is held until all of them have been. */
-  private reading = false;
-  private readonly endTick = (): void => {
-    this.lastTickWrites = this.tickWrites;
-    this.tickWrites = 0;
-    if (!this.corked) return;
-    this.corked = false;
-    this.socket.uncork();
-  };
   private finished = 0;
   private resets = 0;
-  private pingId = 0;
-  private readonly pings = new Map<number, (err: Error | null) => void>();
+  private readonly pings = new Pings();
   /** Called once when the connection has closed. */
   onClose: (() => void) | null = null;
 
   constructor(
-    private readonly socket: Socket,
+    socket: Socket,
     private readonly settings: ConnectionSettings,
     private readonly onStream: (stream: Http2Stream) => void,
   ) {
+    super(socket);
     this.fields = new RequestFields();
+    this.reader = new FrameReader(this, MAX_FRAME);
     this.recvWindow = settings.connectionWindow;
     socket.setNoDelay(true);
     socket.on('data', (chunk: Buffer) => this.onData(chunk));
     socket.on('error', ignore);
     socket.once('close', () => this.onSocketClose());
-    this.write(this.initialFrames());
+    this.write(settingsFrames(settings));
   }
 
   /** Sends a PING; `done` hears of its ACK, or of the connection closing first. */
@@ -113,11 +84,7 @@ export class Http2Connection implements StreamOwner {
       done(new Error('connection closed'));
       return;
     }
-    const id = ++this.pingId;
-    const payload = Buffer.alloc(8);
-    payload.writeUInt32BE(id, 4);
-    this.pings.set(id, done);
-    this.write(frame(PING, 0, 0, payload));
+    this.write(this.pings.send(done));
   }
 
   /**
@@ -129,10 +96,7 @@ export class Http2Connection implements StreamOwner {
     if (!this.goingAway) {
       this.goingAway = true;
       this.servedUpTo = this.lastStreamId;
-      const payload = Buffer.allocUnsafe(8);
-      payload.writeUInt32BE(this.lastStreamId, 0);
-      payload.writeUInt32BE(code, 4);
-      this.write(frame(GOAWAY, 0, 0, payload));
+      this.write(goawayFrame(this.lastStreamId, code));
     }
     if (code !== NO_ERROR || this.streams.size === 0) this.socket.end();
   }
@@ -141,50 +105,7 @@ export class Http2Connection implements StreamOwner {
     this.socket.destroy();
   }
 
-  // StreamOwner
-
-  write(out: Buffer): void {
-    if (this.closed) return;
-    const socket = this.socket;
-    // Answers to what one read brought (a call answered as its model runs, a PING, SETTINGS' ACK) leave together
-    // when its frames have all been handled (onData), still within the read.
-    if (this.reading) {
-      socket.write(out);
-      this.checkOutput();
-      return;
-    }
-    // Frames written in one tick of the event loop (responses that completed together) leave in one system
-    // call: the socket is corked until the tick ends. But the tick ends only after every promise job queued
-    // behind the response has run, so a lone response (one client at a time, one call in flight) would wait
-    // for the server's bookkeeping. The first write of a tick therefore leaves at once when the last tick that
-    // wrote wrote once, and only what follows it in the same tick is corked.
-    if (this.tickWrites++ === 0) {
-      process.nextTick(this.endTick);
-      if (this.lastTickWrites > 1) this.cork();
-    } else if (!this.corked) {
-      this.cork();
-    }
-    socket.write(out);
-    this.checkOutput();
-  }
-
-  /** A client that does not read its responses is not read from either, until the socket drains. */
-  private checkOutput(): void {
-    const socket = this.socket;
-    if (!this.readPaused && socket.writableLength > OUTPUT_HIGH_WATER) {
-      this.readPaused = true;
-      socket.pause();
-      socket.once('drain', () => {
-        this.readPaused = false;
-        socket.resume();
-      });
-    }
-  }
-
-  private cork(): void {
-    this.corked = true;
-    this.socket.cork();
-  }
+  // StreamOwner (write() is FrameOutput's)
 
   outgoingBlock(block: HeaderBlock): Buffer {
     return block instanceof FixedBlock ? this.encoder.encode(block) : this.encoder.plain(block);
@@ -206,35 +127,10 @@ export class Http2Connection implements StreamOwner {
 
   // Input
 
-  private initialFrames(): Buffer {
-    const s = this.settings;
-    const entries: Array<[number, number]> = [
-      [SETTINGS_MAX_CONCURRENT_STREAMS, s.maxConcurrentStreams],
-      [SETTINGS_INITIAL_WINDOW_SIZE, s.streamWindow],
-      [SETTINGS_MAX_HEADER_LIST_SIZE, s.maxHeaderListBytes],
-    ];
-    const payload = Buffer.allocUnsafe(6 * entries.length);
-    entries.forEach(([id, value], i) => {
-      payload.writeUInt16BE(id, 6 * i);
-      payload.writeUInt32BE(value, 6 * i + 2);
-    });
-    const out = [frame(SETTINGS, 0, 0, payload)];
-    if (s.connectionWindow > DEFAULT_WINDOW) out.push(uint32Frame(WINDOW_UPDATE, 0, s.connectionWindow - DEFAULT_WINDOW));
-    return Buffer.concat(out);
-  }
-
   private onData(chunk: Buffer): void {
     if (this.closed) return;
-    // A frame that arrives in pieces is joined once, when whole: a client sending a byte at a time costs
-    // one copy of the frame, not one per byte.
-    if (this.partsLength + chunk.length < this.needed) {
-      this.parts.push(chunk);
-      this.partsLength += chunk.length;
-      return;
-    }
-    const input = this.partsLength === 0 ? chunk : Buffer.concat([...this.parts, chunk]);
-    this.parts = [];
-    this.partsLength = 0;
+    const input = this.reader.take(chunk);
+    if (input === null) return;
     // A client's HEADERS, its DATA and its END_STREAM often come in one read (in one frame or in two), and a
     // call can be answered before the last of them is handled: the socket is corked meanwhile, so that the
     // answers leave in one system call, at once.
@@ -242,11 +138,7 @@ export class Http2Connection implements StreamOwner {
     this.reading = true;
     socket.cork();
     try {
-      const used = this.parse(input);
-      if (used < input.length && !this.closed) {
-        this.parts.push(input.subarray(used));
-        this.partsLength = input.length - used;
-      }
+      this.reader.parse(input);
     } catch (e) {
       if (e instanceof ConnectionError) this.fail(e.code);
       else if (e instanceof CompressionError) this.fail(COMPRESSION_ERROR);
@@ -257,41 +149,12 @@ export class Http2Connection implements StreamOwner {
     }
   }
 
-  /** Handles every whole frame in `input`; returns the octets used and sets `needed` for the rest. */
-  private parse(input: Buffer): number {
-    let pos = 0;
-    if (!this.prefaceSeen) {
-      if (input.length < PREFACE.length) return 0;
-      if (!input.subarray(0, PREFACE.length).equals(PREFACE)) {
-        // Not HTTP/2 (an HTTP/1 client on the gRPC port, say): there is no frame to answer it with.
-        this.socket.destroy();
-        return input.length;
-      }
-      this.prefaceSeen = true;
-      pos = PREFACE.length;
-    }
-    while (!this.closed) {
-      if (input.length - pos < FRAME_HEADER) {
-        this.needed = FRAME_HEADER;
-        break;
-      }
-      const length = (input[pos]! << 16) | (input[pos + 1]! << 8) | input[pos + 2]!;
-      if (length > MAX_FRAME) throw new ConnectionError(FRAME_SIZE_ERROR, 'frame larger than SETTINGS_MAX_FRAME_SIZE');
-      if (input.length - pos < FRAME_HEADER + length) {
-        this.needed = FRAME_HEADER + length;
-        break;
-      }
-      const type = input[pos + 3]!;
-      const flags = input[pos + 4]!;
-      const id = input.readUInt32BE(pos + 5) & 0x7fffffff;
-      const payload = input.subarray(pos + FRAME_HEADER, pos + FRAME_HEADER + length);
-      pos += FRAME_HEADER + length;
-      this.frame(type, flags, id, payload);
-    }
-    return pos;
+  notHttp2(): void {
+    // An HTTP/1 client on the gRPC port, say: there is no frame to answer it with.
+    this.socket.destroy();
   }
 
-  private frame(type: number, flags: number, id: number, payload: Buffer): void {
+  frame(type: number, flags: number, id: number, payload: Buffer): void {
     if (this.block !== null && type !== CONTINUATION) throw new ConnectionError(PROTOCOL_ERROR, 'header block interrupted');
     switch (type) {
       case DATA: return this.onDataFrame(flags, id, payload);
@@ -460,48 +323,30 @@ export class Http2Connection implements StreamOwner {
   }
 
   private setting(key: number, value: number): void {
-    switch (key) {
-      case SETTINGS_ENABLE_PUSH:
-        if (value > 1) throw new ConnectionError(PROTOCOL_ERROR, 'SETTINGS_ENABLE_PUSH not 0 or 1');
-        return;
-      case SETTINGS_INITIAL_WINDOW_SIZE: {
-        if (value > MAX_WINDOW) throw new ConnectionError(FLOW_CONTROL_ERROR, 'SETTINGS_INITIAL_WINDOW_SIZE too large');
-        const delta = value - this.peerInitialWindow;
-        this.peerInitialWindow = value;
-        for (const s of this.streams.values()) {
-          s.sendWindow += delta;
-          if (s.sendWindow > MAX_WINDOW) throw new ConnectionError(FLOW_CONTROL_ERROR, 'a stream window above 2^31-1');
-          if (delta > 0 && !s.localEnded) this.blocked.add(s);
-        }
-        return;
-      }
-      case SETTINGS_MAX_FRAME_SIZE:
-        if (value < DEFAULT_MAX_FRAME || value > MAX_FRAME_LIMIT) throw new ConnectionError(PROTOCOL_ERROR, 'SETTINGS_MAX_FRAME_SIZE out of range');
-        this.peerMaxFrame = value;
-        return;
-      case SETTINGS_HEADER_TABLE_SIZE:
-        // RFC 7541 4.2: once the client's decoder has a smaller table, this side's next block starts with a
-        // dynamic table size update (nghttp2 refuses a block without one).
-        this.encoder.peerTableSize(value);
-        return;
-      default:
-        // The others are advisory.
-        return;
+    checkSetting(key, value);
+    if (key === SETTINGS_INITIAL_WINDOW_SIZE) this.peerWindow(value);
+    else if (key === SETTINGS_MAX_FRAME_SIZE) this.peerMaxFrame = value;
+    // RFC 7541 4.2: once the client's decoder has a smaller table, this side's next block starts with a dynamic
+    // table size update (nghttp2 refuses a block without one). The other settings are advisory.
+    else if (key === SETTINGS_HEADER_TABLE_SIZE) this.encoder.peerTableSize(value);
+  }
+
+  /** SETTINGS_INITIAL_WINDOW_SIZE changes every open stream's send window by the difference. */
+  private peerWindow(value: number): void {
+    const delta = value - this.peerInitialWindow;
+    this.peerInitialWindow = value;
+    for (const s of this.streams.values()) {
+      s.sendWindow += delta;
+      if (s.sendWindow > MAX_WINDOW) throw new ConnectionError(FLOW_CONTROL_ERROR, 'a stream window above 2^31-1');
+      if (delta > 0 && !s.localEnded) this.blocked.add(s);
     }
   }
 
   private onPing(flags: number, id: number, payload: Buffer): void {
     if (id !== 0) throw new ConnectionError(PROTOCOL_ERROR, 'PING on a stream');
     if (payload.length !== 8) throw new ConnectionError(FRAME_SIZE_ERROR, 'PING of the wrong size');
-    if ((flags & ACK) === 0) {
-      this.write(frame(PING, ACK, 0, payload));
-      return;
-    }
-    const key = payload.readUInt32BE(4);
-    const done = this.pings.get(key);
-    if (done === undefined) return;
-    this.pings.delete(key);
-    done(null);
+    if ((flags & ACK) === 0) this.write(pingAck(payload));
+    else this.pings.acked(payload);
   }
 
   private onWindowUpdate(id: number, payload: Buffer): void {
@@ -551,10 +396,7 @@ export class Http2Connection implements StreamOwner {
   /** A connection error (RFC 9113 5.4.1): GOAWAY with the code, then the connection closes. */
   private fail(code: number): void {
     if (this.closed) return;
-    const payload = Buffer.allocUnsafe(8);
-    payload.writeUInt32BE(this.lastStreamId, 0);
-    payload.writeUInt32BE(code, 4);
-    this.write(frame(GOAWAY, 0, 0, payload));
+    this.write(goawayFrame(this.lastStreamId, code));
     this.goingAway = true;
     this.closed = true;
     this.socket.end();
@@ -564,8 +406,7 @@ export class Http2Connection implements StreamOwner {
   private onSocketClose(): void {
     this.closed = true;
     this.closeStreams();
-    for (const done of this.pings.values()) done(new Error('connection closed'));
-    this.pings.clear();
+    this.pings.closeAll();
     this.onClose?.();
   }
 
