@@ -127,18 +127,14 @@ function classify(code, at) {
   let k = at - 1;
   while (k >= 0 && /\s/.test(code[k])) k--;
   if (code[k] === '>' && code[k - 1] === '=') return arrow(code, k - 1);
+  // after a colon: a type literal (a return type's, say) or an object literal's value, never a body
+  if (code[k] === ':') return null;
   const head = code.slice(Math.max(0, code.lastIndexOf('\n', Math.max(0, at - 400))), at);
   const cls = /\bclass(?:\s+([A-Za-z_$][\w$]*))?[^;{}()]*$/.exec(head);
   if (cls) return { kind: 'class', name: cls[1] ?? '(anonymous)', start: at - head.length + cls.index };
-  // a return type annotation may sit between `)` and `{`: `): Promise<void> {`
-  let close = -1;
-  for (let j = k; j >= 0 && at - j < 300; j--) {
-    if (code[j] === ')') { close = j; break; }
-    if (code[j] === ';' || code[j] === '{' || code[j] === '}' || code[j] === '=') break;
-  }
+  // a return type annotation may sit between `)` and `{`: `): Promise<void> {`, `): { x: number } {`
+  const close = returnTypeStart(code, k, at);
   if (close < 0) return null;
-  const between = code.slice(close + 1, at).trim();
-  if (between !== '' && !between.startsWith(':')) return null;
   const open = openerOf(code, close, '(', ')');
   if (open < 0) return null;
   let j = open - 1;
@@ -157,12 +153,39 @@ function classify(code, at) {
   return { kind: 'function', name, start: j + 1 };
 }
 
+/**
+ * The `)` that closes a parameter list before `from` (the last character before a body's `{` or an arrow's
+ * `=>`), over a return type annotation if there is one; -1 when there is none. A `{` that itself follows `):`
+ * opens a type literal, not a body.
+ */
+function returnTypeStart(code, from, limit) {
+  let j = from;
+  while (j >= 0 && limit - j < 300) {
+    const c = code[j];
+    if (c === ')') {
+      const between = code.slice(j + 1, limit).trim();
+      return between === '' || between.startsWith(':') ? j : -1;
+    }
+    if (c === '}' || c === ']' || (c === '>' && code[j - 1] !== '=')) {
+      // a type literal, tuple or generic in the return type: skip it whole
+      const opener = openerOf(code, j, c === '}' ? '{' : c === ']' ? '[' : '<', c);
+      if (opener < 0) return -1;
+      j = opener - 1;
+      continue;
+    }
+    if (c === ';' || c === '{' || c === '=') return -1;
+    j--;
+  }
+  return -1;
+}
+
 /** An arrow function's name: the binding or property it is assigned to, else the line it starts on. */
 function arrow(code, arrowAt) {
   let k = arrowAt - 1;
   while (k >= 0 && /\s/.test(code[k])) k--;
-  // skip a return type annotation is rare on arrows; skip the parameters or the single parameter
-  if (code[k] === ')') k = openerOf(code, k, '(', ')') - 1;
+  // skip the parameters (and a return type after them) or the single parameter
+  const typed = code[k] === ')' ? k : returnTypeStart(code, k, arrowAt);
+  if (typed >= 0) k = openerOf(code, typed, '(', ')') - 1;
   else while (k >= 0 && /[\w$]/.test(code[k])) k--;
   const before = code.slice(Math.max(0, k - 200), k + 1);
   const bound = /([A-Za-z_$][\w$]*)\s*(?::[^=;]*)?(?:=|:)\s*(?:async\s*)?(?:<[^>]*>)?\s*$/.exec(before);
