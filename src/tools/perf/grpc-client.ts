@@ -13,6 +13,9 @@ const SERVICE = '/inference.GRPCInferenceService/';
 const PROTO_DIR = new URL('../../../../proto/', import.meta.url);
 const TO_OBJECT = { longs: Number, enums: String, bytes: String, defaults: false, arrays: true };
 
+/** A message type of proto/grpc_service.proto as protobufjs loads it: the perf client imports protobufjs here only. */
+export type MessageType = protobuf.Type;
+
 export interface GrpcClientOptions {
   readonly url: string;
   readonly concurrency: number;
@@ -42,7 +45,7 @@ export class GrpcClient {
   }
 
   /** A message type of the package `inference`. */
-  type(name: string): protobuf.Type {
+  type(name: string): MessageType {
     return this.root.lookupType(`inference.${name}`);
   }
 

@@ -1,8 +1,8 @@
 /** One ModelStreamInfer stream of the perf client; requests on it are matched to responses by id. */
 import type http2 from 'node:http2';
-import type protobuf from 'protobufjs';
 import type { Completion, SequenceStep } from './transport.js';
 import { Deframer, frame, statusError } from './grpc-framing.js';
+import type { MessageType } from './grpc-client.js';
 
 interface StreamResponse {
   error_message?: string;
@@ -21,7 +21,7 @@ export class InferStream {
    */
   constructor(
     private readonly st: http2.ClientHttp2Stream,
-    private readonly responseType: protobuf.Type,
+    private readonly responseType: MessageType,
     private readonly decoupled: () => boolean,
     private readonly suffix: (id: string, seq: SequenceStep | undefined) => Uint8Array,
   ) {

@@ -5,13 +5,12 @@
  * sessions (grpc-client.ts); --streaming keeps one ModelStreamInfer stream per request slot (grpc-stream.ts).
  */
 import type http2 from 'node:http2';
-import type protobuf from 'protobufjs';
 import type { ModelInfo } from './model-info.js';
 import { modelInfoFrom } from './model-info.js';
 import type { TlsOptions } from './options.js';
 import { sumStats, type Completion, type Prepared, type RequestSpec, type SequenceStep, type ServerStats, type Transport } from './transport.js';
 import { frame, statusError } from './grpc-framing.js';
-import { GrpcClient } from './grpc-client.js';
+import { GrpcClient, type MessageType } from './grpc-client.js';
 import { InferStream } from './grpc-stream.js';
 
 interface GrpcPrepared {
@@ -31,7 +30,7 @@ export interface GrpcTransportOptions {
 }
 
 /** The fragment merged into a prepared request: its id and, for a sequence, the sequence parameters. */
-function suffix(InferRequest: protobuf.Type, id: string, seq: SequenceStep | undefined): Uint8Array {
+function suffix(InferRequest: MessageType, id: string, seq: SequenceStep | undefined): Uint8Array {
   const parameters: Record<string, object> = {};
   if (seq) {
     parameters.sequence_id = { int64_param: seq.id };
