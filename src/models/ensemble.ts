@@ -234,11 +234,7 @@ export class EnsembleScheduler extends ForwardingScheduler {
         pending++;
         const model = models[i]!;
         const inputs = this.stepInputs(step, model, tensors, sizes);
-        model.infer({
-          model: step.model, version: model.version, id: job.id, inputs, outputs: step.requested,
-          parameters: job.parameters, priority: job.priority, timeoutUs: job.timeoutUs, signal: job.signal, trace: job.trace?.child(),
-          sequenceId: job.sequenceId, sequenceStart: job.sequenceStart, sequenceEnd: job.sequenceEnd,
-        }).then((res) => {
+        model.infer(stepRequest(step, model.version, job, inputs)).then((res) => {
           if (failed) return;
           for (const t of res.outputs) {
             const name = step.outputs.get(t.name);
@@ -311,11 +307,7 @@ export class EnsembleScheduler extends ForwardingScheduler {
         pending++;
         const model = models[i]!;
         const inputs = this.stepInputs(step, model, scope, sizes);
-        const request: InferenceRequest = {
-          model: step.model, version: model.version, id: job.id, inputs, outputs: step.requested,
-          parameters: job.parameters, priority: job.priority, timeoutUs: job.timeoutUs, signal: job.signal, trace: job.trace?.child(),
-          sequenceId: job.sequenceId, sequenceStart: job.sequenceStart, sequenceEnd: job.sequenceEnd,
-        };
+        const request = stepRequest(step, model.version, job, inputs);
         const place = (target: Scope, res: InferenceResponse): void => {
           for (const t of res.outputs) {
             const name = step.outputs.get(t.name);
@@ -360,6 +352,15 @@ export class EnsembleScheduler extends ForwardingScheduler {
     const inner = isNereidError(e) ? e : new NereidError('INTERNAL', (e as Error)?.message ?? String(e));
     return new NereidError(inner.code, `in ensemble '${this.name}', step '${step.model}': ${inner.message}`);
   }
+}
+
+/** The request a step sends its model: the step's inputs and outputs, the rest as the ensemble request's. */
+function stepRequest(step: StepPlan, version: InferenceRequest['version'], job: Job, inputs: Tensor[]): InferenceRequest {
+  return {
+    model: step.model, version, id: job.id, inputs, outputs: step.requested,
+    parameters: job.parameters, priority: job.priority, timeoutUs: job.timeoutUs, signal: job.signal, trace: job.trace?.child(),
+    sequenceId: job.sequenceId, sequenceStart: job.sequenceStart, sequenceEnd: job.sequenceEnd,
+  };
 }
 
 function renamed(t: Tensor, name: string): Tensor {
