@@ -38,28 +38,23 @@ export class FrameReader {
     return input;
   }
 
-  /** Handles every whole frame in `input` (from take()), and keeps the rest for the next chunk. */
+  /**
+   * Handles every whole frame in `input` (from take()), and keeps the rest, setting `needed` for the next
+   * chunk. One method rather than two: it runs for every read of the socket.
+   */
   parse(input: Buffer): void {
-    const used = this.frames(input);
-    if (used < input.length && !this.sink.closed) {
-      this.parts.push(input.subarray(used));
-      this.partsLength = input.length - used;
-    }
-  }
-
-  /** Handles every whole frame in `input`; returns the octets used and sets `needed` for the rest. */
-  private frames(input: Buffer): number {
     let pos = 0;
+    const sink = this.sink;
     if (!this.prefaceSeen) {
-      if (input.length < PREFACE.length) return 0;
-      if (!input.subarray(0, PREFACE.length).equals(PREFACE)) {
-        this.sink.notHttp2();
-        return input.length;
+      if (input.length < PREFACE.length) {
+        this.parts.push(input);
+        this.partsLength = input.length;
+        return;
       }
+      if (!input.subarray(0, PREFACE.length).equals(PREFACE)) return sink.notHttp2();
       this.prefaceSeen = true;
       pos = PREFACE.length;
     }
-    const sink = this.sink;
     while (!sink.closed) {
       if (input.length - pos < FRAME_HEADER) {
         this.needed = FRAME_HEADER;
@@ -78,6 +73,9 @@ export class FrameReader {
       pos += FRAME_HEADER + length;
       sink.frame(type, flags, id, payload);
     }
-    return pos;
+    if (pos < input.length && !sink.closed) {
+      this.parts.push(input.subarray(pos));
+      this.partsLength = input.length - pos;
+    }
   }
 }
