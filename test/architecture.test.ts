@@ -76,7 +76,7 @@ const PACKAGES: Readonly<Record<string, readonly string[]>> = {
   'node-llama-cpp': ['backends/llamacpp/'],
   'onnxruntime-node': ['backends/onnxruntime/'],
   'prom-client': ['observability/metrics/'],
-  'protobufjs': ['frontends/grpc/proto.ts', 'tools/perf/grpc-transport.ts'],
+  'protobufjs': ['frontends/grpc/proto.ts', 'tools/perf/grpc-client.ts'],
   'undici': ['backends/openai/engine.ts', 'tools/perf/http-transport.ts'],
   'uplot': ['tools/report/html.ts'],
 };
