@@ -79,6 +79,14 @@ export function generateRequest(rng: Rng): string {
   return out;
 }
 
+/**
+ * A generated connection whose lines all end in a bare LF, as hand-written clients send them: llhttp refuses it
+ * at its first line. (A generator of its own, so that the seeded connections of generateConnection stay the same.)
+ */
+export function generateBareLfConnection(rng: Rng): string {
+  return generateConnection(rng).replaceAll('\r\n', '\n');
+}
+
 const MUTANTS = ['\r', '\n', ' ', '\t', ':', '\x00', '\x7f', '\x80', '\xff', 'a', '0', '9', ',', '-'];
 
 /** One to three bytes replaced, inserted or deleted anywhere. */

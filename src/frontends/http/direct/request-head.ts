@@ -51,10 +51,26 @@ const CONTENT_LENGTH = /^ *[0-9]{1,15} *$/;
  */
 export function parseRequestHead(buf: Buffer, socket: Socket, from = 0): HeadResult {
   const end = buf.indexOf(END_OF_HEAD, from > 3 ? from - 3 : 0);
-  if (end === -1) return buf.byteLength >= MAX_HEAD_BYTES ? NOT_PLAIN : NEEDS_MORE;
+  if (end === -1) return buf.byteLength >= MAX_HEAD_BYTES || looseLineEnd(buf, from) ? NOT_PLAIN : NEEDS_MORE;
   if (end + 4 > MAX_HEAD_BYTES) return NOT_PLAIN;
   return readHead(buf.toString('latin1', 0, end + 2), socket, end + 4);
 }
+
+/**
+ * Whether the bytes from `from` on hold a line ended by a bare LF, or a CR followed by anything but LF. Such a
+ * head never shows the CRLF CRLF that ends a plain one, while llhttp refuses it as soon as it meets the bare
+ * ending (400): without this the client, waiting for that answer, would hold its connection until the timeout.
+ * Only bytes not looked at before are searched (the CR one back, whose next byte had not come then).
+ */
+function looseLineEnd(buf: Buffer, from: number): boolean {
+  for (let i = buf.indexOf(LF, from); i !== -1; i = buf.indexOf(LF, i + 1)) if (i === 0 || buf[i - 1] !== CR) return true;
+  const last = buf.byteLength - 1;
+  for (let i = buf.indexOf(CR, from > 0 ? from - 1 : 0); i !== -1 && i < last; i = buf.indexOf(CR, i + 1)) if (buf[i + 1] !== LF) return true;
+  return false;
+}
+
+const CR = 13;
+const LF = 10;
 
 /**
  * Whether a head whose end has not arrived already cannot be plain, from its lines so far (and the method of an

@@ -11,7 +11,7 @@ import type { RequestHead } from '../../../../src/frontends/http/direct/request-
 import { answerClientError } from '../../../../src/frontends/http/client-error.js';
 import { FIXTURES } from '../../../helpers/paths.js';
 import { fuzzCases, fuzzSeed, seeded } from '../../../helpers/fuzz.js';
-import { generateConnection } from '../../../helpers/http1-requests.js';
+import { generateBareLfConnection, generateConnection } from '../../../helpers/http1-requests.js';
 
 // A seeded differential fuzz of the direct path against node:http's parser (llhttp). Two servers answer every
 // request they accept with what they read of it (method, target, headers as sent and as keyed, body): one is
@@ -238,6 +238,8 @@ test('seeded generated connections: node:http alone and with the direct path in 
   const seed = fuzzSeed(36_4);
   const rng = seeded(seed);
   const cases = Array.from({ length: fuzzCases(3000) }, () => generateConnection(rng));
+  const bare = seeded(seed + 1);
+  cases.push(...Array.from({ length: Math.ceil(fuzzCases(3000) / 30) }, () => generateBareLfConnection(bare)));
   const found = await run(cases);
   assert.equal(found.length, 0, `seed ${seed}: ${report(found, 'generated connections')}`);
 });
@@ -265,6 +267,12 @@ test('a head that can no longer be plain goes to node:http before it ends, and i
     ['', 'GET / HTTP/1.1\r\nHost: a\r\nX-A: b\x01c\r\nX-B'],
     ['GET / HTTP/1.1\r\nHost: a\r\n\r\n', 'kvvly'],
     ['', 'GET /a b HTTP/1.1\r\n'],
+    // Lines ended by a bare LF or a bare CR: the end of a plain head (CRLF CRLF) never comes, llhttp refuses at once.
+    ['', 'GET / HTTP/1.1\nHost: a\n\n'],
+    ['', 'GET / HTTP/1.1\r\nHost: a\n\n'],
+    ['', 'POST /v2/models/simple/infer HTTP/1.1\r\nHost: a\r\nContent-Length: 2\r\n\n'],
+    ['GET / HTTP/1.1\r\nHost: a\r\n\r\n', 'GET / HTTP/1.1\nHost: a\n\n'],
+    ['', 'GET / HTTP/1.1\r\nHost: a\rX'],
   ];
   for (const [first, head] of heads) {
     const answers = await Promise.all([nodeOnly, withDirect].map(async (site) => {
@@ -283,3 +291,33 @@ test('a head that can no longer be plain goes to node:http before it ends, and i
     assert.equal(answers[1], answers[0], JSON.stringify(head));
   }
 });
+
+test('generated connections with bare LF line endings are refused by both paths without waiting for the client', async () => {
+  // The client keeps its side open: a parser that waits for a CRLF CRLF that never comes holds the connection
+  // until headersTimeout, where node:http answers 400 at its first bare LF. Both must have closed by themselves.
+  const rng = seeded(fuzzSeed(37_4));
+  const cases = Array.from({ length: fuzzCases(100) }, () => generateBareLfConnection(rng));
+  const found: Disagreement[] = [];
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < cases.length) {
+      const bytes = cases[next++]!;
+      const [node, direct] = await Promise.all([nodeOnly, withDirect].map((site) => heldOpen(site, Buffer.from(bytes, 'latin1'))));
+      if (node !== direct || !direct!.startsWith('HTTP/1.1 400 ')) found.push({ bytes, node: node!, direct: direct! });
+    }
+  };
+  await Promise.all([worker(), worker(), worker(), worker()]);
+  assert.equal(found.length, 0, report(found, 'bare-LF connections'));
+});
+
+/** What a server answers to `bytes` sent without the client's end, until it closes (or 10 s, a finding then). */
+async function heldOpen(site: Site, bytes: Buffer): Promise<string> {
+  const socket = connect(site.port, '127.0.0.1');
+  const data = new Received(socket);
+  socket.write(bytes);
+  const timer = setTimeout(() => socket.destroy(new Error('still open')), 10_000);
+  if (!data.closed) await once(socket, 'close');
+  clearTimeout(timer);
+  const text = data.text().replace(/\r\nDate: [^\r]*/g, '\r\nDate: -');
+  return socket.errored !== null ? `${text}[the server did not close the connection]` : text;
+}
