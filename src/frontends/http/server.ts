@@ -15,7 +15,7 @@ import { JsonParser } from './json-parse.js';
 import { scanHeader } from './json-scan.js';
 import { restriction, type HttpRestrictedGroup } from './restricted.js';
 import { rawHeaderForwarder } from '../forwarded-headers.js';
-import { RouteCache, type Route } from './routes.js';
+import { RouteCache, originForm, type Route } from './routes.js';
 import { HTTP_ERROR_HEADERS, HTTP_STATUS } from './status.js';
 import { handleGenerate } from './generate.js';
 import { handleLoad, handleRepoIndex, handleUnload } from './repository.js';
@@ -157,9 +157,12 @@ function directHandlers(ctx: Context): DirectHandlers<Route | null> {
 }
 
 function routeOf(ctx: Context, url: string): Route | undefined {
-  const q = url.indexOf('?');
-  return ctx.routes.route(q === -1 ? url : url.slice(0, q));
+  const target = url.charCodeAt(0) === SLASH ? url : originForm(url);
+  const q = target.indexOf('?');
+  return ctx.routes.route(q === -1 ? target : target.slice(0, q));
 }
+
+const SLASH = 0x2f;
 
 /** Answers, and returns true for, a request refused before its route's handler: no route, restricted, wrong method. */
 function refused(ctx: Context, r: Route | undefined, method: string, headers: IncomingHttpHeaders, res: Answer): r is undefined {
