@@ -3,7 +3,7 @@ import type { InferenceRequest, Parameters, RequestBounds, RequestedOutput, Shar
 import { byteSize, isDataType, type DataType } from '../../tensor/datatype.js';
 import { deserializeBytes, serializeBytes } from '../../tensor/bytes.js';
 import { elementCount, formatShape, type Tensor } from '../../tensor/tensor.js';
-import { decodeJsonData, describe } from './json-data.js';
+import { decodeJsonData, describe, type JsonSource } from './json-data.js';
 
 /**
  * The KServe v2 infer request body, JSON or JSON followed by binary tensors (Triton's binary tensor data
@@ -54,7 +54,8 @@ export interface HeaderInput {
   readonly shm?: SharedMemoryRef;
 }
 
-export interface HeaderLimits {
+/** What a JSON header is decoded within; sourceBytes and sourceLength are the JSON text's bytes (see JsonSource). */
+export interface HeaderLimits extends Partial<JsonSource> {
   readonly bounds: RequestBounds;
   /** --http-max-input-size, which tensors decoded from JSON may not pass either. */
   readonly maxInputSize: number;
@@ -203,7 +204,7 @@ function jsonData(data: unknown, name: string, datatype: DataType, shape: number
       `Request JSON size of ${bytes} exceeds the maximum allowed value of ${limits.maxInputSize}. Use --http-max-input-size to increase the limit. (input '${name}' of shape ${formatShape(shape)} needs ${bytes} bytes)`);
   }
   if (count === 0) return datatype === 'BYTES' ? { data: limits.packBytes ? new Uint8Array(0) : [], packed: limits.packBytes } : { data: new Uint8Array(0) };
-  const decoded = decodeJsonData(name, datatype, data, count, limits.pooled);
+  const decoded = decodeJsonData(name, datatype, data, count, limits.pooled, limits.sourceBytes === undefined ? undefined : limits as JsonSource);
   if (datatype !== 'BYTES' || !limits.packBytes) return { data: decoded };
   return { data: serializeBytes(decoded as Uint8Array[], true), packed: true };
 }

@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import { NereidError, invalidArg, isNereidError } from '../../errors.js';
 import { INT_RANGES, byteSize, typedArrayCtor, type DataType } from '../../tensor/datatype.js';
 import { bytesOf, pooledElements } from '../../tensor/view.js';
@@ -9,7 +10,7 @@ import { bytesOf, pooledElements } from '../../tensor/view.js';
  */
 const encoder = new TextEncoder();
 
-export function decodeJsonData(name: string, datatype: DataType, data: unknown, count: number, pooled = false): Uint8Array | Uint8Array[] {
+export function decodeJsonData(name: string, datatype: DataType, data: unknown, count: number, pooled = false, source?: JsonSource): Uint8Array | Uint8Array[] {
   if (datatype === 'FP16' || datatype === 'BF16') {
     throw invalidArg(`receiving ${datatype} data via JSON is not supported. Please use the binary data format for input ${name}`);
   }
@@ -23,6 +24,7 @@ export function decodeJsonData(name: string, datatype: DataType, data: unknown, 
     for (let i = 0; i < count; i++) {
       const v = flat[i];
       if (typeof v !== 'string') throw badValue(name, datatype, v);
+      if (source !== undefined && v.includes(REPLACEMENT) && !isUtf8(source.sourceBytes.subarray(0, source.sourceLength))) throw notUtf8(name, i);
       out[i] = encoder.encode(v);
     }
     return out;
@@ -34,6 +36,22 @@ export function decodeJsonData(name: string, datatype: DataType, data: unknown, 
   else if (datatype === 'FP32' || datatype === 'FP64') fillFloat(arr as Float32Array, flat, name, datatype);
   else fillInt(arr as Int32Array, flat, name, datatype);
   return bytesOf(arr);
+}
+
+/**
+ * The bytes a JSON text was decoded from. Decoding puts U+FFFD in place of bytes that are not UTF-8, which would
+ * reach the model as other bytes than the client sent (an ONNX model casting the string to a number fails inside
+ * ONNX Runtime). An element holding U+FFFD is checked against them: the client may have sent that character.
+ */
+export interface JsonSource {
+  readonly sourceBytes: Uint8Array;
+  readonly sourceLength: number;
+}
+
+const REPLACEMENT = '\ufffd';
+
+function notUtf8(name: string, i: number) {
+  return invalidArg(`Unable to parse 'data': element ${i} of input '${name}' is not valid UTF-8; a JSON string holds UTF-8 text, send other bytes as binary data (binary_data_size)`);
 }
 
 function flatten(data: unknown[], name: string): unknown[] {

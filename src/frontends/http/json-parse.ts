@@ -87,7 +87,7 @@ export class JsonParser {
     if (length < OFF_THREAD_BYTES) {
       const known = this.memo.find(body, length, bounds, maxInputSize);
       if (known !== undefined) return known;
-      return this.memo.keep(body, length, bounds, maxInputSize, decodeInferText(body.toString('utf8', 0, length), { bounds, maxInputSize, packBytes: false, pooled: true }));
+      return this.memo.keep(body, length, bounds, maxInputSize, decodeInferText(body.toString('utf8', 0, length), { bounds, maxInputSize, packBytes: false, pooled: true, sourceBytes: body, sourceLength: length }));
     }
     const w = this.ensureWorker();
     const id = this.nextId++;

@@ -72,7 +72,7 @@ parentPort!.on('message', (job: ParseJob | PlainJob | EncodeJob) => {
     return;
   }
   try {
-    const header = decodeInferText(decoder.decode(text), { bounds, maxInputSize, packBytes: true, pooled: false });
+    const header = decodeInferText(decoder.decode(text), { bounds, maxInputSize, packBytes: true, pooled: false, sourceBytes: text, sourceLength: text.byteLength });
     // Tensor bytes go back transferred; everything else in the header is bounded by the model.
     const transfer = new Set<ArrayBuffer>();
     for (const input of header.inputs) {

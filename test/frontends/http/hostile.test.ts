@@ -64,7 +64,18 @@ const CASES: Case[] = [
   { name: 'a few MB of tiny objects to logging', path: '/v2/logging', body: () => `{"log_info":[${new Array(2_000_000).fill('{}').join(',')}]}`, status: 400, error: /more than 100000 JSON values/ },
   { name: 'a few MB of tiny objects to repository load', path: '/v2/repository/models/simple/load', body: () => `{"parameters":[${new Array(2_000_000).fill('{}').join(',')}]}`, status: 400, error: /more than 100000 JSON values/ },
   { name: 'JSON data declaring more bytes than the size limit', body: () => JSON.stringify({ inputs: [{ ...good, shape: [1, 4_000_000], data: [1] }, good1] }), status: 400, error: /Request JSON size of 16000000 exceeds the maximum allowed value of 8388608/ },
+  // BYTES data whose bytes are not UTF-8 (a JSON string is UTF-8 text): a 400 naming the input, inline and in the
+  // worker, not ONNX Runtime's failure to read U+FFFD as a number.
+  { name: 'BYTES data that is not UTF-8, JSON', model: 'simple_string', body: () => notUtf8Strings(''), status: 400, error: /^Unable to parse 'data': element 3 of input 'INPUT1' is not valid UTF-8/ },
+  { name: 'BYTES data that is not UTF-8, large JSON', model: 'simple_string', body: () => notUtf8Strings(PAD), status: 400, error: /^Unable to parse 'data': element 3 of input 'INPUT1' is not valid UTF-8/ },
 ];
+
+/** simple_string's two inputs, the fourth element of INPUT1 holding the byte 0xFF after a digit; `pad` after the JSON. */
+function notUtf8Strings(pad: string): { body: Buffer; headers: Record<string, string> } {
+  const numbers = JSON.stringify(range16.map(String));
+  const json = `{"inputs":[{"name":"INPUT0","datatype":"BYTES","shape":[1,16],"data":${numbers}},{"name":"INPUT1","datatype":"BYTES","shape":[1,16],"data":${numbers.replace('"3"', '"3\xff"')}}]}${pad}`;
+  return { body: Buffer.from(json, 'latin1'), headers: { 'content-type': 'application/json' } };
+}
 
 async function send(c: Case): Promise<Reply> {
   const b = c.body();
@@ -94,6 +105,16 @@ describe('hostile requests get a 4xx with a clear error, and the server keeps se
   }
 
   test('after every hostile request, a normal inference on simple is answered correctly', normalInferenceIsRight);
+
+  test('U+FFFD sent as UTF-8 or escaped in BYTES data is the client\'s own: it reaches the model', async () => {
+    // Whatever simple_string makes of it, the request is not refused as not UTF-8.
+    for (const element of ['"3\ufffd"', '"3\\ufffd"']) {
+      const numbers = JSON.stringify(range16.map(String));
+      const body = `{"inputs":[{"name":"INPUT0","datatype":"BYTES","shape":[1,16],"data":${numbers}},{"name":"INPUT1","datatype":"BYTES","shape":[1,16],"data":${numbers.replace('"3"', element)}}]}`;
+      const r = await request(`${s.url}/v2/models/simple_string/infer`, { body, headers: { 'content-type': 'application/json' } });
+      assert.doesNotMatch(r.body.toString(), /not valid UTF-8/);
+    }
+  });
 
   test('a valid large JSON request still decodes right in the worker: BYTES, INT32, parameters, requested outputs', async () => {
     const strings = range16.map(String);
