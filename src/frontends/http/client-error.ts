@@ -8,6 +8,12 @@ import type { Duplex } from 'node:stream';
  */
 export function answerClientError(err: Error & { code?: string; reason?: string }, socket: Duplex): void {
   if (!socket.writable) return;
+  // A request that cannot be read while the answer to the one before it is being written: that answer is cut
+  // short rather than another written into its middle (node:http's own clientError answer does the same).
+  if (answerBegun(socket)) {
+    socket.destroy();
+    return;
+  }
   // A request that did not arrive within headersTimeout: node:http's own answer, as the direct path gives it.
   if (err.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
     socket.end(REQUEST_TIMEOUT);
@@ -32,4 +38,14 @@ const BOTH_FRAMINGS = 'the request has both Transfer-Encoding and Content-Length
 function bothFramings(err: { code?: string; reason?: string }): boolean {
   return (err.code === 'HPE_INVALID_CONTENT_LENGTH' || err.code === 'HPE_INVALID_TRANSFER_ENCODING' || err.code === 'HPE_UNEXPECTED_CONTENT_LENGTH')
     && /Content-Length/i.test(err.reason ?? '') && /Transfer-Encoding/i.test(err.reason ?? '');
+}
+
+/**
+ * Whether an answer on the connection has begun and not finished (a stream of events, say). A 400 written then
+ * would land inside it, and the client, or a proxy pipelining on the connection, would read it as part of that
+ * answer or take it for the answer to another request.
+ */
+function answerBegun(socket: Duplex): boolean {
+  const current = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } | null })._httpMessage;
+  return current !== undefined && current !== null && current.headersSent === true;
 }
