@@ -6,6 +6,7 @@ import type { InferenceServer } from '../../server/inference-server.js';
 import type { RootTrace } from '../../inference/trace.js';
 import { readBody } from '../http/body.js';
 import { JsonParser } from '../http/json-parse.js';
+import { originForm } from '../http/routes.js';
 import { handleCompletion } from './completions.js';
 import { badRequest, errorReply, isOpenAiError, OpenAiError } from './errors.js';
 import { chatRequest, completionRequest } from './requests.js';
@@ -60,7 +61,9 @@ interface Context {
 }
 
 async function handle(ctx: Context, req: IncomingMessage, res: ServerResponse): Promise<void> {
-  const url = req.url ?? '/';
+  const target = req.url ?? '/';
+  // An absolute-form target (RFC 9112 3.2.2) is routed by its path.
+  const url = target.charCodeAt(0) === 0x2f ? target : originForm(target);
   const q = url.indexOf('?');
   const path = q === -1 ? url : url.slice(0, q);
   const method = req.method ?? 'GET';

@@ -50,6 +50,21 @@ test('GET /v1/models lists the text models only; /v1/models/{id} describes one',
   assert.equal(missing.json().error.code, 'model_not_found');
 });
 
+test('an absolute-form target (RFC 9112 3.2.2) is routed by its path', async () => {
+  // node:http's client sends a path as given, as it does through a proxy.
+  const body = await new Promise<{ status: number; text: string }>((resolve, reject) => {
+    const req = httpRequest({ host: '127.0.0.1', port: openai.port, path: `HTTP://127.0.0.1:${openai.port}/v1/models?x=1` }, (res) => {
+      let text = '';
+      res.on('data', (d: Buffer) => (text += d.toString()));
+      res.on('end', () => resolve({ status: res.statusCode!, text }));
+    });
+    req.on('error', reject);
+    req.end();
+  });
+  assert.equal(body.status, 200, body.text);
+  assert.deepEqual(JSON.parse(body.text).data.map((m: { id: string }) => m.id), ['tiny_llm']);
+});
+
 test('completions: the text, finish_reason length and usage', async () => {
   const r = await complete({ max_tokens: 5, seed: 4, ignore_eos: true });
   assert.equal(r.status, 200, r.body.toString());
