@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { connect } from 'node:net';
 import { EXAMPLES } from '../../helpers/paths.js';
 import { startTestServer, type TestServer } from '../../helpers/server.js';
+import { HIDDEN, SHAPES, shapeBytes } from '../../helpers/smuggling-shapes.js';
 
 // Request-smuggling shapes, each a request whose body two parsers could frame differently, with a second request
 // hidden where one of them would see its start. Through a real server on raw sockets, each is sent to both HTTP
@@ -16,36 +17,6 @@ before(async () => {
 });
 after(() => s.close());
 
-/** The hidden request: were it read as one, its answer would be a 200 naming `smuggled` nowhere else sent. */
-const HIDDEN = 'GET /v2/models/simple/config?smuggled HTTP/1.1\r\nHost: x\r\n\r\n';
-const INFER = '/v2/models/simple/infer';
-
-/** [name, the request's head lines after its request line and Host, its body (holding the hidden request)] */
-const SHAPES: [string, string, string][] = [
-  ['CL.TE: Content-Length and chunked', 'Content-Length: 6\r\nTransfer-Encoding: chunked\r\n', `0\r\n\r\n${HIDDEN}`],
-  ['TE.CL: chunked and Content-Length', 'Transfer-Encoding: chunked\r\nContent-Length: 4\r\n', `5c\r\n${HIDDEN}\r\n0\r\n\r\n`],
-  ['TE.TE: a second, bogus Transfer-Encoding', 'Transfer-Encoding: chunked\r\nTransfer-Encoding: x\r\nContent-Length: 4\r\n', `0\r\n\r\n${HIDDEN}`],
-  ['TE.TE: xchunked', 'Transfer-Encoding: xchunked\r\nContent-Length: 4\r\n', `0\r\n\r\n${HIDDEN}`],
-  ['TE.TE: a space before the colon', 'Transfer-Encoding : chunked\r\nContent-Length: 4\r\n', `0\r\n\r\n${HIDDEN}`],
-  ['TE.TE: a tab before the value', 'Transfer-Encoding:\tchunked\r\nContent-Length: 4\r\n', `0\r\n\r\n${HIDDEN}`],
-  ['TE.TE: a folded value', 'Transfer-Encoding:\r\n chunked\r\nContent-Length: 4\r\n', `0\r\n\r\n${HIDDEN}`],
-  ['TE.TE: a header line starting with a space', 'X: y\r\n Transfer-Encoding: chunked\r\nContent-Length: 4\r\n', `0\r\n\r\n${HIDDEN}`],
-  ['TE.TE: chunked, identity', 'Transfer-Encoding: chunked, identity\r\nContent-Length: 4\r\n', `0\r\n\r\n${HIDDEN}`],
-  ['TE.TE: chunked in a bare-LF line', 'X: y\nTransfer-Encoding: chunked\r\nContent-Length: 4\r\n', `0\r\n\r\n${HIDDEN}`],
-  ['TE.TE: a vertical tab before chunked', 'Transfer-Encoding: \x0bchunked\r\nContent-Length: 4\r\n', `0\r\n\r\n${HIDDEN}`],
-  ['two different Content-Lengths', 'Content-Length: 4\r\nContent-Length: 60\r\n', `abcd${HIDDEN}`],
-  ['Content-Length as a list', 'Content-Length: 4, 60\r\n', `abcd${HIDDEN}`],
-  ['Content-Length with a sign', 'Content-Length: +4\r\n', `abcd${HIDDEN}`],
-  ['Content-Length in hex', 'Content-Length: 0x4\r\n', `abcd${HIDDEN}`],
-  ['a chunk size that overflows', 'Transfer-Encoding: chunked\r\n', `10000000000000004\r\nabcd\r\n0\r\n\r\n${HIDDEN}`],
-  ['a chunk size with a bare-LF line end', 'Transfer-Encoding: chunked\r\n', `4\nabcd\r\n0\r\n\r\n${HIDDEN}`],
-  ['a chunk without its CRLF', 'Transfer-Encoding: chunked\r\n', `4\r\nabcdX0\r\n\r\n${HIDDEN}`],
-  ['a chunk extension with a bare LF', 'Transfer-Encoding: chunked\r\n', `4;a\nb\r\nabcd\r\n0\r\n\r\n${HIDDEN}`],
-  ['a NUL in a header value', 'X: a\x00b\r\nContent-Length: 4\r\n', `abcd${HIDDEN}`],
-  ['Transfer-Encoding on HTTP/1.0', 'Transfer-Encoding: chunked\r\nContent-Length: 4\r\n', `0\r\n\r\n${HIDDEN}`],
-];
-
-const POST = (version: string, lines: string): string => `POST ${INFER} HTTP/${version}\r\nHost: x\r\n${lines}\r\n`;
 
 /**
  * Sends `bytes`, ends the client's side, and returns what was answered until the server closed. With `prelude`,
@@ -73,7 +44,7 @@ async function transcript(bytes: string, prelude = ''): Promise<string> {
 }
 
 test('a Content-Length past 2^53: refused before its body by the size limit; the hidden request is body, never answered', async () => {
-  const text = await transcript(`${POST('1.1', 'Content-Length: 9007199254740993\r\n')}abcd${HIDDEN}`);
+  const text = await transcript(shapeBytes(['past 2^53', 'Content-Length: 9007199254740993\r\n', `abcd${HIDDEN}`]));
   assert.ok(!text.includes('smuggled'), text);
   assert.match(text, /^HTTP\/1\.1 400 Bad Request\r\n[^]*exceeds the maximum allowed value of \d+\. Use --http-max-input-size/);
 });
@@ -85,9 +56,9 @@ function answers(text: string): string[] {
   return [...text.matchAll(/HTTP\/1\.[01] (\d{3})/g)].map((m) => m[1]!);
 }
 
-for (const [name, lines, body] of SHAPES) {
-  test(`${name}: the hidden request is not answered, on either path, and both paths agree`, async () => {
-    const request = POST(name.endsWith('HTTP/1.0') ? '1.0' : '1.1', lines) + body;
+for (const shape of SHAPES) {
+  test(`${shape[0]}: the hidden request is not answered, on either path, and both paths agree`, async () => {
+    const request = shapeBytes(shape);
     const direct = await transcript(request);
     const handedOver = await transcript(request, HAND_OVER);
     assert.ok(!direct.includes('smuggled') && !handedOver.includes('smuggled'), `${JSON.stringify(direct)}\n${JSON.stringify(handedOver)}`);
@@ -99,7 +70,7 @@ for (const [name, lines, body] of SHAPES) {
 }
 
 test('the shapes are refused, not read some other way: each is a 400', async () => {
-  const statuses = await Promise.all(SHAPES.map(async ([name, lines, body]) => answers(await transcript(POST(name.endsWith('HTTP/1.0') ? '1.0' : '1.1', lines) + body))));
+  const statuses = await Promise.all(SHAPES.map(async (shape) => answers(await transcript(shapeBytes(shape)))));
   const notRefused = SHAPES.map(([name], i) => `${name}: ${statuses[i]!.join() || 'no answer'}`).filter((line, i) => statuses[i]!.join() !== '400');
   assert.deepEqual(notRefused, []);
 });

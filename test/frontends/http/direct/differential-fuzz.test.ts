@@ -12,6 +12,7 @@ import { answerClientError } from '../../../../src/frontends/http/client-error.j
 import { FIXTURES } from '../../../helpers/paths.js';
 import { fuzzCases, fuzzSeed, seeded } from '../../../helpers/fuzz.js';
 import { generateBareLfConnection, generateConnection } from '../../../helpers/http1-requests.js';
+import { SHAPES, shapeBytes } from '../../../helpers/smuggling-shapes.js';
 
 // A seeded differential fuzz of the direct path against node:http's parser (llhttp). Two servers answer every
 // request they accept with what they read of it (method, target, headers as sent and as keyed, body): one is
@@ -232,6 +233,12 @@ test('the corpus of connections that once disagreed: both paths agree on each', 
   const corpus = JSON.parse(readFileSync(join(FIXTURES, 'http1-differential', 'corpus.json'), 'utf8')) as { found: string; bytes: string }[];
   const found = await run(corpus.map((c) => c.bytes));
   assert.equal(found.length, 0, report(found, 'corpus connections'));
+});
+
+test('request-smuggling shapes, alone and behind a request: both paths agree on each', async () => {
+  const cases = SHAPES.flatMap((shape) => [shapeBytes(shape), `GET / HTTP/1.1\r\nHost: a\r\n\r\n${shapeBytes(shape)}`]);
+  const found = await run(cases);
+  assert.equal(found.length, 0, report(found, 'smuggling shapes'));
 });
 
 test('seeded generated connections: node:http alone and with the direct path in front give the same transcript', async () => {
