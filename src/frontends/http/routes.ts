@@ -48,21 +48,6 @@ export function route(path: string): Route | undefined {
 }
 
 /** `http://authority` or `https://authority` at the start of an absolute-form target, in any case. */
-const ABSOLUTE_FORM = /^https?:\/\/[^/?#]*/i;
-
-/**
- * The origin form (path and query) of a request target. RFC 9112 (3.2.2) has servers accept the absolute form
- * (`POST http://host/v2/...`, as clients speaking to a proxy send it) and route it by its path; its authority
- * is not the server's to check. Any other target (`*`, a scheme this server does not speak) is returned as it
- * was, which routes nowhere (404).
- */
-export function originForm(target: string): string {
-  const m = ABSOLUTE_FORM.exec(target);
-  if (m === null) return target;
-  const rest = target.slice(m[0].length);
-  return rest.charCodeAt(0) === 0x2f ? rest : `/${rest}`;
-}
-
 /**
  * route() for paths seen before: clients send the same few paths over and over (one model's infer), and a
  * lookup costs less than the match, the percent-decoding and the new Route each time. Only paths that route

@@ -6,7 +6,7 @@ import type { InferenceServer } from '../../server/inference-server.js';
 import type { RootTrace } from '../../inference/trace.js';
 import { readBody } from '../http/body.js';
 import { JsonParser } from '../http/json-parse.js';
-import { originForm } from '../http/routes.js';
+import { originForm } from '../request-target.js';
 import { handleCompletion } from './completions.js';
 import { badRequest, errorReply, isOpenAiError, OpenAiError } from './errors.js';
 import { chatRequest, completionRequest } from './requests.js';
