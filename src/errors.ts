@@ -17,6 +17,8 @@ export type ErrorCode =
   | 'UNSUPPORTED'
   | 'ALREADY_EXISTS'
   | 'UNAUTHENTICATED'
+  /** A client known by its API key, whose key lacks the scope the request needs (HTTP 403, gRPC PERMISSION_DENIED). */
+  | 'PERMISSION_DENIED'
   | 'CANCELLED'
   | 'UNKNOWN'
   /** A request body in a Content-Encoding the server cannot decode (HTTP: 415 with the encodings it can). */
@@ -26,7 +28,7 @@ export type ErrorCode =
 
 export const ERROR_CODES: readonly ErrorCode[] = [
   'INVALID_ARG', 'NOT_FOUND', 'UNAVAILABLE', 'RESOURCE_EXHAUSTED', 'INTERNAL',
-  'UNSUPPORTED', 'ALREADY_EXISTS', 'UNAUTHENTICATED', 'CANCELLED', 'UNKNOWN',
+  'UNSUPPORTED', 'ALREADY_EXISTS', 'UNAUTHENTICATED', 'PERMISSION_DENIED', 'CANCELLED', 'UNKNOWN',
   'UNSUPPORTED_ENCODING', 'INVALID_SETTING',
 ];
 

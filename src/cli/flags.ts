@@ -352,6 +352,7 @@ const GRPC = 'GRPC';
 const METRICS = 'Metrics';
 const OPENAI = 'OpenAI (Nereid)';
 const TRACING = 'Tracing';
+const KEYS = 'API Keys (Nereid)';
 const BACKEND = 'Backend';
 const REPOAGENT = 'Repository Agent';
 const CACHE = 'Response Cache';
@@ -482,6 +483,11 @@ const FLAGS: readonly FlagSpec[] = [
   noted(flag(OPENAI, 'openai-port', '<integer>', 'off', "Serve the OpenAI-compatible API (/v1/models, /v1/completions, /v1/chat/completions) over the text models on this port (Triton's OpenAI frontend uses 9000; 0 picks a free port). Off unless given.",
     (d, v) => { d.openai.allow = true; d.openai.port = port(v); }), NEREID_OWN),
   noted(flag(OPENAI, 'openai-address', '<address>', 'the value of --http-address', 'Address the OpenAI-compatible server binds to.', (d, v) => { d.openai.address = v; }), NEREID_OWN),
+
+  noted(flag(KEYS, 'api-keys-file', '<path>', '', "Requests on the HTTP, gRPC and OpenAI ports must carry one of the keys of this file ('Authorization: Bearer <key>'; gRPC metadata 'authorization'), with the scope their API category needs. One key a line: ID SCOPES SHA256 (see 'nereid keys add'). Read again when it changes. Off unless given.",
+    (d, v, id) => keep(d, id, v)), NEREID_OWN),
+  noted(flag(KEYS, 'api-keys-protect-health', BOOL_ARG, 'false', 'Health endpoints (live, ready, model ready, grpc.health.v1) need a key with scope health too; by default they stay open for probes.',
+    keepBool), NEREID_OWN),
 
   flag(TRACING, 'trace-config', '[<mode>,]<setting>=<value>', '', "A trace setting. Global settings: level (OFF, TIMESTAMPS, TENSORS; repeatable, they add up), rate (trace one request in N), count (-1: no limit), mode (triton or opentelemetry). With a mode: triton,file / triton,log-frequency; opentelemetry,url / resource=<key>=<value> / bsp_max_queue_size / bsp_schedule_delay / bsp_max_export_batch_size, and Nereid's opentelemetry,nereid_stage_spans=true (a span per stage). Repeatable.",
     (d, v, id) => trace(d, id, traceConfig(v))),

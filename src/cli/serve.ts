@@ -9,6 +9,8 @@ import { InferenceServer } from '../server/inference-server.js';
 import { FlagError, parseServeFlags, USAGE, type ServeOptions } from './flags.js';
 import { grpcFlagWarnings, grpcOptions } from './grpc-options.js';
 import { httpFlagWarnings, httpOptions } from './http-options.js';
+import { apiKeys } from './api-keys.js';
+import type { ApiKeys } from '../frontends/api-keys.js';
 
 /** A started frontend, as far as stopping it goes. */
 interface Closable {
@@ -54,6 +56,14 @@ export async function serveCommand(argv: readonly string[]): Promise<number> {
   // off is never imported.
   const frontends = importFrontends(opts);
   frontends.catch(() => undefined);
+  let keys: ApiKeys | undefined;
+  try {
+    keys = apiKeys(opts, logger);
+  } catch (e) {
+    logger.error(`failed to read the API key file: ${(e as Error).message}`);
+    await logger.close();
+    return 1;
+  }
   let server: InferenceServer;
   try {
     server = await InferenceServer.create({ ...opts.server, ...metricsOptions(opts) }, { logger });
@@ -65,25 +75,30 @@ export async function serveCommand(argv: readonly string[]): Promise<number> {
   }
   // Ready only once every listener is open: a client that waits for ready on one protocol may dial any other.
   const listening = server.holdReadiness();
-  const started = await startFrontends(opts, server, logger, await frontends);
-  if (started === undefined) return 1;
+  const started = await startFrontends(opts, server, logger, await frontends, keys);
+  if (started === undefined) {
+    keys?.close();
+    return 1;
+  }
   listening();
-  return stopOnSignal(opts, server, logger, started);
+  const code = await stopOnSignal(opts, server, logger, started);
+  keys?.close();
+  return code;
 }
 
 /**
  * Starts the frontends in turn. When one fails to start, the server and the frontends already started are
  * closed, in that order, and the result is undefined.
  */
-async function startFrontends(opts: ServeOptions, server: InferenceServer, logger: Logger, f: Frontends): Promise<Started | undefined> {
+async function startFrontends(opts: ServeOptions, server: InferenceServer, logger: Logger, f: Frontends, keys: ApiKeys | undefined): Promise<Started | undefined> {
   const steps: Array<{ readonly key: keyof Started; readonly what: string; readonly start: (() => Promise<Closable>) | undefined }> = [
-    { key: 'http', what: 'HTTP', start: opts.http.allow ? () => f.startHttpFrontend(server, httpOptions(opts), logger.child('http/server.ts')) : undefined },
-    { key: 'grpc', what: 'GRPC', start: opts.grpc.allow ? () => f.startGrpcFrontend(server, grpcOptions(opts), logger.child('grpc/server.ts')) : undefined },
+    { key: 'http', what: 'HTTP', start: opts.http.allow ? () => f.startHttpFrontend(server, { ...httpOptions(opts), keys }, logger.child('http/server.ts')) : undefined },
+    { key: 'grpc', what: 'GRPC', start: opts.grpc.allow ? () => f.startGrpcFrontend(server, { ...grpcOptions(opts), keys }, logger.child('grpc/server.ts')) : undefined },
     { key: 'metrics', what: 'metrics', start: opts.metrics.allow ? () => f.startMetricsFrontend(server, opts.metrics, logger.child('metrics/server.ts')) : undefined },
     {
       key: 'openai',
       what: 'OpenAI-compatible',
-      start: opts.openai.allow ? () => f.startOpenAiFrontend(server, { ...opts.openai, maxInputSize: opts.http.maxInputSize }, logger.child('openai/server.ts')) : undefined,
+      start: opts.openai.allow ? () => f.startOpenAiFrontend(server, { ...opts.openai, maxInputSize: opts.http.maxInputSize, keys }, logger.child('openai/server.ts')) : undefined,
     },
   ];
   const started: { -readonly [K in keyof Started]: Closable | undefined } = { http: undefined, grpc: undefined, metrics: undefined, openai: undefined };

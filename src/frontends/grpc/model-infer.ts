@@ -8,6 +8,7 @@ import { decodeInferRequest } from './infer-request.js';
 import { inferResponseFrame } from './infer-response.js';
 import type { ModelInferRequestMsg } from './messages.js';
 import type { CancelCall } from './test-hooks.js';
+import type { CallKeyCheck } from './api-keys.js';
 
 export interface InferContext {
   readonly server: InferenceServer;
@@ -21,6 +22,8 @@ export interface InferContext {
   readonly cancel?: CancelCall;
   /** Test hooks TRITONSERVER_DELAY_RESPONSE_COMPLETE_EXEC / _COMPLETION (test-hooks.ts): ModelInfer's answer sent late. */
   readonly answerLater?: (send: () => void) => void;
+  /** --api-keys-file: the call's key checked against the model its request names; null or unset without keys. */
+  readonly keyCheck?: CallKeyCheck | null;
 }
 
 /**
@@ -31,9 +34,14 @@ export function handleModelInfer(ctx: InferContext): (call: ServerCall, message:
   const { server, controllers } = ctx;
   const cancel = ctx.cancel ?? abortNow;
   const later = ctx.answerLater;
+  const keyCheck = ctx.keyCheck;
   return (call, message) => {
     const msg = decodeOrEnd(ctx, call, message);
     if (msg === null) return;
+    if (keyCheck != null) {
+      const refused = keyCheck(call, msg.model_name);
+      if (refused !== null) return call.end(refused);
+    }
     const abort = controllers.take();
     let request: InferenceRequest;
     try {

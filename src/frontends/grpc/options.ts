@@ -1,3 +1,4 @@
+import type { ApiKeys } from '../api-keys.js';
 import { readFileSync } from 'node:fs';
 
 /** The gRPC frontend's settings: tritonserver's --grpc-* flags, already parsed. */
@@ -19,6 +20,8 @@ export interface GrpcOptions {
   ssl?: { cert: Buffer; key: Buffer; rootCert: Buffer | null; mutual: boolean };
   /** --grpc-header-forward-pattern: metadata keys matching it (any case) become request parameters. */
   headerForwardPattern?: string;
+  /** --api-keys-file: the keys calls must present; undefined when calls need none. */
+  keys?: ApiKeys;
   /** --grpc-restricted-protocol groups. */
   restricted?: readonly RestrictedGroup[];
   /** --grpc-max-decompressed-size: the most bytes a compressed request message may inflate to. */

@@ -16,6 +16,11 @@ const CATEGORY: Readonly<Record<string, string>> = {
   LogSettings: 'logging',
 };
 
+/** An RPC's category: the one table --grpc-restricted-protocol and the API keys' scopes both go by. */
+export function category(rpc: string): string | undefined {
+  return CATEGORY[rpc];
+}
+
 /**
  * The check an RPC's calls must pass, decided once at start: null when its category is not restricted;
  * otherwise a function answering the status for a call without metadata `triton-grpc-protocol-<key>: <value>`.

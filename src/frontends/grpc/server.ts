@@ -11,6 +11,7 @@ import { headerForwarder } from './headers.js';
 import type { ModelInferRequestMsg } from './messages.js';
 import { boundedInferDeserializer } from './request-bounds.js';
 import { restriction } from './restricted.js';
+import { keyCheck, requestModel, type CallKeyCheck } from './api-keys.js';
 import { RPCS, type RpcContext } from './rpcs.js';
 import { toServiceError } from './status.js';
 import { handleStreamInfer, type StreamContext } from './stream.js';
@@ -52,6 +53,7 @@ export async function startGrpcFrontend(server: InferenceServer, options: GrpcOp
     controllers,
     cancel: cancelCall(hooks, logger),
     answerLater: answerLater(hooks, logger),
+    keyCheck: keyCheck('ModelInfer', options.keys),
   };
   const streamCtx: StreamContext = {
     ...inferCtx,
@@ -59,11 +61,12 @@ export async function startGrpcFrontend(server: InferenceServer, options: GrpcOp
     frame: (r) => encodeFramed(streamType, r),
     responseDelayMs: hooks.responseDelayMs,
     completeDelayMs: hooks.completeDelayMs,
+    keys: options.keys,
   };
 
   const routes = new Map<string, Method>();
   for (const [name, rpc] of Object.entries(RPCS)) {
-    routes.set(inference[name]!.path, unary(ctx, inference[name]!, rpc as (c: RpcContext, r: unknown) => object | Promise<object>, guard(name), hooks.nonInferResponseDelayMs));
+    routes.set(inference[name]!.path, unary(ctx, inference[name]!, rpc as (c: RpcContext, r: unknown) => object | Promise<object>, guard(name), hooks.nonInferResponseDelayMs, keyed(name, options.keys)));
   }
   const compressed = compressedResponses(options.responseCompressionLevel);
   const delayed = delayedStart(handleModelInfer(inferCtx), hooks.processDelayMs, logger, 'Delaying the Process execution');
@@ -82,7 +85,7 @@ export async function startGrpcFrontend(server: InferenceServer, options: GrpcOp
     },
   });
   const check = protos.health['Check']!;
-  routes.set(check.path, unary(ctx, check, (c: RpcContext) => ({ status: c.server.isReady() ? 1 : 2 }), guard('Check'), hooks.nonInferResponseDelayMs));
+  routes.set(check.path, unary(ctx, check, (c: RpcContext) => ({ status: c.server.isReady() ? 1 : 2 }), guard('Check'), hooks.nonInferResponseDelayMs, keyed('Check', options.keys)));
 
   const transport = await listen(routes, {
     maxMessageBytes: MAX_MESSAGE_SIZE,
@@ -113,7 +116,10 @@ function compressedResponses(level: GrpcOptions['responseCompressionLevel']): ((
  * A unary RPC: its result or its error as the call's answer. A thrown error never escapes the frontend.
  * `delayMs`: test hook TRITONSERVER_SERVER_DELAY_GRPC_RESPONSE_SEC (see test-hooks.ts), 0 when unset.
  */
-function unary(ctx: RpcContext, def: MethodDefinition, rpc: (c: RpcContext, r: unknown) => object | Promise<object>, guard: Guard, delayMs: number): Method {
+function unary(
+  ctx: RpcContext, def: MethodDefinition, rpc: (c: RpcContext, r: unknown) => object | Promise<object>, guard: Guard, delayMs: number,
+  keys: ((call: ServerCall, request: unknown) => CallStatus | null) | null,
+): Method {
   const write = (call: ServerCall, result: object): void => {
     let framed: Buffer;
     try {
@@ -136,6 +142,11 @@ function unary(ctx: RpcContext, def: MethodDefinition, rpc: (c: RpcContext, r: u
         call.end(DESERIALIZE_FAILED);
         return;
       }
+      const refused = keys?.(call, request);
+      if (refused) {
+        call.end(refused);
+        return;
+      }
       let result: object | Promise<object>;
       try {
         result = rpc(ctx, request);
@@ -147,6 +158,12 @@ function unary(ctx: RpcContext, def: MethodDefinition, rpc: (c: RpcContext, r: u
       else answer(call, result);
     }, guard),
   };
+}
+
+/** An RPC's API-key check on its decoded request (which names the model), null when calls need no key. */
+function keyed(rpc: string, keys: GrpcOptions['keys']): ((call: ServerCall, request: unknown) => CallStatus | null) | null {
+  const check: CallKeyCheck | null = keyCheck(rpc, keys);
+  return check === null ? null : (call, request) => check(call, requestModel(rpc, request));
 }
 
 /** Test hook TRITONSERVER_SERVER_DELAY_GRPC_RESPONSE_SEC (see test-hooks.ts): the RPC runs at once, its answer leaves `ms` later. */

@@ -9,6 +9,8 @@ import type { InferParameterOut, ModelInferRequestMsg, ModelStreamInferResponseO
 import { abortNow, decodeOrEnd, grpcTraceCarrier, type InferContext } from './model-infer.js';
 import type { ErrorContext } from './status.js';
 import { toServiceError } from './status.js';
+import { refusalError, type ApiKey, type ApiKeys } from '../api-keys.js';
+import { streamKey } from './api-keys.js';
 
 /**
  * ModelStreamInfer with Triton's stream semantics. Each client message is a request, started as it arrives;
@@ -28,6 +30,8 @@ export interface StreamContext extends InferContext, ErrorContext {
   readonly responseDelayMs?: number;
   /** Test hook TRITONSERVER_DELAY_GRPC_COMPLETE (see test-hooks.ts); 0 when unset. */
   readonly completeDelayMs?: number;
+  /** --api-keys-file: the keys streams must present; undefined when they need none. */
+  readonly keys?: ApiKeys;
 }
 
 const FINAL: Record<string, InferParameterOut> = Object.freeze({ triton_final_response: { bool_param: true } });
@@ -35,7 +39,9 @@ const NOT_FINAL: Record<string, InferParameterOut> = Object.freeze({ triton_fina
 const OK = { code: Status.OK, details: '' };
 
 export function handleStreamInfer(ctx: StreamContext, call: ServerCall): void {
-  new InferStream(ctx, call).start();
+  const key = streamKey(ctx.keys, call);
+  if (key !== null && 'code' in key) call.end(key);
+  else new InferStream(ctx, call, key).start();
 }
 
 class InferStream {
@@ -48,7 +54,8 @@ class InferStream {
   private halfClosed = false;
   private closed = false;
 
-  constructor(private readonly ctx: StreamContext, private readonly call: ServerCall) {
+  /** The stream's API key, each request checked against its model; null when the server has no keys. */
+  constructor(private readonly ctx: StreamContext, private readonly call: ServerCall, private readonly key: ApiKey | null) {
     this.abort = ctx.controllers.take();
     this.grpcErrorMode = call.get('triton_grpc_error') === 'true';
     this.done = ctx.completeDelayMs ? () => this.completeLater() : this.over;
@@ -106,6 +113,11 @@ class InferStream {
     this.ctx.controllers.giveBack(this.abort);
   }
 
+  private checkKey(model: string): void {
+    const refusal = this.ctx.keys!.permit(this.key!, 'inference', model === '' ? undefined : model);
+    if (refusal !== null) throw refusalError(refusal);
+  }
+
   /** Starts one request; `done` runs once it is over, whichever way. */
   private run(msg: ModelInferRequestMsg): void {
     const server = this.ctx.server;
@@ -113,6 +125,7 @@ class InferStream {
     let emptyFinal: boolean;
     try {
       if (this.forwardError !== undefined) throw this.forwardError;
+      if (this.key !== null) this.checkKey(msg.model_name);
       ({ request, emptyFinalResponse: emptyFinal } = decodeInferRequest(msg, this.abort.signal, this.forwarded));
     } catch (e) {
       this.fail(e, msg, false);

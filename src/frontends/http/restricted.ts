@@ -8,8 +8,11 @@ export interface HttpRestrictedGroup {
   readonly value: string;
 }
 
-/** Triton's restricted-API category of each route (Nereid's per-instance statistics count as statistics). */
-function category(r: Route): string {
+/**
+ * Triton's restricted-API category of each route (Nereid's per-instance statistics count as statistics): the
+ * one table --http-restricted-api and the API keys' scopes both go by.
+ */
+export function category(r: Route): string {
   switch (r.kind) {
     case 'live': case 'ready': return 'health';
     case 'server_metadata': return 'metadata';
@@ -27,6 +30,11 @@ function category(r: Route): string {
         case 'infer': case 'generate': case 'generate_stream': return 'inference';
       }
   }
+}
+
+/** The model a route names, for scopes narrowed to models; undefined for routes that name none. */
+export function routeModel(r: Route): string | undefined {
+  return r.kind === 'model' || r.kind === 'repo_model' || r.kind === 'trace' ? r.model : undefined;
 }
 
 /**

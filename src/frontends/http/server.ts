@@ -13,7 +13,8 @@ import { rawInput } from './raw-request.js';
 import { answerClientError } from './client-error.js';
 import { JsonParser } from './json-parse.js';
 import { scanHeader } from './json-scan.js';
-import { restriction, type HttpRestrictedGroup } from './restricted.js';
+import { category, restriction, routeModel, type HttpRestrictedGroup } from './restricted.js';
+import type { ApiKeys, KeyRefusal } from '../api-keys.js';
 import { rawHeaderForwarder } from '../forwarded-headers.js';
 import { RouteCache, type Route } from './routes.js';
 import { originForm } from '../request-target.js';
@@ -33,6 +34,8 @@ export interface HttpOptions {
   restricted?: readonly HttpRestrictedGroup[];
   /** --http-header-forward-pattern: headers whose names match it (any case) become inference request parameters. */
   headerForwardPattern?: string;
+  /** --api-keys-file: the keys requests must present; undefined when requests need none. */
+  keys?: ApiKeys;
 }
 
 export interface HttpFrontend {
@@ -49,7 +52,7 @@ export interface HttpFrontend {
 export async function startHttpFrontend(server: InferenceServer, options: HttpOptions, logger: Logger): Promise<HttpFrontend> {
   const json = new JsonParser();
   const ctx: Context = {
-    server, options, json, logger, restrict: restriction(options.restricted), forwarded: rawHeaderForwarder(options.headerForwardPattern),
+    server, options, json, logger, restrict: restriction(options.restricted), keys: options.keys ?? null, forwarded: rawHeaderForwarder(options.headerForwardPattern),
     parseBody: (body, exact) => json.parseBody(body, exact), routes: new RouteCache(),
   };
   const http = createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
@@ -101,6 +104,8 @@ interface Context {
   readonly options: HttpOptions;
   readonly json: JsonParser;
   readonly logger: Logger;
+  /** null when requests need no API key. */
+  readonly keys: ApiKeys | null;
   /** null when no API category is restricted. */
   readonly restrict: ((r: Route, headers: IncomingHttpHeaders) => string | null) | null;
   /** Header forwarding over the raw header list, names as sent (see rawHeaderForwarder). */
@@ -165,11 +170,18 @@ function routeOf(ctx: Context, url: string): Route | undefined {
 
 const SLASH = 0x2f;
 
-/** Answers, and returns true for, a request refused before its route's handler: no route, restricted, wrong method. */
+/** Answers, and returns true for, a request refused before its route's handler: no route, no key, restricted, wrong method. */
 function refused(ctx: Context, r: Route | undefined, method: string, headers: IncomingHttpHeaders, res: Answer): r is undefined {
   if (!r) {
     sendJson(res, 404, '{"error":"Not Found"}');
     return true;
+  }
+  if (ctx.keys !== null) {
+    const refusal = ctx.keys.check(headers.authorization, category(r), routeModel(r));
+    if (refusal !== null) {
+      sendKeyRefusal(res, refusal);
+      return true;
+    }
   }
   if (ctx.restrict !== null) {
     const refusal = ctx.restrict(r, headers);
@@ -183,6 +195,15 @@ function refused(ctx: Context, r: Route | undefined, method: string, headers: In
     return true;
   }
   return false;
+}
+
+/** 401 with the challenge RFC 6750 asks for, or 403; the body in Triton's error shape. */
+function sendKeyRefusal(res: Answer, refusal: KeyRefusal): void {
+  const body = JSON.stringify({ error: refusal.message });
+  const headers: Record<string, string | number> = { ...JSON_HEADERS, 'Content-Length': Buffer.byteLength(body) };
+  if (refusal.kind === 'unauthenticated') headers['WWW-Authenticate'] = 'Bearer';
+  res.writeHead(refusal.kind === 'unauthenticated' ? 401 : 403, headers);
+  res.end(body);
 }
 
 /**

@@ -14,6 +14,7 @@ export const OPENAI_STATUS: Record<OpenAiCode, number> = {
   UNSUPPORTED: 400,
   ALREADY_EXISTS: 409,
   UNAUTHENTICATED: 401,
+  PERMISSION_DENIED: 403,
   CANCELLED: 499,
   UNKNOWN: 500,
   UNSUPPORTED_ENCODING: 415,
@@ -71,6 +72,7 @@ export function errorBody(status: number, message: string, param: string | null 
 
 function errorType(status: number): string {
   if (status === 401) return 'authentication_error';
+  if (status === 403) return 'permission_error';
   if (status === 429) return 'rate_limit_error';
   if (status >= 500) return status === 503 ? 'service_unavailable' : 'server_error';
   return 'invalid_request_error';

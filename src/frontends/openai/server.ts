@@ -11,12 +11,15 @@ import { handleCompletion } from './completions.js';
 import { badRequest, errorReply, isOpenAiError, OpenAiError } from './errors.js';
 import { chatRequest, completionRequest } from './requests.js';
 import { textModel, textModels } from './text-models.js';
+import { isRefusal, refusalError, type ApiKey, type ApiKeys } from '../api-keys.js';
 
 export interface OpenAiOptions {
   port: number;
   address: string;
   /** Largest request body in bytes. */
   maxInputSize?: number;
+  /** --api-keys-file: the keys requests must present; undefined when requests need none. */
+  keys?: ApiKeys;
 }
 
 export interface OpenAiFrontend {
@@ -34,6 +37,7 @@ const DEFAULT_MAX_INPUT_SIZE = 64 * 1024 * 1024;
 export async function startOpenAiFrontend(server: InferenceServer, options: OpenAiOptions, logger: Logger): Promise<OpenAiFrontend> {
   const ctx: Context = {
     server, logger, maxInputSize: options.maxInputSize ?? DEFAULT_MAX_INPUT_SIZE, started: Math.floor(Date.now() / 1000), json: new JsonParser(),
+    keys: options.keys ?? null,
   };
   const http = createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
     handle(ctx, req, res).catch((e: unknown) => sendError(res, e, ctx));
@@ -58,6 +62,8 @@ interface Context {
   readonly started: number;
   /** Large bodies are parsed in its worker, so that one client's body of tiny objects never stalls the others. */
   readonly json: JsonParser;
+  /** null when requests need no API key. */
+  readonly keys: ApiKeys | null;
 }
 
 async function handle(ctx: Context, req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -67,14 +73,18 @@ async function handle(ctx: Context, req: IncomingMessage, res: ServerResponse): 
   const q = url.indexOf('?');
   const path = q === -1 ? url : url.slice(0, q);
   const method = req.method ?? 'GET';
+  // The key is known before the body is read; its scope is checked once the request names its model.
+  const key = ctx.keys === null ? null : authenticated(ctx.keys, req);
   if (path === '/v1/models') {
     allow(method, 'GET');
+    if (key !== null) permitted(ctx, key, 'metadata', undefined);
     const data = (await textModels(ctx.server)).map((id) => modelObject(ctx, id));
     return sendJson(res, 200, JSON.stringify({ object: 'list', data }));
   }
   if (path.startsWith('/v1/models/')) {
     allow(method, 'GET');
     const id = decodePath(path.slice('/v1/models/'.length));
+    if (key !== null) permitted(ctx, key, 'metadata', id);
     textModel(ctx.server, id);
     return sendJson(res, 200, JSON.stringify(modelObject(ctx, id)));
   }
@@ -82,9 +92,23 @@ async function handle(ctx: Context, req: IncomingMessage, res: ServerResponse): 
     allow(method, 'POST');
     const body = await readJson(ctx, req);
     const request = path === '/v1/completions' ? completionRequest(body) : chatRequest(body);
+    if (key !== null) permitted(ctx, key, 'inference', request.model);
     return handleCompletion(ctx.server, request, res, clientGone(res), traceOf(ctx.server, request.model, req, res));
   }
   throw new OpenAiError('NOT_FOUND', `Unknown request URL: ${method} ${path}`, null, 'unknown_url');
+}
+
+/** The request's API key (`Authorization: Bearer`); throws UNAUTHENTICATED without a valid one. */
+function authenticated(keys: ApiKeys, req: IncomingMessage): ApiKey {
+  const key = keys.authenticate(req.headers.authorization);
+  if (isRefusal(key)) throw refusalError(key);
+  return key;
+}
+
+/** Throws PERMISSION_DENIED, naming the scope, when `key` lacks `category` for `model`. */
+function permitted(ctx: Context, key: ApiKey, category: string, model: string | undefined): void {
+  const refusal = ctx.keys!.permit(key, category, model);
+  if (refusal !== null) throw refusalError(refusal);
 }
 
 function decodePath(s: string): string {
@@ -159,6 +183,7 @@ function sendError(res: ServerResponse, e: unknown, ctx: Context): void {
     return;
   }
   const { status, body } = errorReply(e);
+  if (status === 401) res.setHeader('WWW-Authenticate', 'Bearer');
   sendJson(res, status, body);
 }
 
