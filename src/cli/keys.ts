@@ -2,12 +2,13 @@ import { createHash, randomBytes } from 'node:crypto';
 import { appendFileSync, existsSync, readFileSync } from 'node:fs';
 import { parseKeyFile } from '../frontends/api-keys.js';
 
-const USAGE = `Usage: nereid keys add ID SCOPE... [--file FILE]
+const USAGE = `Usage: nereid keys add ID SCOPE... [LIMIT...] [--file FILE]
 
 Makes a new API key, prints it once, and appends its line (ID SCOPES SHA256) to FILE, the file of
 --api-keys-file (without --file the line is printed for you to place). The key itself is stored nowhere.
 Scopes: health, metadata, inference, shared-memory, model-config, model-repository, statistics, trace,
 logging, or *; a scope may be narrowed to model names (globs): inference:simple,digits*
+Limits of the key's quota: rate=<n>/s (or /m), burst=<n> (default: one second's rate), concurrency=<n>
 `;
 
 /** Prefix of Nereid's keys, so that a key found in a log or a repository is recognised as one. */
@@ -28,13 +29,15 @@ export function keysCommand(argv: readonly string[]): number {
     else if (a.startsWith('--file=')) file = a.slice('--file='.length);
     else rest.push(a);
   }
-  const [id, ...scopes] = rest;
+  const [id, ...more] = rest;
+  const scopes = more.filter((a) => !a.includes('='));
+  const limits = more.filter((a) => a.includes('='));
   if (id === undefined || scopes.length === 0 || file === '') {
     process.stderr.write(USAGE);
     return 2;
   }
   const key = PREFIX + randomBytes(32).toString('base64url');
-  const line = `${id} ${scopes.join(';')} ${createHash('sha256').update(key).digest('hex')}\n`;
+  const line = `${[id, scopes.join(';'), createHash('sha256').update(key).digest('hex'), ...limits].join(' ')}\n`;
   try {
     // The new line is checked with the file it joins: a bad scope or an id already there is refused.
     const before = file !== undefined && existsSync(file) ? readFileSync(file, 'utf8') : '';

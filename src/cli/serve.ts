@@ -9,7 +9,7 @@ import { InferenceServer } from '../server/inference-server.js';
 import { FlagError, parseServeFlags, USAGE, type ServeOptions } from './flags.js';
 import { grpcFlagWarnings, grpcOptions } from './grpc-options.js';
 import { httpFlagWarnings, httpOptions } from './http-options.js';
-import { apiKeys } from './api-keys.js';
+import { apiKeys, exportKeyMetrics } from './api-keys.js';
 import type { ApiKeys } from '../frontends/api-keys.js';
 
 /** A started frontend, as far as stopping it goes. */
@@ -73,6 +73,7 @@ export async function serveCommand(argv: readonly string[]): Promise<number> {
     await logger.close();
     return 1;
   }
+  exportKeyMetrics(keys, server);
   // Ready only once every listener is open: a client that waits for ready on one protocol may dial any other.
   const listening = server.holdReadiness();
   const started = await startFrontends(opts, server, logger, await frontends, keys);

@@ -16,13 +16,15 @@ import { until } from '../helpers/until.js';
 // --api-keys-file through `nereid serve` on the HTTP, gRPC and OpenAI ports: keys made by `nereid keys add`,
 // 401 / UNAUTHENTICATED without a valid key, 403 / PERMISSION_DENIED naming the missing scope (never the key),
 // scopes narrowed to models, health open by default, the file read again when it changes, and
-// --http-restricted-api still in force beside the keys.
+// --http-restricted-api still in force beside the keys; per-key quotas (rate, concurrency) answered 429 /
+// RESOURCE_EXHAUSTED with Retry-After and counted in nereid_key_request_count{key_id,outcome}.
 
 let dir: string;
 let file: string;
 let p: ServerProcess;
 let grpcPort: number;
 let openaiUrl: string;
+let metricsUrl: string;
 let client: Client;
 const key: Record<string, string> = {};
 
@@ -41,12 +43,17 @@ before(async () => {
   key['admin'] = await addKey('admin', '*');
   key['reader'] = await addKey('reader', 'metadata', 'model-config');
   key['simple'] = await addKey('team-a', 'inference:simple,other*', 'metadata:simple');
+  // One request a minute after a burst of 2: a third request within the test is always over the rate.
+  key['rated'] = await addKey('rated', 'inference', 'rate=1/m', 'burst=2');
+  key['single'] = await addKey('single', 'inference', 'concurrency=1');
   p = await spawnServer([
     '--model-repository', EXAMPLES, '--model-control-mode=explicit', '--load-model=simple',
     '--allow-grpc=true', '--grpc-port=0', '--grpc-address=127.0.0.1', '--openai-port=0',
-    `--api-keys-file=${file}`, '--http-restricted-api=logging:admin-key=secret',
+    `--api-keys-file=${file}`, '--allow-metrics=true', '--metrics-port=0', '--http-restricted-api=logging:admin-key=secret',
   ]);
-  await until(() => /Started OpenAI-compatible service at [^:]+:\d+/.test(p.output()) && /Started GRPCInferenceService at [^:]+:\d+/.test(p.output()), 'the gRPC and OpenAI ports');
+  const started = (what: string): RegExp => new RegExp(`Started ${what} at [^:]+:(\\d+)`);
+  await until(() => ['OpenAI-compatible service', 'GRPCInferenceService', 'Metrics Service'].every((w) => started(w).test(p.output())), 'the gRPC, metrics and OpenAI ports');
+  metricsUrl = `http://127.0.0.1:${started('Metrics Service').exec(p.output())![1]}/metrics`;
   grpcPort = Number(/Started GRPCInferenceService at [^:]+:(\d+)/.exec(p.output())![1]);
   openaiUrl = `http://127.0.0.1:${/Started OpenAI-compatible service at [^:]+:(\d+)/.exec(p.output())![1]}`;
   await until(async () => (await request(`${p.url}/v2/health/ready`)).status === 200, 'readiness');
@@ -217,10 +224,62 @@ test('the key file is read again when it changes; a file that no longer parses k
   await until(async () => (await request(`${p.url}/v2/models/stats`, { headers: bearer(later) })).status === 200, 'the new key to be accepted', 30_000);
   const good = await readFile(file, 'utf8');
   await writeFile(file, `${good}broken line\n`);
-  await until(() => /API key file no longer parses, keeping the 4 keys read before: line 5: expected 'ID SCOPES SHA256', got 2 fields/.test(p.output()), 'the refusal of the bad file', 30_000);
+  await until(() => /API key file no longer parses, keeping the 6 keys read before: line 7: expected 'ID SCOPES SHA256 \[LIMIT\.\.\.\]', got 2 fields/.test(p.output()), 'the refusal of the bad file', 30_000);
+  assert.equal((await request(`${p.url}/v2/models/stats`, { headers: bearer(later) })).status, 200);
+  // An empty file is a file being rewritten, never "no keys".
+  await writeFile(file, '');
+  await until(() => /W.*the API key file is empty, keeping the 6 keys read before/.test(p.output()), 'the empty file to be ignored', 30_000);
   assert.equal((await request(`${p.url}/v2/models/stats`, { headers: bearer(later) })).status, 200);
   // A key removed from the file is refused once the file is read again.
   await writeFile(file, good.split('\n').filter((l) => !l.startsWith('later ')).join('\n'));
   await until(async () => (await request(`${p.url}/v2/models/stats`, { headers: bearer(later) })).status === 401, 'the removed key to be refused', 30_000);
   assert.ok(!p.output().includes(later), 'the log never holds a key');
+});
+
+test('quota: past its rate a key is answered 429 with Retry-After, on every port alike; counted and logged by key id', async () => {
+  const url = `${p.url}/v2/models/simple/infer`;
+  const k = bearer(key['rated']!);
+  assert.equal((await postJson(url, INFER, k)).status, 200);
+  const second = await unary(client, 'ModelInfer', grpcInfer('simple'), { metadata: meta(key['rated']) });
+  assert.equal(second.model_name, 'simple');
+  const over = await postJson(url, INFER, k);
+  assert.equal(over.status, 429);
+  assert.deepEqual(over.json(), { error: "The API key 'rated' is over its rate of 0.0166667 requests a second" });
+  const retry = Number(over.headers.get('retry-after'));
+  assert.ok(retry >= 1 && retry <= 60, String(retry));
+  const grpcOver = await failure(unary(client, 'ModelInfer', grpcInfer('simple'), { metadata: meta(key['rated']) }));
+  assert.deepEqual([grpcOver.code, grpcOver.details], [grpc.status.RESOURCE_EXHAUSTED, "The API key 'rated' is over its rate of 0.0166667 requests a second"]);
+  const openai = await postJson(`${openaiUrl}/v1/completions`, { model: 'simple', prompt: 'hi' }, k);
+  assert.equal(openai.status, 429);
+  assert.equal(openai.json().error.type, 'rate_limit_error');
+  assert.ok(Number(openai.headers.get('retry-after')) >= 1);
+  // Other keys are not held back by this one.
+  assert.equal((await postJson(url, INFER, bearer(key['simple']!))).status, 200);
+
+  const metrics = await (await fetch(metricsUrl)).text();
+  assert.match(metrics, /^nereid_key_request_count\{key_id="rated",outcome="admitted"\} 2$/m);
+  assert.match(metrics, /^nereid_key_request_count\{key_id="rated",outcome="rate_limited"\} 3$/m);
+  assert.match(metrics, /^nereid_key_request_count\{key_id="reader",outcome="permission_denied"\} [1-9]/m);
+  assert.doesNotMatch(metrics, /nrd_/);
+  // One line per key and minute, however many refusals.
+  assert.equal(p.output().match(/API key 'rated' over its quota: /g)?.length, 1, p.output());
+});
+
+test('quota: a key at its concurrency limit is refused until its request in flight is over', async () => {
+  const url = `${p.url}/v2/models/simple/infer`;
+  // A request whose body has not all arrived is in flight from its head on.
+  const held = netConnect(Number(new URL(p.url).port), '127.0.0.1');
+  await new Promise<void>((resolve) => held.once('connect', resolve));
+  held.write(`POST /v2/models/simple/infer HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key['single']!}\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"inputs":`);
+  const k = bearer(key['single']!);
+  await until(async () => {
+    const r = await postJson(url, INFER, k);
+    return r.status === 429 && r.json().error === "The API key 'single' has 1 requests in flight, its concurrency limit" && r.headers.get('retry-after') === '1';
+  }, 'the refusal of a second request in flight', 30_000);
+  const grpcRefused = await failure(unary(client, 'ModelInfer', grpcInfer('simple'), { metadata: meta(key['single']) }));
+  assert.equal(grpcRefused.code, grpc.status.RESOURCE_EXHAUSTED);
+  held.destroy();
+  await until(async () => (await postJson(url, INFER, k)).status === 200, 'the slot to be free again', 30_000);
+  // gRPC calls hold their slot until they end, and give it back.
+  for (let i = 0; i < 3; i++) assert.equal((await unary(client, 'ModelInfer', grpcInfer('simple'), { metadata: meta(key['single']) })).model_name, 'simple');
 });

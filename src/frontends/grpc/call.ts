@@ -53,6 +53,7 @@ export class ServerCall implements Metadata, StreamHandler {
   private headersSent = false;
   private timer: NodeJS.Timeout | null = null;
   private cancelHandler: (() => void) | null = null;
+  private endedHandler: (() => void) | null = null;
   private onMessage: ((message: Buffer, last: boolean) => void) | null = null;
   private onHalfClose: (() => void) | null = null;
   private reader: MessageReader | null = null;
@@ -94,6 +95,20 @@ export class ServerCall implements Metadata, StreamHandler {
   /** Ends the call with DEADLINE_EXCEEDED after `ms`, cancelling its work. */
   setDeadline(ms: number): void {
     this.timer = setTimeout(expire, ms, this);
+  }
+
+  /** Called once when the call has ended, whichever way (an API key's quota counts it in flight until then). */
+  onEnded(handler: () => void): void {
+    this.endedHandler = handler;
+  }
+
+  private markEnded(): void {
+    this.ended = true;
+    const h = this.endedHandler;
+    if (h !== null) {
+      this.endedHandler = null;
+      h();
+    }
   }
 
   /** Called once if the call is cancelled (client, connection or deadline) before it ended. */
@@ -149,7 +164,7 @@ export class ServerCall implements Metadata, StreamHandler {
       return;
     }
     // The usual case in one go: headers, the message and the OK trailers.
-    this.ended = true;
+    this.markEnded();
     if (this.timer !== null) clearTimeout(this.timer);
     this.headersSent = true;
     this.stream.respondWhole(RESPONSE_HEAD, framed, OK_TRAILERS);
@@ -169,7 +184,7 @@ export class ServerCall implements Metadata, StreamHandler {
     }
     // A failure ends the call at once.
     this.sending = null;
-    this.ended = true;
+    this.markEnded();
     if (this.timer !== null) clearTimeout(this.timer);
     if (this.headersSent) this.stream.end(status.code === Status.OK ? OK_TRAILERS : encodeBlock(statusFields(status)));
     else this.stream.respond(encodeBlock([...RESPONSE_FIELDS, ...statusFields(status)]), true);
@@ -189,7 +204,7 @@ export class ServerCall implements Metadata, StreamHandler {
     if (this.ended) return;
     if (status !== null) this.end(status);
     else {
-      this.ended = true;
+      this.markEnded();
       if (this.timer !== null) clearTimeout(this.timer);
     }
     const handler = this.cancelHandler;

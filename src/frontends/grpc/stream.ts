@@ -10,7 +10,7 @@ import { abortNow, decodeOrEnd, grpcTraceCarrier, type InferContext } from './mo
 import type { ErrorContext } from './status.js';
 import { toServiceError } from './status.js';
 import { refusalError, type ApiKey, type ApiKeys } from '../api-keys.js';
-import { streamKey } from './api-keys.js';
+import { permitStream, streamKey } from './api-keys.js';
 
 /**
  * ModelStreamInfer with Triton's stream semantics. Each client message is a request, started as it arrives;
@@ -114,7 +114,7 @@ class InferStream {
   }
 
   private checkKey(model: string): void {
-    const refusal = this.ctx.keys!.permit(this.key!, 'inference', model === '' ? undefined : model);
+    const refusal = permitStream(this.ctx.keys!, this.key!, model);
     if (refusal !== null) throw refusalError(refusal);
   }
 

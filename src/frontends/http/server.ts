@@ -14,7 +14,7 @@ import { answerClientError } from './client-error.js';
 import { JsonParser } from './json-parse.js';
 import { scanHeader } from './json-scan.js';
 import { category, restriction, routeModel, type HttpRestrictedGroup } from './restricted.js';
-import type { ApiKeys, KeyRefusal } from '../api-keys.js';
+import { isRefusal, type ApiKey, type ApiKeys, type KeyRefusal } from '../api-keys.js';
 import { rawHeaderForwarder } from '../forwarded-headers.js';
 import { RouteCache, type Route } from './routes.js';
 import { originForm } from '../request-target.js';
@@ -176,13 +176,7 @@ function refused(ctx: Context, r: Route | undefined, method: string, headers: In
     sendJson(res, 404, '{"error":"Not Found"}');
     return true;
   }
-  if (ctx.keys !== null) {
-    const refusal = ctx.keys.check(headers.authorization, category(r), routeModel(r));
-    if (refusal !== null) {
-      sendKeyRefusal(res, refusal);
-      return true;
-    }
-  }
+  if (ctx.keys !== null && !keyPassed(ctx.keys, r, headers, res)) return true;
   if (ctx.restrict !== null) {
     const refusal = ctx.restrict(r, headers);
     if (refusal !== null) {
@@ -197,12 +191,40 @@ function refused(ctx: Context, r: Route | undefined, method: string, headers: In
   return false;
 }
 
-/** 401 with the challenge RFC 6750 asks for, or 403; the body in Triton's error shape. */
+/**
+ * Whether the request's API key holds the route's scope and its quota takes the request; if not, the refusal
+ * is answered. A request counted in flight is released once its answer is over, whichever way.
+ */
+function keyPassed(keys: ApiKeys, r: Route, headers: IncomingHttpHeaders, res: Answer): boolean {
+  const key = keys.check(headers.authorization, category(r), routeModel(r));
+  if (key === null) return true;
+  const refusal = isRefusal(key) ? key : keys.admit(key);
+  if (refusal !== null) {
+    sendKeyRefusal(res, refusal);
+    return false;
+  }
+  if ((key as ApiKey).quota.tracksInflight) releaseWhenOver(res, key as ApiKey);
+  return true;
+}
+
+function releaseWhenOver(res: Answer, key: ApiKey): void {
+  let released = false;
+  const release = (): void => {
+    if (released) return;
+    released = true;
+    key.quota.release();
+  };
+  res.once('finish', release);
+  res.once('close', release);
+}
+
+/** 401 with the challenge RFC 6750 asks for, 403, or 429 with Retry-After; the body in Triton's error shape. */
 function sendKeyRefusal(res: Answer, refusal: KeyRefusal): void {
   const body = JSON.stringify({ error: refusal.message });
   const headers: Record<string, string | number> = { ...JSON_HEADERS, 'Content-Length': Buffer.byteLength(body) };
   if (refusal.kind === 'unauthenticated') headers['WWW-Authenticate'] = 'Bearer';
-  res.writeHead(refusal.kind === 'unauthenticated' ? 401 : 403, headers);
+  if (refusal.retryAfterSecs !== undefined) headers['Retry-After'] = refusal.retryAfterSecs;
+  res.writeHead(refusal.kind === 'unauthenticated' ? 401 : refusal.kind === 'permission-denied' ? 403 : 429, headers);
   res.end(body);
 }
 

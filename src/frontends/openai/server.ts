@@ -77,14 +77,14 @@ async function handle(ctx: Context, req: IncomingMessage, res: ServerResponse): 
   const key = ctx.keys === null ? null : authenticated(ctx.keys, req);
   if (path === '/v1/models') {
     allow(method, 'GET');
-    if (key !== null) permitted(ctx, key, 'metadata', undefined);
+    if (key !== null) permitted(ctx, key, 'metadata', undefined, res);
     const data = (await textModels(ctx.server)).map((id) => modelObject(ctx, id));
     return sendJson(res, 200, JSON.stringify({ object: 'list', data }));
   }
   if (path.startsWith('/v1/models/')) {
     allow(method, 'GET');
     const id = decodePath(path.slice('/v1/models/'.length));
-    if (key !== null) permitted(ctx, key, 'metadata', id);
+    if (key !== null) permitted(ctx, key, 'metadata', id, res);
     textModel(ctx.server, id);
     return sendJson(res, 200, JSON.stringify(modelObject(ctx, id)));
   }
@@ -92,7 +92,7 @@ async function handle(ctx: Context, req: IncomingMessage, res: ServerResponse): 
     allow(method, 'POST');
     const body = await readJson(ctx, req);
     const request = path === '/v1/completions' ? completionRequest(body) : chatRequest(body);
-    if (key !== null) permitted(ctx, key, 'inference', request.model);
+    if (key !== null) permitted(ctx, key, 'inference', request.model, res);
     return handleCompletion(ctx.server, request, res, clientGone(res), traceOf(ctx.server, request.model, req, res));
   }
   throw new OpenAiError('NOT_FOUND', `Unknown request URL: ${method} ${path}`, null, 'unknown_url');
@@ -105,10 +105,18 @@ function authenticated(keys: ApiKeys, req: IncomingMessage): ApiKey {
   return key;
 }
 
-/** Throws PERMISSION_DENIED, naming the scope, when `key` lacks `category` for `model`. */
-function permitted(ctx: Context, key: ApiKey, category: string, model: string | undefined): void {
-  const refusal = ctx.keys!.permit(key, category, model);
-  if (refusal !== null) throw refusalError(refusal);
+/**
+ * Throws PERMISSION_DENIED, naming the scope, when `key` lacks `category` for `model`, and RESOURCE_EXHAUSTED
+ * (429) when its quota refuses the request; a request counted in flight is released when its answer is over.
+ */
+function permitted(ctx: Context, key: ApiKey, category: string, model: string | undefined, res: ServerResponse): void {
+  const keys = ctx.keys!;
+  const refusal = keys.permit(key, category, model) ?? keys.admit(key);
+  if (refusal !== null) {
+    if (refusal.retryAfterSecs !== undefined) res.setHeader('Retry-After', refusal.retryAfterSecs);
+    throw refusalError(refusal);
+  }
+  if (key.quota.tracksInflight) res.once('close', () => key.quota.release());
 }
 
 function decodePath(s: string): string {
