@@ -3,8 +3,10 @@
 // check against none, at concurrency 1 and 8, in one run. Two Nereid servers run side by side, one plain and
 // one with --api-keys-file (its key holds `inference:simple` with no quota, plus a second key with a rate and a
 // concurrency limit, measured as a third side); rounds alternate the sides (A B B A …) and the medians of the
-// rounds give the ratios against the plain server. Goal (issue 37): the key check costs under 2% of a plain
-// request's CPU.
+// rounds give the ratios against the plain server. On a shared machine those ratios move by more than the
+// check costs, so the check is also timed in-process (ApiKeys.check and admit, a fresh head each time and a
+// repeated head as the direct path memoizes it) and set against the plain server's CPU per request measured
+// here. Goal (issue 37): the key check costs under 2% of a plain request's CPU.
 //
 //   node bench/keys.mjs [--quick] [--rounds N] [--duration S] [--concurrency 1,8] [--out FILE]
 //
@@ -52,8 +54,8 @@ const repo = join(ROOT, 'examples', 'model_repository');
 const only = ['--model-control-mode=explicit', '--load-model=simple'];
 const ports = [await freePort(), await freePort()];
 const servers = {
-  plain: await startServer('plain', [...nereidArgs(repo, ports[0]), ...only]),
-  keys: await startServer('keys', [...nereidArgs(repo, ports[1]), ...only, `--api-keys-file=${keyFile}`]),
+  plain: await startServer('plain', [...nereidArgs(repo, ports[0]), ...only], ports[0]),
+  keys: await startServer('keys', [...nereidArgs(repo, ports[1]), ...only, `--api-keys-file=${keyFile}`], ports[1]),
 };
 const bodies = simpleBodies('binary');
 const withKey = (key) => bodies.map((b) => ({ ...b, headers: { ...b.headers, authorization: `Bearer ${key}` } }));
@@ -72,6 +74,28 @@ async function measure(side, concurrency) {
   return { throughput: r.throughput, p50: r.p50, cpuUsPerRequest: ((cpu1 - cpu0) * 1000) / served };
 }
 
+/** ns per check + admit, median of 5 runs: a key hashed each time, and a head seen before on its connection. */
+async function checkNs() {
+  const { ApiKeys } = await import('../dist/src/frontends/api-keys.js');
+  const silent = { info() {}, warn() {}, error() {} };
+  const keys = new ApiKeys(keyFile, false, silent);
+  const auth = `Bearer ${plainKey}`;
+  const head = Object.freeze({ authorization: auth });
+  const time = (headOf) => {
+    const runs = [];
+    for (let r = 0; r < 5; r++) {
+      const n = 100_000;
+      const t0 = process.hrtime.bigint();
+      for (let i = 0; i < n; i++) keys.admit(keys.check(auth, 'inference', 'simple', headOf()));
+      runs.push(Number(process.hrtime.bigint() - t0) / n);
+    }
+    return median(runs);
+  };
+  const out = { hashed: time(() => undefined), memoized: time(() => head) };
+  keys.close();
+  return out;
+}
+
 const results = {};
 try {
   for (const c of concurrencies) {
@@ -84,7 +108,6 @@ try {
 } finally {
   await Promise.all(Object.values(servers).map((s) => s.stop()));
   killAll();
-  rmSync(dir, { recursive: true, force: true });
 }
 
 console.log(`\nAPI-key check on simple (binary), ${rounds} rounds of ${duration} s, medians; CPU per request is the server's (user + system)`);
@@ -99,8 +122,17 @@ for (const c of concurrencies) {
     if (s.name === 'key check') verdicts.push({ c, ratio: cpu / base, pass: cpu / base < 1.02 });
   }
 }
-for (const v of verdicts) console.log(`goal c=${v.c}: key check CPU per request < 1.02× plain: ${fmt(v.ratio, 3)}× ${v.pass ? 'pass' : 'FAIL'}`);
+const inProcess = await checkNs();
+console.log(`\nin-process: check + admit ${fmt(inProcess.hashed)} ns with the key hashed, ${fmt(inProcess.memoized)} ns for a repeated head (direct path)`);
+for (const c of concurrencies) {
+  const base = median(results[c]['no key check'].map((r) => r.cpuUsPerRequest)) * 1000;
+  const share = inProcess.hashed / base;
+  console.log(`goal c=${c}: in-process check cost / plain CPU per request: ${fmt(share * 100, 2)}% ${share < 0.02 ? 'pass' : 'FAIL'}`);
+  verdicts.push({ c, inProcessShare: share, pass: share < 0.02 });
+}
+for (const v of verdicts.filter((x) => x.ratio !== undefined)) console.log(`goal c=${v.c}: key check CPU per request < 1.02× plain: ${fmt(v.ratio, 3)}× ${v.pass ? 'pass' : 'FAIL'}`);
+rmSync(dir, { recursive: true, force: true });
 const out = a.out ?? join(ROOT, '.bench-results', `keys-${new Date().toISOString().replace(/[:.]/g, '-')}.json`);
 mkdirSync(join(out, '..'), { recursive: true });
-writeFileSync(out, JSON.stringify({ rounds, duration, concurrencies, results, verdicts }, null, 2));
+writeFileSync(out, JSON.stringify({ rounds, duration, concurrencies, results, inProcess, verdicts }, null, 2));
 console.log(`results: ${out}`);

@@ -196,7 +196,8 @@ function refused(ctx: Context, r: Route | undefined, method: string, headers: In
  * is answered. A request counted in flight is released once its answer is over, whichever way.
  */
 function keyPassed(keys: ApiKeys, r: Route, headers: IncomingHttpHeaders, res: Answer): boolean {
-  const key = keys.check(headers.authorization, category(r), routeModel(r));
+  // The direct path's repeated heads are one frozen object: its key is looked up once per connection.
+  const key = keys.check(headers.authorization, category(r), routeModel(r), headers);
   if (key === null) return true;
   const refusal = isRefusal(key) ? key : keys.admit(key);
   if (refusal !== null) {
