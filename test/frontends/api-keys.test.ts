@@ -283,3 +283,27 @@ test('quota: a key at its concurrency limit is refused until its request in flig
   // gRPC calls hold their slot until they end, and give it back.
   for (let i = 0; i < 3; i++) assert.equal((await unary(client, 'ModelInfer', grpcInfer('simple'), { metadata: meta(key['single']) })).model_name, 'simple');
 });
+
+test('--api-keys-protect-health=true: health needs a key holding health; a bad key file stops the start', async () => {
+  const probe = await addKey('probe', 'health');
+  const q = await spawnServer(['--model-repository', EXAMPLES, '--model-control-mode=explicit', '--load-model=simple', `--api-keys-file=${file}`, '--api-keys-protect-health=true']);
+  try {
+    await until(async () => (await request(`${q.url}/v2/health/ready`, { headers: bearer(probe) })).status === 200, 'readiness');
+    assert.equal((await request(`${q.url}/v2/health/live`)).status, 401);
+    const reader = await request(`${q.url}/v2/models/simple/ready`, { headers: bearer(key['reader']!) });
+    assert.deepEqual([reader.status, reader.json()], [403, { error: "The API key 'reader' lacks scope 'health'" }]);
+  } finally {
+    q.child.kill('SIGTERM');
+    assert.equal(await q.exited, 0, q.output());
+  }
+  const bad = join(dir, 'bad-keys');
+  await writeFile(bad, 'only-two fields\n');
+  const r = await runNereid(['serve', '--model-repository', EXAMPLES, '--model-control-mode=explicit', '--http-port=0', '--allow-grpc=false', '--allow-metrics=false', `--api-keys-file=${bad}`]);
+  assert.equal(r.code, 1, r.out);
+  assert.match(r.out, /failed to read the API key file: line 1: expected 'ID SCOPES SHA256 \[LIMIT\.\.\.\]', got 2 fields/);
+  // Without --file the line is printed for the operator to place, beside the key.
+  const printed = await runNereid(['keys', 'add', 'loose', 'metadata', 'concurrency=2']);
+  assert.equal(printed.code, 0, printed.out);
+  const k = /^(nrd_\S+)$/m.exec(printed.out)![1]!;
+  assert.match(printed.out, new RegExp(`^loose metadata ${createHash('sha256').update(k).digest('hex')} concurrency=2$`, 'm'));
+});
