@@ -199,12 +199,16 @@ function keyPassed(keys: ApiKeys, r: Route, headers: IncomingHttpHeaders, res: A
   // The direct path's repeated heads are one frozen object: its key is looked up once per connection.
   const key = keys.check(headers.authorization, category(r), routeModel(r), headers);
   if (key === null) return true;
-  const refusal = isRefusal(key) ? key : keys.admit(key);
-  if (refusal !== null) {
-    sendKeyRefusal(res, refusal);
+  if (isRefusal(key)) {
+    sendKeyRefusal(res, key);
     return false;
   }
-  if ((key as ApiKey).quota.tracksInflight) releaseWhenOver(res, key as ApiKey);
+  const overQuota = keys.admit(key);
+  if (overQuota !== null) {
+    sendKeyRefusal(res, overQuota);
+    return false;
+  }
+  if (key.quota.tracksInflight) releaseWhenOver(res, key);
   return true;
 }
 
