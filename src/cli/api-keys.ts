@@ -1,6 +1,5 @@
-import type { Metric } from 'prom-client';
 import { ApiKeys } from '../frontends/api-keys.js';
-import { ScrapeFamily } from '../observability/metrics/families.js';
+import { registerFamily, ScrapeFamily } from '../observability/metrics/families.js';
 import type { InferenceServer } from '../server/inference-server.js';
 import type { Logger } from '../observability/logger.js';
 import type { ServeOptions } from './flags.js';
@@ -19,6 +18,5 @@ export function exportKeyMetrics(keys: ApiKeys | undefined, server: InferenceSer
   const registry = server.metricsRegistry;
   if (keys === undefined || registry === undefined) return;
   const family = new ScrapeFamily('nereid_key_request_count', 'Number of requests of each API key id, by outcome', 'counter', () => keys.counts());
-  // The Registry takes any object with a name and get(); its TypeScript type names only its own classes.
-  registry.registerMetric(family as unknown as Metric);
+  registerFamily(registry, family);
 }

@@ -1,3 +1,4 @@
+import type { Metric, Registry } from 'prom-client';
 import type { FailureReason, ModelStatistics } from '../statistics.js';
 import type { BoundSummary } from './summary.js';
 import { sortedLabels, type Labels, type MetricModelReporter, type Summaries } from './reporter.js';
@@ -45,6 +46,11 @@ export class ScrapeFamily {
 
   /** Registry.resetMetrics() calls this; the values belong to the statistics, which are not reset. */
   reset(): void {}
+}
+
+/** Adds a family to a registry: the Registry takes any object of its shape, though its type names only its own classes. */
+export function registerFamily(registry: Registry, family: ScrapeFamily): void {
+  registry.registerMetric(family as unknown as Metric);
 }
 
 type Versions = () => ScrapedVersion[];
