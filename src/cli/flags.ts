@@ -341,6 +341,24 @@ const BOOL_ARG = '<boolean>';
 const keepBool: FlagSpec['set'] = (d, v, id) => keep(d, id, String(bool(v)));
 const keepInt: FlagSpec['set'] = (d, v, id) => keep(d, id, String(int(v)));
 const keepString: FlagSpec['set'] = (d, v, id) => keep(d, id, v);
+/**
+ * TLS flags of a port, with Triton's names for gRPC's (--grpc-use-ssl and the like); Nereid's own for HTTP
+ * and OpenAI. A flag of `fallback`'s port stands in for one not given (the OpenAI port takes HTTP's).
+ */
+function sslFlags(group: string, prefix: string, what: string, fallback: string): FlagSpec[] {
+  const unset = fallback === '' ? '' : `the value of --${fallback}-`;
+  const dflt = (name: string, value: string): string => (fallback === '' ? value : `${unset}${name}`);
+  const own = (spec: FlagSpec): FlagSpec => noted(spec, NEREID_OWN);
+  return [
+    own(flag(group, `${prefix}-use-ssl`, BOOL_ARG, dflt('use-ssl', 'false'), `Serve ${what} over TLS (1.2 or later). The certificate and key files are read again when they change: a rotated certificate serves new connections without a restart.`, keepBool)),
+    own(flag(group, `${prefix}-use-ssl-mutual`, BOOL_ARG, dflt('use-ssl-mutual', 'false'), `Serve ${what} over TLS and require client certificates. Giving this flag also turns --${prefix}-use-ssl on.`,
+      (d, v, id) => { keep(d, id, String(bool(v))); keep(d, `${prefix}-use-ssl`, 'true'); })),
+    own(flag(group, `${prefix}-server-cert`, '<path>', dflt('server-cert', ''), `PEM file with the server certificate (with --${prefix}-use-ssl).`, keepString)),
+    own(flag(group, `${prefix}-server-key`, '<path>', dflt('server-key', ''), `PEM file with the server key (with --${prefix}-use-ssl).`, keepString)),
+    own(flag(group, `${prefix}-root-cert`, '<path>', dflt('root-cert', ''), 'PEM file with the root certificate that client certificates must chain to.', keepString)),
+  ];
+}
+
 const deprecatedTrace = (replacement: string): string =>
   `'--trace-…' flags other than --trace-config are deprecated; use '--trace-config ${replacement}'.`;
 
@@ -431,6 +449,7 @@ const FLAGS: readonly FlagSpec[] = [
     (d, v) => { d.http.maxInputSize = maxInputSize(v); }),
   flag(HTTP, 'http-restricted-api', '<category>[,<category>...]:<header>=<value>', '', `Serve these API categories only to requests carrying header <header> with value <value>. Categories: ${RESTRICTED_CATEGORIES.join(', ')}. Repeatable; a category may appear in one group only.`,
     (d, v, id) => keep(d, id, restricted(d, id, v))),
+  ...sslFlags(HTTP, 'http', 'HTTP', ''),
 
   flag(GRPC, 'allow-grpc', BOOL_ARG, 'true', 'Serve the gRPC protocol.', (d, v) => { d.grpc.allow = bool(v); }),
   flag(GRPC, 'grpc-address', '<address>', '0.0.0.0', 'Address the gRPC server binds to.', (d, v) => { d.grpc.address = v; }),
@@ -474,7 +493,7 @@ const FLAGS: readonly FlagSpec[] = [
   warns(flag(METRICS, 'allow-gpu-metrics', BOOL_ARG, 'true', 'Report GPU metrics (only with --allow-metrics).', keepBool), `${NO_GPU}, so there are no GPU metrics`, TRUE),
   flag(METRICS, 'allow-cpu-metrics', BOOL_ARG, 'true', 'Report CPU and memory metrics (only with --allow-metrics).', keepBool),
   flag(METRICS, 'metrics-address', '<address>', 'the value of --http-address', 'Address the metrics server binds to.', (d, v) => { d.metrics.address = v; }),
-  flag(METRICS, 'metrics-port', '<integer>', '8002', 'Port of the metrics server (0 picks a free port).', (d, v) => { d.metrics.port = port(v); }),
+  flag(METRICS, 'metrics-port', '<integer>', '8002', 'Port of the metrics server (0 picks a free port). Metrics are served in plain HTTP, never TLS (as in tritonserver).', (d, v) => { d.metrics.port = port(v); }),
   flag(METRICS, 'metrics-interval-ms', '<integer>', '2000', 'Milliseconds between two updates of the polled metrics (greater than 0).',
     (d, v) => { d.metrics.intervalMs = int(v, 1); }),
   flag(METRICS, 'metrics-config', '<setting>=<value>', '', 'A metrics setting: counter_latencies, histogram_latencies, summary_latencies, summary_quantiles. Repeatable.',
@@ -483,6 +502,7 @@ const FLAGS: readonly FlagSpec[] = [
   noted(flag(OPENAI, 'openai-port', '<integer>', 'off', "Serve the OpenAI-compatible API (/v1/models, /v1/completions, /v1/chat/completions) over the text models on this port (Triton's OpenAI frontend uses 9000; 0 picks a free port). Off unless given.",
     (d, v) => { d.openai.allow = true; d.openai.port = port(v); }), NEREID_OWN),
   noted(flag(OPENAI, 'openai-address', '<address>', 'the value of --http-address', 'Address the OpenAI-compatible server binds to.', (d, v) => { d.openai.address = v; }), NEREID_OWN),
+  ...sslFlags(OPENAI, 'openai', 'the OpenAI-compatible API', 'http'),
 
   noted(flag(KEYS, 'api-keys-file', '<path>', '', "Requests on the HTTP, gRPC and OpenAI ports must carry one of the keys of this file ('Authorization: Bearer <key>'; gRPC metadata 'authorization'), with the scope their API category needs. One key a line: ID SCOPES SHA256 (see 'nereid keys add'). Read again when it changes. Off unless given.",
     (d, v, id) => keep(d, id, v)), NEREID_OWN),

@@ -1,6 +1,8 @@
 import type { HttpOptions } from '../frontends/http/server.js';
+import type { OpenAiOptions } from '../frontends/openai/server.js';
 import type { ServeOptions } from './flags.js';
 import { restrictedGroup } from './grpc-options.js';
+import { tlsFiles } from './tls-options.js';
 
 /** The HTTP frontend's options from `nereid serve` flags (the --http-* flags kept in `extra` included). */
 export function httpOptions(opts: ServeOptions): HttpOptions {
@@ -9,6 +11,16 @@ export function httpOptions(opts: ServeOptions): HttpOptions {
   if (restricted.length > 0) o.restricted = restricted;
   const pattern = opts.extra['http-header-forward-pattern']?.at(-1);
   if (pattern) o.headerForwardPattern = pattern;
+  const tls = tlsFiles(opts, 'http');
+  if (tls !== undefined) o.tls = tls;
+  return o;
+}
+
+/** The OpenAI frontend's options: HTTP's body limit, and HTTP's TLS settings where its own --openai-* are not given. */
+export function openAiOptions(opts: ServeOptions): OpenAiOptions {
+  const o: OpenAiOptions = { ...opts.openai, maxInputSize: opts.http.maxInputSize };
+  const tls = tlsFiles(opts, 'openai', 'http');
+  if (tls !== undefined) o.tls = tls;
   return o;
 }
 

@@ -1,4 +1,4 @@
-import { createServer, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { NereidError, invalidArg, isNereidError, unavailable, unsupported } from '../../errors.js';
 import type { InferenceServer } from '../../server/inference-server.js';
@@ -18,6 +18,7 @@ import { isRefusal, type ApiKey, type ApiKeys, type KeyRefusal } from '../api-ke
 import { rawHeaderForwarder } from '../forwarded-headers.js';
 import { RouteCache, type Route } from './routes.js';
 import { originForm } from '../request-target.js';
+import { createHttpServer, type TlsFiles, type TlsLimits } from '../tls-listener.js';
 import { HTTP_ERROR_HEADERS, HTTP_STATUS } from './status.js';
 import { handleGenerate } from './generate.js';
 import { handleLoad, handleRepoIndex, handleUnload } from './repository.js';
@@ -36,6 +37,10 @@ export interface HttpOptions {
   headerForwardPattern?: string;
   /** --api-keys-file: the keys requests must present; undefined when requests need none. */
   keys?: ApiKeys;
+  /** --http-use-ssl: serve over TLS with these files. */
+  tls?: TlsFiles;
+  /** Bounds on TLS handshakes; the defaults unless given (tests give others). */
+  tlsLimits?: TlsLimits;
 }
 
 export interface HttpFrontend {
@@ -55,7 +60,7 @@ export async function startHttpFrontend(server: InferenceServer, options: HttpOp
     server, options, json, logger, restrict: restriction(options.restricted), keys: options.keys ?? null, forwarded: rawHeaderForwarder(options.headerForwardPattern),
     parseBody: (body, exact) => json.parseBody(body, exact), routes: new RouteCache(),
   };
-  const http = createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
+  const { server: http, stop } = createHttpServer({ keepAliveTimeout: 65_000 }, options.tls, (req, res) => {
     // Dispatch is synchronous up to the handler that waits for something: an async function per layer of
     // routing would cost each request a promise and a microtask turn apiece.
     let pending: Promise<void> | void;
@@ -66,7 +71,7 @@ export async function startHttpFrontend(server: InferenceServer, options: HttpOp
       return;
     }
     if (pending instanceof Promise) pending.catch((e: unknown) => sendError(res, e, ctx));
-  });
+  }, (message) => logger.warn(message), options.tlsLimits);
   http.on('clientError', answerClientError);
   // Bodies the early look (readBody's inspect) may need to see go to node:http, which streams them.
   const direct = new DirectPath(http, directHandlers(ctx), Math.min(INSPECT_BYTES - 1, options.maxInputSize));
@@ -75,8 +80,16 @@ export async function startHttpFrontend(server: InferenceServer, options: HttpOp
     http.listen(options.port, options.address, () => resolve());
   });
   const port = (http.address() as AddressInfo).port;
+  // Triton's line, which scripts wait for; TLS is said apart.
   logger.info(`Started HTTPService at ${options.address}:${port}`);
-  return { port, close: () => closeServer(http, direct, ctx.json) };
+  if (options.tls !== undefined) logger.info(`HTTPService serves TLS (client certificates ${options.tls.mutual ? 'required' : 'not asked for'})`);
+  return {
+    port,
+    close: () => {
+      stop();
+      return closeServer(http, direct, ctx.json);
+    },
+  };
 }
 
 /**

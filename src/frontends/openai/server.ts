@@ -1,4 +1,5 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { createHttpServer, type TlsFiles } from '../tls-listener.js';
 import type { AddressInfo } from 'node:net';
 import { isNereidError } from '../../errors.js';
 import type { Logger } from '../../observability/logger.js';
@@ -20,6 +21,8 @@ export interface OpenAiOptions {
   maxInputSize?: number;
   /** --api-keys-file: the keys requests must present; undefined when requests need none. */
   keys?: ApiKeys;
+  /** Serve over TLS with these files (--openai-use-ssl, or HTTP's settings). */
+  tls?: TlsFiles;
 }
 
 export interface OpenAiFrontend {
@@ -39,9 +42,9 @@ export async function startOpenAiFrontend(server: InferenceServer, options: Open
     server, logger, maxInputSize: options.maxInputSize ?? DEFAULT_MAX_INPUT_SIZE, started: Math.floor(Date.now() / 1000), json: new JsonParser(),
     keys: options.keys ?? null,
   };
-  const http = createServer({ keepAliveTimeout: 65_000 }, (req, res) => {
+  const { server: http, stop } = createHttpServer({ keepAliveTimeout: 65_000 }, options.tls, (req, res) => {
     handle(ctx, req, res).catch((e: unknown) => sendError(res, e, ctx));
-  });
+  }, (message) => logger.warn(message));
   http.on('clientError', (_err, socket) => {
     if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n');
   });
@@ -50,8 +53,14 @@ export async function startOpenAiFrontend(server: InferenceServer, options: Open
     http.listen(options.port, options.address, () => resolve());
   });
   const port = (http.address() as AddressInfo).port;
-  logger.info(`Started OpenAI-compatible service at ${options.address}:${port}`);
-  return { port, close: () => closeServer(http, ctx.json) };
+  logger.info(`Started OpenAI-compatible service${options.tls === undefined ? '' : ' over TLS'} at ${options.address}:${port}`);
+  return {
+    port,
+    close: () => {
+      stop();
+      return closeServer(http, ctx.json);
+    },
+  };
 }
 
 interface Context {

@@ -1,5 +1,6 @@
 import type { Server } from 'node:http';
 import type { Socket } from 'node:net';
+import { Server as TlsServer } from 'node:tls';
 import type { DirectAnswer } from './answer.js';
 import { DirectConnection, type ConnectionSite } from './connection.js';
 import type { RequestHead } from './request-head.js';
@@ -38,12 +39,15 @@ export class DirectPath<T> implements ConnectionSite<T> {
   private readonly keepAliveTimeout: number;
 
   constructor(private readonly http: Server, private readonly handlers: DirectHandlers<T>, readonly maxBody: number) {
-    // node:http's own 'connection' listener reads a connection the direct path hands over.
-    const listeners = http.listeners('connection') as ((socket: Socket) => void)[];
-    if (listeners.length !== 1) throw new Error('the direct path needs node:http’s connection listener alone');
-    this.nodeListener = listeners[0]!;
-    http.removeListener('connection', this.nodeListener);
-    http.on('connection', (socket: Socket) => this.accept(socket));
+    // node:http's own connection listener reads a connection the direct path hands over. Over TLS it listens
+    // for the end of the handshake, and the socket it gets (and the direct path reads) yields the plaintext.
+    const event = http instanceof TlsServer ? 'secureConnection' : 'connection';
+    // The server's constructor registered it, so it comes first (the TLS guard's comes after).
+    const nodeListener = (http.listeners(event) as ((socket: Socket) => void)[])[0];
+    if (nodeListener === undefined) throw new Error('the direct path needs node:http’s connection listener');
+    this.nodeListener = nodeListener;
+    http.removeListener(event, this.nodeListener);
+    http.on(event, (socket: Socket) => this.accept(socket));
     this.headersTimeout = http.headersTimeout;
     this.keepAliveTimeout = http.keepAliveTimeout;
     this.keepAliveSeconds = Math.floor(http.keepAliveTimeout / 1000);
