@@ -464,7 +464,7 @@ const FLAGS: readonly FlagSpec[] = [
     'the gRPC server keeps no pool of request and response objects'),
   warnsInFrontend(flag(GRPC, 'grpc-max-response-pool-size', '<integer>', '2147483647 (no limit)', 'Most inference response objects alive at once in tritonserver (greater than 0). Checked, then ignored with a warning: Nereid keeps no such pool.',
     (d, v, id) => keep(d, id, String(int(v, 1)))), 'the gRPC server keeps no pool of response objects'),
-  flag(GRPC, 'grpc-use-ssl', BOOL_ARG, 'false', 'Serve gRPC over TLS.', keepBool),
+  flag(GRPC, 'grpc-use-ssl', BOOL_ARG, 'false', 'Serve gRPC over TLS (1.2 or later). The certificate and key files are read again when they change: a rotated certificate serves new connections without a restart.', keepBool),
   flag(GRPC, 'grpc-use-ssl-mutual', BOOL_ARG, 'false', 'Serve gRPC over TLS and require client certificates. Giving this flag also turns --grpc-use-ssl on.',
     (d, v, id) => { keep(d, id, String(bool(v))); keep(d, 'grpc-use-ssl', 'true'); }),
   flag(GRPC, 'grpc-server-cert', '<path>', '', 'PEM file with the server certificate (with --grpc-use-ssl).', keepString),

@@ -1,5 +1,5 @@
 import type { ApiKeys } from '../api-keys.js';
-import { readFileSync } from 'node:fs';
+import type { TlsFiles } from '../tls-listener.js';
 
 /** The gRPC frontend's settings: tritonserver's --grpc-* flags, already parsed. */
 export interface GrpcOptions {
@@ -16,8 +16,8 @@ export interface GrpcOptions {
   maxConnectionAgeGraceMs?: number;
   /** --grpc-infer-response-compression-level. */
   responseCompressionLevel?: 'none' | 'low' | 'medium' | 'high';
-  /** PEM contents (not paths) when serving TLS. */
-  ssl?: { cert: Buffer; key: Buffer; rootCert: Buffer | null; mutual: boolean };
+  /** --grpc-use-ssl: serve over TLS with these files, reloaded when they change. */
+  ssl?: TlsFiles;
   /** --grpc-header-forward-pattern: metadata keys matching it (any case) become request parameters. */
   headerForwardPattern?: string;
   /** --api-keys-file: the keys calls must present; undefined when calls need none. */
@@ -55,7 +55,7 @@ export const MAX_CONCURRENT_STREAMS = 1024;
  */
 export const MAX_HEADER_LIST_BYTES = 16384;
 
-/** PEM files for --grpc-use-ssl, read once at start. */
-export function readSslFiles(cert: string, key: string, rootCert: string, mutual: boolean): NonNullable<GrpcOptions['ssl']> {
-  return { cert: readFileSync(cert), key: readFileSync(key), rootCert: rootCert === '' ? null : readFileSync(rootCert), mutual };
+/** PEM files for --grpc-use-ssl, read at start and again when they change. */
+export function readSslFiles(cert: string, key: string, rootCert: string, mutual: boolean): TlsFiles {
+  return { cert, key, rootCert, mutual };
 }

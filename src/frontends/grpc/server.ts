@@ -93,7 +93,7 @@ export async function startGrpcFrontend(server: InferenceServer, options: GrpcOp
     maxConcurrentStreams: MAX_CONCURRENT_STREAMS,
     maxHeaderListBytes: MAX_HEADER_LIST_BYTES,
     errorStatus: (e) => toServiceError(e, ctx),
-  }, options);
+  }, options, (message) => logger.warn(message));
   logger.info(`Started GRPCInferenceService at ${options.address}:${transport.port}`);
   // Called after the server has drained (or given up at --exit-timeout-secs): calls still open after a short
   // grace period (an idle stream the client keeps open, say) are cancelled rather than waited for.

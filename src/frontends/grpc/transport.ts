@@ -8,6 +8,7 @@ import { Http2Connection, type ConnectionSettings } from './http2/connection.js'
 import { encodeBlock } from './http2/hpack.js';
 import type { Http2Stream } from './http2/stream.js';
 import type { GrpcOptions } from './options.js';
+import { DEFAULT_TLS_LIMITS, guardTlsServer, tlsServerOptions } from '../tls-listener.js';
 
 /**
  * gRPC over HTTP/2 (grpc/doc/PROTOCOL-HTTP2.md) on the HTTP/2 layer in http2/: each POST to /<service>/<method>
@@ -41,7 +42,8 @@ export interface Transport {
 const STREAM_WINDOW = 1 << 20;
 const CONNECTION_WINDOW = 8 << 20;
 
-export async function listen(routes: ReadonlyMap<string, Method>, limits: TransportLimits, o: GrpcOptions): Promise<Transport> {
+export async function listen(routes: ReadonlyMap<string, Method>, limits: TransportLimits, o: GrpcOptions,
+  warn: (message: string) => void): Promise<Transport> {
   const settings: ConnectionSettings = {
     maxConcurrentStreams: limits.maxConcurrentStreams,
     maxHeaderListBytes: limits.maxHeaderListBytes,
@@ -58,14 +60,10 @@ export async function listen(routes: ReadonlyMap<string, Method>, limits: Transp
       stop();
     };
   };
-  const server: Server = o.ssl
-    ? tls.createServer({
-      cert: o.ssl.cert, key: o.ssl.key, ...(o.ssl.rootCert ? { ca: o.ssl.rootCert } : {}),
-      requestCert: o.ssl.mutual, rejectUnauthorized: o.ssl.mutual, ALPNProtocols: ['h2'],
-    }, accept)
-    : net.createServer(accept);
-  // A client that fails the TLS handshake ends only its own connection.
-  server.on('tlsClientError', ignore);
+  const secure = o.ssl === undefined ? undefined : tls.createServer({ ...tlsServerOptions(o.ssl), ALPNProtocols: ['h2'] }, accept);
+  const server: Server = secure ?? net.createServer(accept);
+  // A client that fails the TLS handshake ends only its own connection; rotated files are loaded.
+  const stopWatching = secure === undefined ? undefined : guardTlsServer(secure, o.ssl!, DEFAULT_TLS_LIMITS, warn);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(o.port, hostPart(o.address), () => {
@@ -77,7 +75,10 @@ export async function listen(routes: ReadonlyMap<string, Method>, limits: Transp
   const address = server.address();
   return {
     port: typeof address === 'object' && address !== null ? address.port : o.port,
-    close: (graceMs) => closeServer(server, connections, graceMs),
+    close: (graceMs) => {
+      stopWatching?.();
+      return closeServer(server, connections, graceMs);
+    },
   };
 }
 

@@ -1,8 +1,10 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { X509Certificate } from 'node:crypto';
+import { copyFile, mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import tls from 'node:tls';
 import { gunzipSync } from 'node:zlib';
 import * as grpc from '@grpc/grpc-js';
 import { readSslFiles } from '../../../src/frontends/grpc/options.js';
@@ -10,6 +12,7 @@ import { EXAMPLES, FIXTURES } from '../../helpers/paths.js';
 import { failure, InferenceClient, int32Bytes, int32s, rawCall, requestType, responseType, startGrpcTestServer, streamResponseType, unary, type Client } from '../../helpers/grpc.js';
 import { tempRepository } from '../../helpers/server.js';
 import { makeCertificates, opensslSkip } from '../../helpers/certificates.js';
+import { until } from '../../helpers/until.js';
 
 // The gRPC frontend's transport flags through a real server: TLS and mutual TLS (--grpc-use-ssl*), and
 // --grpc-header-forward-pattern handing call metadata to the model as request parameters, and
@@ -112,5 +115,37 @@ test('--grpc-infer-response-compression-level: inference responses come compress
   } finally {
     await s.close();
     await repo.remove();
+  }
+});
+
+test('--grpc-use-ssl: a rotated certificate and key are served to new connections without a restart', { skip }, async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'nereid-tls-'));
+  try {
+    await mkdir(join(dir, 'next'));
+    await makeCertificates(dir);
+    await makeCertificates(join(dir, 'next'));
+    await mkdir(join(dir, 'live'));
+    for (const f of ['server.crt', 'server.key']) await copyFile(join(dir, f), join(dir, 'live', f));
+    const s = await startGrpcTestServer({ modelRepositories: [EXAMPLES], modelControlMode: 'explicit' }, { ssl: readSslFiles(join(dir, 'live', 'server.crt'), join(dir, 'live', 'server.key'), '', false) });
+    try {
+      const served = (): Promise<string> => new Promise((resolve, reject) => {
+        const c = tls.connect({ host: '127.0.0.1', port: s.grpc.port, rejectUnauthorized: false, ALPNProtocols: ['h2'] }, () => {
+          resolve(c.getPeerCertificate().fingerprint256);
+          c.destroy();
+        });
+        c.on('error', reject);
+      });
+      const next = new X509Certificate(await readFile(join(dir, 'next', 'server.crt'))).fingerprint256;
+      assert.notEqual(await served(), next);
+      for (const f of ['server.key', 'server.crt']) await copyFile(join(dir, 'next', f), join(dir, 'live', f));
+      await until(async () => (await served()) === next, 'the new certificate', 30_000);
+      const c = new InferenceClient(`127.0.0.1:${s.grpc.port}`, grpc.credentials.createSsl(await readFile(join(dir, 'next', 'ca.crt')))) as Client;
+      assert.deepEqual(await unary(c, 'ServerLive', {}), { live: true });
+      c.close();
+    } finally {
+      await s.close();
+    }
+  } finally {
+    await rm(dir, { recursive: true, force: true });
   }
 });
