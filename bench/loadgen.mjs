@@ -54,6 +54,7 @@ function percentile(sorted, n, q) {
  *                                  checked for status 200 and a non-empty body only. Large bodies use k > 1 so
  *                                  the client's own JSON parsing does not dominate what is measured.
  * @param {number} [o.maxSamples]   latency array size to preallocate (grows if exceeded)
+ * @param {object} [o.connect]      undici's connect options, for TLS (e.g. { ca })
  * @param {boolean} [o.keepLatencies]  also return every measured latency, sorted (ms), for merging runs
  */
 export async function runLoad(o) {
@@ -71,6 +72,8 @@ export async function runLoad(o) {
     keepAliveTimeout: 60_000,
     headersTimeout: 60_000,
     bodyTimeout: 60_000,
+    // TLS settings for an https:// url (a CA to trust, say).
+    ...(o.connect ? { connect: o.connect } : {}),
   });
   const prepared = bodies.map((b) => ({
     opts: { path, method: 'POST', headers: b.headers, body: b.body },
