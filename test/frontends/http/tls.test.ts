@@ -15,7 +15,7 @@ import { createLogger } from '../../../src/observability/logger.js';
 import { InferenceServer } from '../../../src/server/inference-server.js';
 import { makeCertificates, opensslSkip } from '../../helpers/certificates.js';
 import { EXAMPLES } from '../../helpers/paths.js';
-import { spawnServer, type ServerProcess } from '../../helpers/server.js';
+import { runNereid, spawnServer, type ServerProcess } from '../../helpers/server.js';
 import { until } from '../../helpers/until.js';
 
 // TLS on the HTTP and OpenAI ports (--http-use-ssl and the rest, Triton's names for gRPC's) through `nereid
@@ -230,4 +230,23 @@ test('a handshake that does not finish in time ends its connection', { skip }, (
       for (const c of flood.sockets) c.destroy();
       await s.close();
     }
+  }));
+
+test('the OpenAI port\'s own --openai-use-ssl wins over HTTP\'s; --http-use-ssl without a certificate stops the start', { skip }, () =>
+  withCertificates(async (dir, ca) => {
+    const { p, port } = await serve(['--http-use-ssl=true', `--http-server-cert=${join(dir, 'server.crt')}`, `--http-server-key=${join(dir, 'server.key')}`,
+      '--openai-port=0', '--openai-address=127.0.0.1', '--openai-use-ssl=false']);
+    try {
+      await until(() => /Started OpenAI-compatible service at [^\n]*:\d+/.test(p.output()), 'the OpenAI port');
+      const openaiPort = Number(/Started OpenAI-compatible service at [^\n]*:(\d+)/.exec(p.output())![1]);
+      const plain = await fetch(`http://127.0.0.1:${openaiPort}/v1/models`);
+      assert.equal(plain.status, 200);
+      assert.equal((await request(port, '/v2/health/live', { ca })).status, 200);
+    } finally {
+      await stop(p);
+    }
+    const { code, out } = await runNereid(['serve', '--model-repository', EXAMPLES, '--model-control-mode=explicit', '--http-port=0', '--allow-grpc=false',
+      '--allow-metrics=false', '--http-use-ssl=true', `--http-server-key=${join(dir, 'server.key')}`]);
+    assert.notEqual(code, 0);
+    assert.match(out, /--http-use-ssl needs --http-server-cert and --http-server-key/);
   }));
