@@ -33,6 +33,7 @@ const NOT_RUN: { has: string; why: string }[] = [
   { has: '--sequence-state-store redis://127.0.0.1:6379/1', why: 'starts Redis, three replicas and HAProxy on fixed ports; test/server/replicas.test.ts does the same on free ports' },
   { has: 'step 5 true s42-1', why: 'needs the three replicas behind HAProxy of the block above' },
   { has: 'newName: registry.example.com/nereid', why: "a reader's own overlay, rendered the same way by kubectl kustomize" },
+  { has: 'openssl req -x509 -newkey ec', why: 'serves until stopped, under a host name of the reader\'s; test/frontends/http/tls.test.ts makes a certificate with openssl and serves HTTPS to curl the same way' },
   { has: 'npx nereid keys add team-a', why: "appends a new key's line to the reader's key file on each run; test/frontends/api-keys.test.ts runs 'nereid keys add' and serves with the file it writes" },
   { has: "r.register('mybackend'", why: 'one line of src/backends/registry.ts, not a program; the block after it registers a backend and serves with it' },
 ];
