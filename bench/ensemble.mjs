@@ -3,28 +3,19 @@
 // after another through the in-process API, as a paired difference: each iteration runs both, in alternating
 // order, and the median of (ensemble − sequential) / 3 is the cost added per step. Goal: ≤ 30 µs.
 // Usage: npx tsc -p . && node bench/ensemble.mjs [--quick]
-import { cpSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { InferenceServer } from '../dist/src/index.js';
 import { createLogger } from '../dist/src/observability/logger.js';
+import { writeChain3 } from './servers.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const N = process.argv.includes('--quick') ? 3000 : 20000;
 const dir = mkdtempSync(join(tmpdir(), 'nereid-bench-ensemble-'));
 cpSync(join(ROOT, 'examples/model_repository/simple'), join(dir, 'simple'), { recursive: true });
-const step = (a, b, x, y) => `{ model_name: "simple" model_version: -1
-  input_map { key: "INPUT0" value: "${a}" } input_map { key: "INPUT1" value: "${b}" }
-  output_map { key: "OUTPUT0" value: "${x}" } output_map { key: "OUTPUT1" value: "${y}" } }`;
-mkdirSync(join(dir, 'chain3', '1'), { recursive: true });
-writeFileSync(join(dir, 'chain3', 'config.pbtxt'), `name: "chain3"
-platform: "ensemble"
-max_batch_size: 8
-input [ { name: "A" data_type: TYPE_INT32 dims: [ 16 ] }, { name: "B" data_type: TYPE_INT32 dims: [ 16 ] } ]
-output [ { name: "X" data_type: TYPE_INT32 dims: [ 16 ] }, { name: "Y" data_type: TYPE_INT32 dims: [ 16 ] } ]
-ensemble_scheduling { step [ ${step('A', 'B', 's1', 'd1')}, ${step('s1', 'd1', 's2', 'd2')}, ${step('s2', 'd2', 'X', 'Y')} ] }
-`);
+writeChain3(dir);
 const logger = createLogger({ info: false, warning: false, error: false, verbose: 0, format: 'default', file: '' });
 const server = await InferenceServer.create({ modelRepositories: [dir] }, { logger });
 const ints = (v) => new Uint8Array(new Int32Array(16).fill(v).buffer);

@@ -12,12 +12,12 @@
 //
 // DIR: checkouts of Nereid, each built (`npx tsc -p .`); the first is the reference. Another commit's checkout:
 //   git worktree add /tmp/before <commit> && ln -s "$PWD/node_modules" /tmp/before/ && (cd /tmp/before && npx tsc -p .)
-import { cpSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Pool } from 'undici';
-import { ROOT, startServer, nereidArgs, freePort, cpuMs, killAll, median, fmt, pad, padEnd } from './servers.mjs';
+import { ROOT, startServer, nereidArgs, freePort, cpuMs, killAll, median, fmt, pad, padEnd, writeChain3 } from './servers.mjs';
 
 const { values: a } = parseArgs({
   options: {
@@ -45,17 +45,7 @@ process.on('exit', () => {
 process.on('SIGINT', () => process.exit(130));
 const repo = join(dir, 'repo');
 for (const m of ['simple', 'sequence_accumulator']) cpSync(join(ROOT, 'examples/model_repository', m), join(repo, m), { recursive: true });
-const step = (x, y, o0, o1) => `{ model_name: "simple" model_version: -1
-    input_map { key: "INPUT0" value: "${x}" } input_map { key: "INPUT1" value: "${y}" }
-    output_map { key: "OUTPUT0" value: "${o0}" } output_map { key: "OUTPUT1" value: "${o1}" } }`;
-mkdirSync(join(repo, 'chain3', '1'), { recursive: true });
-writeFileSync(join(repo, 'chain3', 'config.pbtxt'), `name: "chain3"
-platform: "ensemble"
-max_batch_size: 8
-input [ { name: "A" data_type: TYPE_INT32 dims: [ 16 ] }, { name: "B" data_type: TYPE_INT32 dims: [ 16 ] } ]
-output [ { name: "X" data_type: TYPE_INT32 dims: [ 16 ] }, { name: "Y" data_type: TYPE_INT32 dims: [ 16 ] } ]
-ensemble_scheduling { step [ ${step('A', 'B', 's1', 'd1')}, ${step('s1', 'd1', 's2', 'd2')}, ${step('s2', 'd2', 'X', 'Y')} ] }
-`);
+writeChain3(repo);
 
 const json = { 'content-type': 'application/json' };
 const sixteen = (v) => Array(16).fill(v);

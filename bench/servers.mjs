@@ -1,7 +1,7 @@
 // Starting, watching and stopping the servers a benchmark compares, each as its own child process.
 
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { readFileSync, existsSync } from 'node:fs';
+import { readFileSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
@@ -202,3 +202,21 @@ export function median(xs) {
 export const fmt = (x, digits = 0) => (Number.isFinite(x) ? x.toFixed(digits) : '-');
 export const pad = (s, n) => String(s).padStart(n);
 export const padEnd = (s, n) => String(s).padEnd(n);
+
+/**
+ * Writes `chain3` into `repo`: an ensemble of three `simple` steps (simple → simple → simple) over two [16]
+ * INT32 inputs A and B, answering X = 4·A and Y = 4·B. `simple` must be copied into `repo` beside it.
+ */
+export function writeChain3(repo) {
+  const step = (x, y, o0, o1) => `{ model_name: "simple" model_version: -1
+    input_map { key: "INPUT0" value: "${x}" } input_map { key: "INPUT1" value: "${y}" }
+    output_map { key: "OUTPUT0" value: "${o0}" } output_map { key: "OUTPUT1" value: "${o1}" } }`;
+  mkdirSync(join(repo, 'chain3', '1'), { recursive: true });
+  writeFileSync(join(repo, 'chain3', 'config.pbtxt'), `name: "chain3"
+platform: "ensemble"
+max_batch_size: 8
+input [ { name: "A" data_type: TYPE_INT32 dims: [ 16 ] }, { name: "B" data_type: TYPE_INT32 dims: [ 16 ] } ]
+output [ { name: "X" data_type: TYPE_INT32 dims: [ 16 ] }, { name: "Y" data_type: TYPE_INT32 dims: [ 16 ] } ]
+ensemble_scheduling { step [ ${step('A', 'B', 's1', 'd1')}, ${step('s1', 'd1', 's2', 'd2')}, ${step('s2', 'd2', 'X', 'Y')} ] }
+`);
+}
