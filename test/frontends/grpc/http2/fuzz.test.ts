@@ -35,12 +35,9 @@ test('HPACK decoder: any block decodes or is a CompressionError, and the dynamic
   const rng = seeded(seed);
   const counts = { decoded: 0, refused: 0, fields: 0 };
   let decoder = new HeaderDecoder();
-  const started = process.hrtime.bigint();
-  let bytes = 0;
   for (let i = 0; i < fuzzCases(20_000); i++) {
     const base = chance(rng, 0.5) ? randomBlock(rng) : encodeBlock(Array.from({ length: 1 + int(rng, 6) }, () => pick(rng, FIELDS)));
     const block = chance(rng, 0.4) ? mutate(rng, base) : base;
-    bytes += block.length;
     try {
       decoder.decode(block, chance(rng, 0.9) ? 16_384 : int(rng, 200), (name, value) => {
         assert.equal(typeof name, 'string');
@@ -57,10 +54,7 @@ test('HPACK decoder: any block decodes or is a CompressionError, and the dynamic
     const t = tableOf(decoder);
     assert.ok(t.size <= t.maxSize && t.maxSize <= 4096, `seed ${seed}, block ${i}: table of ${t.size} octets, maximum ${t.maxSize}`);
   }
-  const ms = Number(process.hrtime.bigint() - started) / 1e6;
   assert.ok(counts.decoded > 1000 && counts.refused > 1000, JSON.stringify(counts));
-  // Linear work: far below a microsecond per octet even on a busy machine (a quadratic path would not be).
-  assert.ok(ms < bytes / 100, `${ms} ms for ${bytes} octets`);
 });
 
 let server: Awaited<ReturnType<typeof startGrpcTestServer>>;
