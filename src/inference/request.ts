@@ -76,6 +76,11 @@ export interface InferenceRequest {
   /** Scheduling parameters of Triton's schedule_policy extension. */
   readonly priority?: number;
   readonly timeoutUs?: number;
+  /**
+   * Who the request is for: the id of the API key it presented, when the server checks keys. A model's
+   * scheduler shares its queue fairly among tenants when it is contended (scheduler/tenant-queue.ts).
+   */
+  readonly tenant?: string;
   /** Triton's sequence extension: the correlation id (0 or '' for none) and the sequence's START / END flags. */
   readonly sequenceId?: number | bigint | string;
   readonly sequenceStart?: boolean;

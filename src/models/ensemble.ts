@@ -358,7 +358,7 @@ export class EnsembleScheduler extends ForwardingScheduler {
 function stepRequest(step: StepPlan, version: InferenceRequest['version'], job: Job, inputs: Tensor[]): InferenceRequest {
   return {
     model: step.model, version, id: job.id, inputs, outputs: step.requested,
-    parameters: job.parameters, priority: job.priority, timeoutUs: job.timeoutUs, signal: job.signal, trace: job.trace?.child(),
+    parameters: job.parameters, priority: job.priority, timeoutUs: job.timeoutUs, tenant: job.tenant, signal: job.signal, trace: job.trace?.child(),
     sequenceId: job.sequenceId, sequenceStart: job.sequenceStart, sequenceEnd: job.sequenceEnd,
   };
 }

@@ -303,6 +303,7 @@ class InferJob implements Job {
   readonly id: string;
   readonly priority: number | undefined;
   readonly timeoutUs: number | undefined;
+  readonly tenant: string | undefined;
   readonly sequenceId: number | bigint | string | undefined;
   readonly sequenceStart: boolean;
   readonly sequenceEnd: boolean;
@@ -338,6 +339,7 @@ class InferJob implements Job {
     this.id = request.id ?? '';
     this.priority = request.priority;
     this.timeoutUs = request.timeoutUs;
+    this.tenant = request.tenant;
     this.sequenceId = request.sequenceId;
     this.sequenceStart = request.sequenceStart ?? false;
     this.sequenceEnd = request.sequenceEnd ?? false;

@@ -116,7 +116,7 @@ export class RouterScheduler extends ForwardingScheduler {
     }
     const request: InferenceRequest = {
       model: target, version: model.version, id: job.id, inputs: job.inputs, outputs: job.outputs.map((name) => ({ name })),
-      parameters: job.parameters, priority: job.priority, timeoutUs: job.timeoutUs, signal: job.signal,
+      parameters: job.parameters, priority: job.priority, timeoutUs: job.timeoutUs, tenant: job.tenant, signal: job.signal,
       sequenceId: job.sequenceId, sequenceStart: job.sequenceStart, sequenceEnd: job.sequenceEnd,
       // The router keeps nothing of the answer: lent outputs (and their release) pass through to the caller.
       borrowOutputs: job.borrowOutputs,

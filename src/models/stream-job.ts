@@ -29,6 +29,7 @@ export class StreamJob implements Job {
   readonly id: string;
   readonly priority: number | undefined;
   readonly timeoutUs: number | undefined;
+  readonly tenant: string | undefined;
   readonly sequenceId: number | bigint | string | undefined;
   readonly sequenceStart: boolean;
   readonly sequenceEnd: boolean;
@@ -59,6 +60,7 @@ export class StreamJob implements Job {
     this.id = request.id ?? '';
     this.priority = request.priority;
     this.timeoutUs = request.timeoutUs;
+    this.tenant = request.tenant;
     this.sequenceId = request.sequenceId;
     this.sequenceStart = request.sequenceStart ?? false;
     this.sequenceEnd = request.sequenceEnd ?? false;

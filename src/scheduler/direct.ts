@@ -1,8 +1,8 @@
 import { NereidError, isNereidError } from '../errors.js';
 import type { BackendInstance } from '../backends/backend.js';
 import { DeadlineHeap, type HasDeadline } from './deadline-heap.js';
-import { RingQueue } from './queue.js';
 import { stoppedScheduler, type ExecutionListener, type Job, type Scheduler } from './scheduler.js';
+import { TenantQueue } from './tenant-queue.js';
 
 /** Most requests one turn of the event loop runs on synchronous instances before letting I/O in again. */
 const MAX_RUNS_PER_TURN = 64;
@@ -38,9 +38,12 @@ class Deadline implements HasDeadline {
  * timeout expired" when it passes, as the dynamic batcher's queue policy answers it; Triton's default
  * scheduler ignores the timeout, so such a request could wait forever behind a hung execution. Such a request
  * is never handed to a busy instance (pipelineDepth): it waits here, where its timeout is kept, for a free one.
+ *
+ * Requests that wait are taken in turns by tenant (their API key ids, see tenant-queue.ts): one tenant's flood
+ * delays another tenant's request by at most one of its own. Without keys every request is of one tenant.
  */
 export class DirectScheduler implements Scheduler {
-  private readonly queue = new RingQueue<Job>();
+  private readonly queue = new TenantQueue<Job>();
   private readonly idle: BackendInstance[];
   /**
    * Requests wait for the end of the loop turn (see the class comment). With instances that run synchronously
@@ -107,7 +110,7 @@ export class DirectScheduler implements Scheduler {
       }
     }
     this.queued++;
-    this.queue.push(job);
+    this.queue.push(job, job.tenant);
     if (job.timeoutUs) this.addDeadline(job);
     // A deferred job waits at most until the end of this loop turn: its signal is checked when it is reached.
     // One that waits for an instance is cancelled as soon as its signal fires, and stops listening once it

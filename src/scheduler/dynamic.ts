@@ -8,12 +8,17 @@ import { batchShapeRule, sameBatchShapes, type BatchShapeRule } from './equal-sh
 import { FinishOrder, type FinishSlot } from './finish-order.js';
 import { RingQueue } from './queue.js';
 import { logPrefix, stoppedScheduler, type ExecutionListener, type FailureReason, type Job, type Scheduler } from './scheduler.js';
+import { TenantQueue } from './tenant-queue.js';
 import { announceHold, schedulerHold } from './test-hooks.js';
 
-/** Where an entry is: waiting in its level's queue, moved to its level's delayed queue, or gone. */
+/**
+ * Where an entry is: waiting in its level's queue, moved to its level's delayed queue, gone, or held back by
+ * tenant until the queues have room (see DynamicBatcher).
+ */
 const QUEUED = 0;
 const DELAYED = 1;
 const GONE = 2;
+const HELD = 3;
 
 /**
  * A request as the batcher holds it. An entry that leaves the queues early (timed out, moved by DELAY,
@@ -22,7 +27,7 @@ const GONE = 2;
  */
 class Entry {
   heapIndex = -1;
-  where: 0 | 1 | 2 = QUEUED;
+  where: 0 | 1 | 2 | 3 = QUEUED;
   constructor(readonly job: Job, readonly level: Level, readonly arrivedMs: number, readonly deadlineMs: number) {}
 }
 
@@ -123,6 +128,12 @@ const MAX_BATCHES_PER_TURN = 64;
  *
  * Timer precision: queue delays of a millisecond or more use a timer (Node's millisecond resolution, never
  * early); shorter ones re-check on each turn of the event loop, which keeps the loop busy for at most the delay.
+ *
+ * Tenants (requests' API key ids): once the queues hold `window` requests (two full batches per instance), a
+ * request of a tenant waits in a TenantQueue instead, and those requests enter the queues in turns by tenant
+ * as room opens. So a tenant that floods the model delays another tenant's request by about `window` requests
+ * at most, not by its whole flood. Held requests count toward max_queue_size and keep their deadlines; their
+ * priority applies once they enter the queues. Requests of no tenant (no API keys in use) never wait there.
  */
 export class DynamicBatcher implements Scheduler {
   private readonly idle: BackendInstance[];
@@ -141,7 +152,13 @@ export class DynamicBatcher implements Scheduler {
   /** Which requests may share a batch; undefined when any may. */
   private readonly shapeRule: BatchShapeRule | undefined;
   private readonly synchronous: boolean;
+  /** Requests the queues take before requests of a tenant are held (see the class comment). */
+  private readonly window: number;
+  private readonly held = new TenantQueue<Entry>();
+  /** Live entries in `held` (cancelled or expired ones stay there as tombstones until reached). */
+  private heldLive = 0;
 
+  /** Live entries in the levels' queues. */
   private queued = 0;
   private running = 0;
   private stopped = false;
@@ -189,6 +206,7 @@ export class DynamicBatcher implements Scheduler {
     this.defaultPolicy = db.default_queue_policy;
     this.levels = keptLevels(db);
     this.shapeRule = batchShapeRule(config);
+    this.window = 2 * this.maxBatch * Math.max(1, instances.length);
   }
 
   enqueue(job: Job): void {
@@ -202,17 +220,50 @@ export class DynamicBatcher implements Scheduler {
     if (level.allowOverride && job.timeoutUs && job.timeoutUs < timeoutUs) timeoutUs = job.timeoutUs;
     const now = performance.now();
     const e = new Entry(job, level, now, timeoutUs > 0 ? now + timeoutUs / 1000 : 0);
-    level.queue.push(e);
     level.size++;
-    this.queued++;
     if (e.deadlineMs > 0) {
       this.deadlines.push(e);
       if (e.deadlineMs < this.deadlineTimerAt) this.armDeadline();
     }
+    if (job.tenant !== undefined && (this.heldLive > 0 || this.queued >= this.window)) {
+      e.where = HELD;
+      this.held.push(e, job.tenant);
+      this.heldLive++;
+      // Held behind others while the queues have room (those queued were cancelled): let them in now.
+      if (this.queued < this.window) {
+        this.admitHeld();
+        this.schedule();
+      }
+      return;
+    }
+    this.place(e);
+    this.schedule();
+  }
+
+  /** Puts an entry at the end of its level's queue (or, held past its deadline under DELAY, its delayed queue). */
+  private place(e: Entry): void {
+    const level = e.level;
+    if (e.where === HELD && e.heapIndex < 0 && e.deadlineMs !== 0) {
+      e.where = DELAYED;
+      level.delayed.push(e);
+    } else {
+      e.where = QUEUED;
+      level.queue.push(e);
+    }
+    this.queued++;
     // A request placed before the cursor (a higher level, or this level while the cursor is already among its
     // delayed requests) belongs in the pending batch: form it again.
     if (this.cursorValid && this.beforeCursor(level, true)) this.cursorValid = false;
-    this.schedule();
+  }
+
+  /** Moves held requests into the queues, tenants taking turns, while the queues are under `window`. */
+  private admitHeld(): void {
+    while (this.heldLive > 0 && this.queued < this.window) {
+      const e = this.held.shift()!;
+      if (e.where !== HELD) continue;
+      this.heldLive--;
+      this.place(e);
+    }
   }
 
   /** The level numbered `priority`, made (with the default policy) when it does not exist yet. */
@@ -256,11 +307,11 @@ export class DynamicBatcher implements Scheduler {
   }
 
   waiting(): number {
-    return this.queued;
+    return this.queued + this.heldLive;
   }
 
   inflight(): number {
-    return this.queued + this.running;
+    return this.queued + this.heldLive + this.running;
   }
 
   drain(): Promise<void> {
@@ -281,6 +332,7 @@ export class DynamicBatcher implements Scheduler {
         }
       }
     }
+    for (let e = this.held.shift(); e; e = this.held.shift()) if (e.where === HELD) this.drop(e, error, 'REJECTED');
     this.prune();
     this.checkDrained();
   }
@@ -302,15 +354,21 @@ export class DynamicBatcher implements Scheduler {
 
   private dispatch(): void {
     if (this.hold > 0) {
-      if (this.queued < this.hold && !this.stopped) return;
+      if (this.waiting() < this.hold && !this.stopped) return;
       this.hold = 0;
     }
-    while (this.idle.length > 0 && this.queued > 0) {
+    for (;;) {
+      // Cancelled requests dropped while a batch formed leave room too.
+      if (this.heldLive > 0) this.admitHeld();
+      if (this.idle.length === 0 || this.queued === 0) return;
       const now = performance.now();
       this.scan(now);
       const n = decideBatch(this.pending, now, this.stopped ? 0 : this.delayMs, this.maxPreferred);
       if (n < 0) return this.delayWake.at(this.pending.oldestMs + this.delayMs, now);
-      if (n === 0) return;
+      if (n === 0) {
+        if (this.queued === 0 && this.heldLive > 0) continue;
+        return;
+      }
       const jobs = this.take(n);
       if (jobs.length > 0) void this.run(this.idle.pop()!, jobs, this.order ? this.order.reserve(jobs) : undefined);
     }
@@ -393,6 +451,7 @@ export class DynamicBatcher implements Scheduler {
     }
     this.cursorValid = false;
     if (this.pruneNeeded) this.prune();
+    if (this.heldLive > 0) this.admitHeld();
     return jobs;
   }
 
@@ -438,7 +497,7 @@ export class DynamicBatcher implements Scheduler {
       this.running -= jobs.length;
     }
     this.idle.push(instance);
-    if (this.queued > 0) {
+    if (this.queued + this.heldLive > 0) {
       // Requests left over from this turn (more than a batch's worth) run at once on an inline instance, as
       // direct.ts does, up to a budget; then the loop sees to I/O first.
       if (this.synchronous && ++this.batchesThisTurn < MAX_BATCHES_PER_TURN) this.dispatch();
@@ -457,11 +516,15 @@ export class DynamicBatcher implements Scheduler {
     }
   }
 
-  /** A request's deadline passed while it waited: DELAY moves it behind its level, REJECT answers it. */
+  /**
+   * A request's deadline passed while it waited: DELAY moves it behind its level (a held one goes there when it
+   * enters the queues: see place()), REJECT answers it.
+   */
   private expire(e: Entry): void {
     const level = e.level;
     if (e.heapIndex >= 0) this.deadlines.remove(e);
     if (level.delayOnTimeout) {
+      if (e.where === HELD) return;
       e.where = DELAYED;
       level.delayed.push(e);
     } else {
@@ -480,7 +543,7 @@ export class DynamicBatcher implements Scheduler {
     }
     if (this.pruneNeeded) this.prune();
     this.armDeadline();
-    if (this.queued > 0) this.schedule();
+    if (this.queued + this.heldLive > 0) this.schedule();
     this.checkDrained();
   };
 
@@ -498,9 +561,10 @@ export class DynamicBatcher implements Scheduler {
 
   /** Answers a request that leaves the queues without running. */
   private drop(e: Entry, error: NereidError, reason: FailureReason): void {
+    if (e.where === HELD) this.heldLive--;
+    else this.queued--;
     e.where = GONE;
     if (--e.level.size === 0 && !e.level.kept) this.pruneNeeded = true;
-    this.queued--;
     if (e.heapIndex >= 0) this.deadlines.remove(e);
     e.job.state = 'done';
     e.job.reject(error, reason);

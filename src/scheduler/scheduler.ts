@@ -15,6 +15,8 @@ export interface Job extends BackendRequest {
   readonly id: string;
   readonly priority: number | undefined;
   readonly timeoutUs: number | undefined;
+  /** The request's tenant (its API key id), by which a contended queue is shared; undefined without keys. */
+  readonly tenant?: string | undefined;
   /** The sequence extension's correlation id and flags (sequence batcher). */
   readonly sequenceId: number | bigint | string | undefined;
   readonly sequenceStart: boolean;

@@ -90,6 +90,33 @@ test('without pipelineDepth an instance runs one request at a time', async () =>
   assert.equal(s.inflight(), 0);
 });
 
+test('tenants take turns in a contended queue: one tenant\'s flood delays another\'s request by one of its own; each keeps its order', async () => {
+  const log: string[] = [];
+  const a = new HeldInstance('i', undefined, log);
+  const s = new DirectScheduler([a], () => undefined);
+  const starts = new Map<string, bigint>();
+  const of = (tenant: string | undefined) => (id: string): Job => ({ ...job(id, starts), tenant });
+  for (const id of ['a1', 'a2', 'a3', 'a4', 'a5']) s.enqueue(of('a')(id));
+  for (const id of ['b1', 'b2']) s.enqueue(of('b')(id));
+  s.enqueue(of('c')('c1'));
+  for (let i = 0; i < 8; i++) {
+    await turn();
+    a.end();
+  }
+  await turn();
+  assert.deepEqual(a.got, ['a1', 'a2', 'b1', 'c1', 'a3', 'b2', 'a4', 'a5']);
+  assert.equal(s.inflight(), 0);
+  // Without tenants (no API keys), arrival order.
+  const plain = new HeldInstance('p', undefined, []);
+  const t = new DirectScheduler([plain], () => undefined);
+  for (const id of ['1', '2', '3']) t.enqueue(of(undefined)(id));
+  for (let i = 0; i < 3; i++) {
+    await turn();
+    plain.end();
+  }
+  assert.deepEqual(plain.got, ['1', '2', '3']);
+});
+
 /** A job with a timeout that records how it ended. */
 function timedJob(id: string, timeoutUs: number | undefined, ended: string[]): Job {
   return {

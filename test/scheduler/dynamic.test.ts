@@ -19,7 +19,7 @@ interface Slow {
   s: TestServer;
   remove(): Promise<void>;
   /** In-process request of batch 1 filled with `v`; resolves to the tag (or `tag!` on error) in completion order. */
-  send(tag: string, extra?: { priority?: number; timeoutUs?: number; id?: string; signal?: AbortSignal; v?: number }): Promise<InferenceResponse>;
+  send(tag: string, extra?: { priority?: number; timeoutUs?: number; id?: string; signal?: AbortSignal; v?: number; tenant?: string }): Promise<InferenceResponse>;
   order: string[];
   stats(): Promise<any>;
   instances(): Promise<any[]>;
@@ -52,7 +52,7 @@ async function slowServer(batching: string, opts: { mbs?: number; groups?: strin
       const data = new Uint8Array(new Float32Array(16).fill(extra.v ?? 0).buffer);
       const r = s.server.infer({
         model: 'slow_fp32', inputs: [{ name: 'INPUT0', datatype: 'FP32', shape: [1, 16], data }],
-        priority: extra.priority, timeoutUs: extra.timeoutUs, id: extra.id, signal: extra.signal,
+        priority: extra.priority, timeoutUs: extra.timeoutUs, id: extra.id, signal: extra.signal, tenant: extra.tenant,
       });
       r.then(() => order.push(tag), () => order.push(`${tag}!`));
       return r;
@@ -338,6 +338,47 @@ test('DELAY: a request whose timeout expired runs after its level\'s other reque
     assert.deepEqual(m.order, ['busy', 'patient', 'delayed', 'low']);
   } finally {
     await m.remove();
+  }
+});
+
+test('tenants: past two batches per instance, requests wait by tenant and enter the queue in turns, so a flood delays another tenant by about a batch', async () => {
+  const m = await slowServer('dynamic_batching { }', { mbs: 2 });
+  try {
+    const a = Array.from({ length: 12 }, (_, i) => `a${i + 1}`);
+    const sent = [m.send('busy', { tenant: 'a' }), ...a.map((t) => m.send(t, { tenant: 'a' })), m.send('b1', { tenant: 'b' }), m.send('b2', { tenant: 'b' })];
+    assert.deepEqual(m.held(), { executing: 1, waiting: 14 });
+    await Promise.all(sent);
+    // The queues take 4 (2 × max_batch_size × 1 instance): a1-a4; then as each batch leaves, a and b take turns.
+    assert.deepEqual(m.order, ['busy', 'a1', 'a2', 'a3', 'a4', 'a5', 'b1', 'a6', 'b2', ...a.slice(6)]);
+    const st = await m.stats();
+    assert.equal(st.inference_stats.success.count, 15);
+  } finally {
+    await m.remove();
+  }
+});
+
+test('tenants: a request held back keeps its deadline (REJECT answers it while it waits; DELAY puts it behind its level)', async () => {
+  for (const action of ['REJECT', 'DELAY']) {
+    const m = await slowServer(`dynamic_batching { default_queue_policy { timeout_action: ${action} default_timeout_microseconds: 60000000 allow_timeout_override: true } }`, { mbs: 2 });
+    try {
+      const a = Array.from({ length: 12 }, (_, i) => `a${i + 1}`);
+      const sent = [m.send('busy', { tenant: 'a' }), ...a.map((t) => m.send(t, { tenant: 'a' }))];
+      // Behind a5-a12 in its tenant's line: still held when its deadline passes, before a single batch has run.
+      const timed = settle(m.send('timed', { tenant: 'a', timeoutUs: 30_000, id: 't1' }));
+      await Promise.all(sent);
+      const r = await timed;
+      if (action === 'REJECT') {
+        assert.equal((r as Error).message, '[request id: t1] Request timeout expired');
+        assert.equal(m.order[0], 'timed!');
+        assert.deepEqual(failures(m.s).REJECTED, 1);
+      } else {
+        assert.ok(!(r instanceof Error), String(r));
+        assert.deepEqual(m.order, ['busy', ...a, 'timed']);
+      }
+      assert.equal(m.held().waiting, 0);
+    } finally {
+      await m.remove();
+    }
   }
 });
 

@@ -3,8 +3,11 @@ import { Status, type CallStatus } from './codes.js';
 import type { ServerCall } from './call.js';
 import { category } from './restricted.js';
 
-/** A call's key check, given the model its request names ('' or undefined: none). */
-export type CallKeyCheck = (call: ServerCall, model: string | undefined) => CallStatus | null;
+/**
+ * A call's key check, given the model its request names ('' or undefined: none): the refusal, or the id of the
+ * key that passed (the request's tenant), or null for a health RPC left open.
+ */
+export type CallKeyCheck = (call: ServerCall, model: string | undefined) => CallStatus | string | null;
 
 /**
  * The API-key check of an RPC's calls (the `authorization` metadata, as Triton's clients pass headers), decided
@@ -16,7 +19,7 @@ export function keyCheck(rpc: string, keys: ApiKeys | undefined): CallKeyCheck |
   if (keys === undefined || c === undefined || (c === 'health' && !keys.protectHealth)) return null;
   return (call, model) => {
     const key = keys.check(call.get('authorization'), c, model === '' ? undefined : model);
-    return key === null ? null : admitted(keys, key, call);
+    return key === null ? null : (admitted(keys, key, call) ?? (key as ApiKey).id);
   };
 }
 

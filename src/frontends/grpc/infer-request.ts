@@ -23,6 +23,7 @@ export function decodeInferRequest(
   signal: AbortSignal | undefined,
   forwarded: Parameters | undefined,
   borrowOutputs = false,
+  tenant?: string,
 ): DecodedGrpcInfer {
   if (msg.refused !== undefined) throw msg.refused;
   const model = msg.model_name;
@@ -66,6 +67,7 @@ export function decodeInferRequest(
     sequenceEnd: p.sequenceEnd,
     signal,
     borrowOutputs,
+    tenant,
   };
   return { request, emptyFinalResponse: p.emptyFinalResponse };
 }

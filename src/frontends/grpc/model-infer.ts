@@ -38,9 +38,11 @@ export function handleModelInfer(ctx: InferContext): (call: ServerCall, message:
   return (call, message) => {
     const msg = decodeOrEnd(ctx, call, message);
     if (msg === null) return;
+    let tenant: string | undefined;
     if (keyCheck != null) {
-      const refused = keyCheck(call, msg.model_name);
-      if (refused !== null) return call.end(refused);
+      const passed = keyCheck(call, msg.model_name);
+      if (typeof passed === 'string') tenant = passed;
+      else if (passed !== null) return call.end(passed);
     }
     const abort = controllers.take();
     let request: InferenceRequest;
@@ -48,7 +50,7 @@ export function handleModelInfer(ctx: InferContext): (call: ServerCall, message:
       // As Triton's, the refusal of a decoupled model comes before the request is looked at.
       if (msg.resolved?.decoupled) throw unsupported("ModelInfer RPC doesn't support models with decoupled transaction policy");
       // Borrowed outputs: the response is encoded into its own buffer before they are given back.
-      request = decodeInferRequest(msg, abort.signal, ctx.forwarded(call), true).request;
+      request = decodeInferRequest(msg, abort.signal, ctx.forwarded(call), true, tenant).request;
     } catch (e) {
       call.fail(e);
       controllers.giveBack(abort);

@@ -163,7 +163,11 @@ function unary(
 /** An RPC's API-key check on its decoded request (which names the model), null when calls need no key. */
 function keyed(rpc: string, keys: GrpcOptions['keys']): ((call: ServerCall, request: unknown) => CallStatus | null) | null {
   const check: CallKeyCheck | null = keyCheck(rpc, keys);
-  return check === null ? null : (call, request) => check(call, requestModel(rpc, request));
+  if (check === null) return null;
+  return (call, request) => {
+    const passed = check(call, requestModel(rpc, request));
+    return typeof passed === 'string' ? null : passed;
+  };
 }
 
 /** Test hook TRITONSERVER_SERVER_DELAY_GRPC_RESPONSE_SEC (see test-hooks.ts): the RPC runs at once, its answer leaves `ms` later. */

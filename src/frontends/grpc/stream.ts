@@ -126,7 +126,7 @@ class InferStream {
     try {
       if (this.forwardError !== undefined) throw this.forwardError;
       if (this.key !== null) this.checkKey(msg.model_name);
-      ({ request, emptyFinalResponse: emptyFinal } = decodeInferRequest(msg, this.abort.signal, this.forwarded));
+      ({ request, emptyFinalResponse: emptyFinal } = decodeInferRequest(msg, this.abort.signal, this.forwarded, false, this.key?.id));
     } catch (e) {
       this.fail(e, msg, false);
       this.over();

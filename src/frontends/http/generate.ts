@@ -21,7 +21,7 @@ import { HTTP_STATUS } from './status.js';
  */
 export async function handleGenerate(server: InferenceServer, model: string, version: number | undefined, stream: boolean,
   req: IncomingMessage, res: ServerResponse, maxInputSize: number, signal: AbortSignal, parseBody: (body: Buffer, exact: boolean) => Promise<unknown>,
-  trace: RootTrace | null = null): Promise<void> {
+  trace: RootTrace | null = null, tenant?: string): Promise<void> {
   const encoding = req.headers['content-encoding'];
   if (encoding !== undefined && encoding !== 'identity') throw invalidArg(`Unsupported content-encoding, only 'identity' is supported. (got '${String(encoding)}')`);
   const body = await readBody(req, maxInputSize);
@@ -31,7 +31,7 @@ export async function handleGenerate(server: InferenceServer, model: string, ver
   const repeated = firstRepeatedKey(body, (k, inParameters) => resolved.inputs.has(k) && (inParameters || (k !== 'parameters' && k !== 'id')));
   if (repeated !== undefined) throw invalidArg(`input '${repeated}' already exists in request`);
   if (trace !== null) trace.stamp('HTTP_RECV_END', process.hrtime.bigint());
-  const request = generateRequest(resolved, model, version, json, signal);
+  const request = { ...generateRequest(resolved, model, version, json, signal), tenant };
   const responses = server.inferStream(trace === null ? request : { ...request, trace }, resolved);
   // A request refused before the model saw it is an ordinary error reply. On generate_stream an error the model
   // answers first is an event, under that error's status, as Triton sends it.

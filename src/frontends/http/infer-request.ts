@@ -27,6 +27,8 @@ interface Target {
   readonly forwarded?: Record<string, string> | undefined;
   /** See InferenceRequest.borrowOutputs. */
   readonly borrowOutputs?: boolean;
+  /** See InferenceRequest.tenant. */
+  readonly tenant?: string | undefined;
 }
 
 /**
@@ -140,6 +142,7 @@ export function decodeInfer(header: InferHeader, body: Buffer, jsonLength: numbe
     sequenceEnd: params.sequenceEnd,
     signal: target.signal,
     borrowOutputs: target.borrowOutputs,
+    tenant: target.tenant,
   };
   return { request, binaryOutputs: header.binary, binaryDefault: params.binaryDataOutput };
 }
@@ -154,6 +157,7 @@ export function decodeRaw(input: Tensor, target: Target): DecodedInfer {
     parameters: target.forwarded ? { ...target.forwarded } : {},
     signal: target.signal,
     borrowOutputs: target.borrowOutputs,
+    tenant: target.tenant,
   };
   return { request, binaryOutputs: NO_OUTPUTS, binaryDefault: true };
 }

@@ -57,7 +57,7 @@ export interface HttpFrontend {
 export async function startHttpFrontend(server: InferenceServer, options: HttpOptions, logger: Logger): Promise<HttpFrontend> {
   const json = new JsonParser();
   const ctx: Context = {
-    server, options, json, logger, restrict: restriction(options.restricted), keys: options.keys ?? null, forwarded: rawHeaderForwarder(options.headerForwardPattern),
+    server, options, json, logger, restrict: restriction(options.restricted), keys: options.keys ?? null, tenants: new WeakMap(), forwarded: rawHeaderForwarder(options.headerForwardPattern),
     parseBody: (body, exact) => json.parseBody(body, exact), routes: new RouteCache(),
   };
   const { server: http, stop } = createHttpServer({ keepAliveTimeout: 65_000 }, options.tls, (req, res) => {
@@ -119,6 +119,8 @@ interface Context {
   readonly logger: Logger;
   /** null when requests need no API key. */
   readonly keys: ApiKeys | null;
+  /** The id of the key each request head passed with (see keyPassed): its requests' tenant. */
+  readonly tenants: WeakMap<object, string>;
   /** null when no API category is restricted. */
   readonly restrict: ((r: Route, headers: IncomingHttpHeaders) => string | null) | null;
   /** Header forwarding over the raw header list, names as sent (see rawHeaderForwarder). */
@@ -148,7 +150,7 @@ function handle(ctx: Context, req: IncomingMessage, res: ServerResponse): Promis
     case 'shm': return registerSharedMemory(ctx, r, req, res);
     case 'model':
       return handleGenerate(s, r.model, r.version, r.action === 'generate_stream', req, res, ctx.options.maxInputSize, connectionSignal(req.socket), ctx.parseBody,
-        s.traces.active ? sampleHttp(ctx, r.model, req, res) : null);
+        s.traces.active ? sampleHttp(ctx, r.model, req, res) : null, tenantOf(ctx, req.headers));
     default: throw unsupported("'repository_name' specification is not supported");
   }
 }
@@ -189,7 +191,7 @@ function refused(ctx: Context, r: Route | undefined, method: string, headers: In
     sendJson(res, 404, '{"error":"Not Found"}');
     return true;
   }
-  if (ctx.keys !== null && !keyPassed(ctx.keys, r, headers, res)) return true;
+  if (ctx.keys !== null && !keyPassed(ctx, ctx.keys, r, headers, res)) return true;
   if (ctx.restrict !== null) {
     const refusal = ctx.restrict(r, headers);
     if (refusal !== null) {
@@ -208,7 +210,7 @@ function refused(ctx: Context, r: Route | undefined, method: string, headers: In
  * Whether the request's API key holds the route's scope and its quota takes the request; if not, the refusal
  * is answered. A request counted in flight is released once its answer is over, whichever way.
  */
-function keyPassed(keys: ApiKeys, r: Route, headers: IncomingHttpHeaders, res: Answer): boolean {
+function keyPassed(ctx: Context, keys: ApiKeys, r: Route, headers: IncomingHttpHeaders, res: Answer): boolean {
   // The direct path's repeated heads are one frozen object: its key is looked up once per connection.
   const key = keys.check(headers.authorization, category(r), routeModel(r), headers);
   if (key === null) return true;
@@ -222,7 +224,14 @@ function keyPassed(keys: ApiKeys, r: Route, headers: IncomingHttpHeaders, res: A
     return false;
   }
   if (key.quota.tracksInflight) releaseWhenOver(res, key);
+  // The direct path's repeated head is one object per connection: its tenant is recorded once.
+  if (ctx.tenants.get(headers) !== key.id) ctx.tenants.set(headers, key.id);
   return true;
+}
+
+/** The request's tenant: the id of the API key it passed with, when the server checks keys. */
+function tenantOf(ctx: Context, headers: IncomingHttpHeaders): string | undefined {
+  return ctx.keys === null ? undefined : ctx.tenants.get(headers);
 }
 
 function releaseWhenOver(res: Answer, key: ApiKey): void {
@@ -362,7 +371,7 @@ async function infer(
   const headerLength = parseHeaderLength(req.headers['inference-header-content-length'], body.byteLength);
   const signal = connectionSignal(req.socket);
   // Borrowed outputs go to the socket without a copy; they are given back once the response is over.
-  const target = { model, version, signal, forwarded: ctx.forwarded(req.rawHeaders), borrowOutputs: true };
+  const target = { model, version, signal, forwarded: ctx.forwarded(req.rawHeaders), borrowOutputs: true, tenant: tenantOf(ctx, req.headers) };
   let decoded: DecodedInfer;
   if (headerLength === 0) {
     decoded = decodeRaw(rawInput(model, resolved, body), target);

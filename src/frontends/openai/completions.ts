@@ -14,7 +14,7 @@ import { TEXT_OUTPUT, textInput, textModel } from './text-models.js';
  * has started it becomes an error event. A client that goes away cancels the request, which stops the
  * generation.
  */
-export async function handleCompletion(server: InferenceServer, request: TextRequest, res: ServerResponse, signal: AbortSignal, trace?: RootTrace): Promise<void> {
+export async function handleCompletion(server: InferenceServer, request: TextRequest, res: ServerResponse, signal: AbortSignal, trace?: RootTrace, tenant?: string): Promise<void> {
   const model = textModel(server, request.model);
   const responses = server.inferStream({
     model: request.model,
@@ -23,6 +23,7 @@ export async function handleCompletion(server: InferenceServer, request: TextReq
     parameters: request.parameters,
     signal,
     trace,
+    tenant,
   }, model);
   const first = await responses.next();
   const reply = new Reply(request);

@@ -102,7 +102,7 @@ async function handle(ctx: Context, req: IncomingMessage, res: ServerResponse): 
     const body = await readJson(ctx, req);
     const request = path === '/v1/completions' ? completionRequest(body) : chatRequest(body);
     if (key !== null) permitted(ctx, key, 'inference', request.model, res);
-    return handleCompletion(ctx.server, request, res, clientGone(res), traceOf(ctx.server, request.model, req, res));
+    return handleCompletion(ctx.server, request, res, clientGone(res), traceOf(ctx.server, request.model, req, res), key?.id);
   }
   throw new OpenAiError('NOT_FOUND', `Unknown request URL: ${method} ${path}`, null, 'unknown_url');
 }
