@@ -42,12 +42,15 @@ export class NereidError extends Error {
    * `nereid_limit_refusal_count`) and log them at most once per interval.
    */
   readonly limit: string | undefined;
+  /** When the client may try again, in seconds (HTTP's Retry-After), for refusals that pass; else undefined. */
+  readonly retryAfterSecs: number | undefined;
   readonly [BRAND] = true;
 
-  constructor(code: ErrorCode, message: string, options?: { cause?: unknown; limit?: string }) {
+  constructor(code: ErrorCode, message: string, options?: { cause?: unknown; limit?: string; retryAfterSecs?: number }) {
     super(message, options);
     this.code = code;
     this.limit = options?.limit;
+    this.retryAfterSecs = options?.retryAfterSecs;
     this.name = 'NereidError';
   }
 }

@@ -66,6 +66,9 @@ interface ServerDraft {
   modelLoadThreadCount: number;
   modelLoadRetryCount?: number;
   modelNamespacing?: boolean;
+  modelMemoryBudget?: number;
+  modelLoadOnDemand?: boolean;
+  modelLoadWaitSecs?: number;
   modelMaxInstances?: number;
   serverMaxInstances?: number;
   rateLimit?: 'off' | 'execution_count';
@@ -134,6 +137,15 @@ function bool(v: string): boolean {
   if (l === 'true' || l === 'on' || l === '1') return true;
   if (l === 'false' || l === 'off' || l === '0') return false;
   throw new BadValue('a boolean: true, on, 1, false, off or 0 (any case)');
+}
+
+/** A size in bytes: digits, optionally followed by K, M or G (powers of 1024, any case). */
+function byteSize(v: string): number {
+  const m = /^(\d+)([kmg]?)i?b?$/i.exec(v.trim());
+  if (!m) throw new BadValue('a size in bytes, such as 8G, 512M or 1073741824');
+  const n = Number(m[1]) * 1024 ** ' kmg'.indexOf((m[2] || ' ').toLowerCase());
+  if (!Number.isSafeInteger(n) || n <= 0) throw new BadValue('a size in bytes greater than 0');
+  return n;
 }
 
 function int(v: string, min = INT32_MIN, max = INT32_MAX, what = `an integer in [${min}, ${max}]`): number {
@@ -433,6 +445,12 @@ const FLAGS: readonly FlagSpec[] = [
     (d, v) => { d.server.serverMaxInstances = int(v, 1, INT32_MAX, 'an integer of at least 1'); }), NEREID_OWN),
   flag(REPO, 'model-load-retry-count', '<integer>', '0', 'How many more times the creation of a model version is tried after it failed, before its load fails. Negative values mean 0.',
     (d, v) => { d.server.modelLoadRetryCount = Math.max(0, int(v)); }),
+  noted(flag(REPO, 'model-memory-budget', '<bytes>', "'' (none)", "Most memory the loaded models may take together, in bytes, or with a K, M or G suffix (powers of 1024). A load that would pass it first unloads the least recently used idle models; a model larger than the budget fails its load. Nereid's own flag.",
+    (d, v) => { d.server.modelMemoryBudget = byteSize(v); }), NEREID_OWN),
+  noted(flag(REPO, 'model-load-on-demand', BOOL_ARG, 'false', "Load a model of the repository when a request, metadata or ready call names it; in mode none nothing loads at start. Nereid's own flag.",
+    (d, v) => { d.server.modelLoadOnDemand = bool(v); }), NEREID_OWN),
+  noted(flag(REPO, 'model-load-wait-secs', '<integer>', '60', "Longest a request waits for its model's load on demand before it is answered UNAVAILABLE with Retry-After. Nereid's own flag.",
+    (d, v) => { d.server.modelLoadWaitSecs = int(v, 0, INT32_MAX, 'an integer of at least 0 (seconds)'); }), NEREID_OWN),
   flag(REPO, 'model-namespacing', BOOL_ARG, 'false', 'Each repository is its own namespace: models of the same name in different repositories all load; a request naming such a model is refused as ambiguous, and an ensemble runs the steps of its own repository.',
     (d, v) => { d.server.modelNamespacing = bool(v); }),
 

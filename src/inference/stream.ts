@@ -39,6 +39,33 @@ export class ResponseStream implements AsyncIterableIterator<InferenceResponse> 
     return s;
   }
 
+  /**
+   * A stream whose request starts once `start` gives its stream (after its model loaded on demand): that
+   * stream's responses, relayed as they come; a consumer that stops early stops it. A `start` that fails is a
+   * refusal (see `refused`).
+   */
+  static later(start: Promise<ResponseStream>): ResponseStream {
+    const s = new ResponseStream();
+    start.then(async (inner) => {
+      if (s.ended) return void inner.return();
+      s.onCancel = () => void inner.return();
+      try {
+        for (let r = await inner.next(); !r.done; r = await inner.next()) {
+          s.push(r.value);
+          // The last response and the end in one go, as the inner stream had them (see `drained`).
+          if (inner.drained) break;
+        }
+        s.end();
+      } catch (e) {
+        s.fail(toNereidError(e));
+      }
+    }, (e: unknown) => {
+      s.refused = true;
+      s.fail(toNereidError(e));
+    });
+    return s;
+  }
+
   /** A stream refused before any model saw its request (see `refused`). */
   static failed(e: unknown): ResponseStream {
     const s = new ResponseStream();

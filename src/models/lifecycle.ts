@@ -1,3 +1,4 @@
+import { join } from 'node:path';
 import { NereidError, invalidArg, isNereidError } from '../errors.js';
 import { modelConfigToJson } from '../config/index.js';
 import type { Logger } from '../observability/logger.js';
@@ -8,6 +9,8 @@ import { loadVersion, prepareModel, type LoaderOptions, type PreparedModel } fro
 import type { ModelVersion } from './model-version.js';
 import type { ModelTable } from './model-table.js';
 import type { LoadRequest, ModelEntry } from './model-entry.js';
+import { LoadMeter, folderBytes } from './load-meter.js';
+import type { MemoryBudget } from './memory-budget.js';
 
 /** Triton's reason when a model to load could not be read from the repository (or written from overrides). */
 export const POLL_FAILED = 'failed to poll from model repository';
@@ -31,8 +34,10 @@ type Loaded = readonly [version: number, model: ModelVersion | undefined, reason
 export class ModelLifecycle {
   /** Every version loaded and not yet released, those being unloaded included (for abort()). */
   private readonly live = new Set<ModelVersion>();
+  private readonly meter = new LoadMeter();
 
-  constructor(private readonly table: ModelTable, private readonly opts: LoaderOptions, private readonly logger: Logger) {}
+  /** `budget`: --model-memory-budget, or --model-load-on-demand (loads then run one at a time, measured alone). */
+  constructor(private readonly table: ModelTable, private readonly opts: LoaderOptions, private readonly logger: Logger, private readonly budget?: MemoryBudget) {}
 
   /**
    * Loads or reloads one model. Returns the failure (its message is the reason), or undefined on success. On
@@ -46,7 +51,7 @@ export class ModelLifecycle {
     const wanted = selectVersions(prepared.config.version_policy, await listVersions(prepared.modelDir));
     const sameConfig = configJson === e.configJson && !ready.overrides && !e.overrides;
     const reuse = (v: number) => sameConfig && e.versions.get(v)?.state === 'READY' && stamps.get(String(v)) === e.timestamps.get(String(v));
-    const loaded = await Promise.all(wanted.filter((v) => !reuse(v)).map((v) => this.loadOne(e, prepared, v, shown)));
+    const loaded = await this.loadVersions(e, prepared, wanted.filter((v) => !reuse(v)), shown);
     const previous = e.overrides;
     const retired = this.swapIn(e, loaded);
     for (const [v, slot] of e.versions) if (!wanted.includes(v) && !slot.model) e.versions.delete(v);
@@ -66,6 +71,48 @@ export class ModelLifecycle {
     if (failed.length === 0) return undefined;
     const reasons = failed.map(([v, , r]) => `version ${v} is at UNAVAILABLE state: ${r};`).join(' ');
     return failure(`load failed for model '${e.name}': ${reasons}`, failed.find(([, , , err]) => isNereidError(err) && err.limit)?.[3]);
+  }
+
+  /**
+   * Loads the versions, measuring what they take (load-meter.ts). With a budget the load runs alone, after
+   * room is made for its estimate (what it took last time, or its files' size), and idle models go after it
+   * if it took more; versions that cannot fit fail with the budget's reason.
+   */
+  private async loadVersions(e: ModelEntry, prepared: PreparedModel, versions: readonly number[], shown: readonly PathShown[]): Promise<Loaded[]> {
+    if (versions.length === 0) return [];
+    const budget = this.budget;
+    const run = async (): Promise<Loaded[]> => {
+      const files = (await Promise.all(versions.map((v) => folderBytes(join(prepared.modelDir, String(v)), 1)))).reduce((a, b) => a + b, 0);
+      if (budget !== undefined) {
+        try {
+          await budget.makeRoom(e, e.lastBytes || files);
+        } catch (err) {
+          return versions.map((v) => this.refused(e, v, err));
+        }
+      }
+      const measure = this.meter.begin();
+      const loaded = await Promise.all(versions.map((v) => this.loadOne(e, prepared, v, shown)));
+      const models = loaded.flatMap(([, m]) => (m ? [m] : []));
+      const bytes = this.meter.end(measure, models, files, prepared.config.backend || prepared.config.platform);
+      if (models.length > 0) e.lastBytes = bytes;
+      if (budget === undefined || models.length === 0) return loaded;
+      try {
+        await budget.settle(e, bytes);
+        return loaded;
+      } catch (err) {
+        await Promise.all(models.map((m) => this.release(m)));
+        return loaded.map(([v, m, r, x]) => (m ? this.refused(e, v, err) : [v, m, r, x]));
+      }
+    };
+    return budget === undefined ? run() : budget.serially(run);
+  }
+
+  /** A version the budget did not let in: UNAVAILABLE with the reason (a new slot made for it). */
+  private refused(e: ModelEntry, v: number, err: unknown): Loaded {
+    if (!e.versions.get(v)) e.versions.set(v, { state: 'LOADING', reason: '', model: undefined });
+    const reason = reasonOf(err);
+    this.logger.error(`failed to load '${e.name}' version ${v}: ${reason}`);
+    return [v, undefined, reason, err];
   }
 
   /** Writes a load's file overrides and reads and checks the config; the failure when either fails. */
@@ -247,7 +294,7 @@ export class ModelLifecycle {
 
 /** A load's failure: `reason`, with the code and limit of `cause` when a limit refused it. */
 function failure(reason: string, cause: unknown): NereidError {
-  if (isNereidError(cause) && cause.limit !== undefined) return new NereidError(cause.code, reason, { limit: cause.limit });
+  if (isNereidError(cause) && cause.limit !== undefined) return new NereidError(cause.code, reason, { limit: cause.limit, retryAfterSecs: cause.retryAfterSecs });
   return invalidArg(reason);
 }
 

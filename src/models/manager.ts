@@ -10,13 +10,31 @@ import { readConfig, type LoaderOptions } from './loader.js';
 import type { ModelVersion } from './model-version.js';
 import type { VersionSplit } from './version-split.js';
 import type { InferenceRequest } from '../inference/request.js';
-import type { IndexEntry, LoadRequest } from './model-entry.js';
+import type { IndexEntry, LoadRequest, ModelEntry } from './model-entry.js';
 import { ModelTable } from './model-table.js';
 import { ModelLifecycle, POLL_FAILED, reasonOf } from './lifecycle.js';
 import { DependencyGraph, locationsOf, modelsRunOn } from './dependency-graph.js';
 import { pollRepositories } from './polling.js';
+import { MemoryBudget } from './memory-budget.js';
+import { OnDemandLoads, type LoadWait } from './on-demand.js';
+import { IdleSweep } from './idle-sweep.js';
+import { stringParameter } from './router.js';
 
 export type { IndexEntry, LoadRequest, ModelState } from './model-entry.js';
+
+/** --model-memory-budget, --model-load-on-demand and what goes with them (see memory-budget.ts, on-demand.ts). */
+export interface MemoryOptions {
+  readonly budgetBytes?: number | undefined;
+  readonly onDemand?: boolean | undefined;
+  readonly loadWaitSecs?: number | undefined;
+  /** Models never evicted: those of --load-model (a config's nereid_pinned pins its own). */
+  readonly pinned?: readonly string[] | undefined;
+}
+
+/** A model's config parameter that keeps it loaded whatever the budget ("true"). */
+export const PINNED_PARAMETER = 'nereid_pinned';
+/** How long a repository listing is reused to tell whether a model named by a request exists. */
+const LISTING_TTL_MS = 1000;
 
 /**
  * Every model the server serves, as one API over its parts: the table that finds the version a request runs
@@ -30,6 +48,12 @@ export class ModelManager {
   private readonly graph: DependencyGraph;
   private readonly opts: LoaderOptions;
   private readonly sources: RepositorySource[];
+  /** Set with --model-memory-budget or --model-load-on-demand: loads then run one at a time, measured alone. */
+  readonly budget: MemoryBudget | undefined;
+  /** Set with --model-load-on-demand. */
+  readonly onDemand: OnDemandLoads | undefined;
+  private readonly sweep: IdleSweep;
+  private listing: { atMs: number; scan: Promise<RepositoryScan> } | undefined;
 
   /** `cacheDir`: where models of repositories at URLs are downloaded (--repository-cache-dir). */
   constructor(
@@ -38,6 +62,7 @@ export class ModelManager {
     private readonly logger: Logger,
     namespacing = false,
     cacheDir?: string,
+    memory: MemoryOptions = {},
   ) {
     this.sources = openSources(repositories, { logger: logger.child('source.ts'), ...(cacheDir ? { cacheDir } : {}) });
     const table = new ModelTable(namespacing);
@@ -48,7 +73,17 @@ export class ModelManager {
       routeModel: (name, key) => table.resolveRouted(name, undefined, key),
       hasReadyVersion: (name) => table.readyVersions(name).length > 0,
     };
-    this.lifecycle = new ModelLifecycle(table, this.opts, logger);
+    const waitMs = (memory.loadWaitSecs ?? 60) * 1000;
+    const pinned = new Set(memory.pinned ?? []);
+    this.budget = memory.budgetBytes !== undefined || memory.onDemand ? new MemoryBudget(memory.budgetBytes ?? Infinity, waitMs, {
+      entries: () => table.entries.values(),
+      runsOn: (e) => (e.prepared && !e.unloaded ? modelsRunOn(e.prepared.config) : []),
+      pinned: (e) => pinned.has(e.name) || (e.prepared !== undefined && stringParameter(e.prepared.config, PINNED_PARAMETER) === 'true'),
+      evict: (e, reason) => this.evict(e, reason),
+    }, logger) : undefined;
+    this.onDemand = memory.onDemand ? new OnDemandLoads((name) => this.load(name, {}), waitMs) : undefined;
+    this.lifecycle = new ModelLifecycle(table, this.opts, logger, this.budget);
+    this.sweep = new IdleSweep(table, this.budget, (e, reason) => this.evict(e, reason), logger);
     this.graph = new DependencyGraph(table, this.lifecycle, this.opts, logger);
   }
 
@@ -271,7 +306,7 @@ export class ModelManager {
 
   /** Poll mode: one pass over the repositories, loading what appeared or changed and unloading what went. */
   poll(): Promise<void> {
-    return pollRepositories(this.sources, this.table, this.lifecycle, this.graph);
+    return pollRepositories(this.sources, this.table, this.lifecycle, this.graph, this.onDemand !== undefined);
   }
 
   /** Answers every queued request of every model with `error`; running executions finish. */
@@ -284,8 +319,48 @@ export class ModelManager {
     this.lifecycle.abort(error);
   }
 
+  /** Unloads a model to make room or because it idled, its versions' reason saying why. */
+  private async evict(e: ModelEntry, reason: string): Promise<void> {
+    await this.lifecycle.unload(e.key);
+    for (const slot of e.versions.values()) if (slot.reason === 'unloaded') slot.reason = reason;
+  }
+
+  /** Evictions and loads on demand so far, by model name (their metrics). */
+  loadCounts(): { evictions: ReadonlyMap<string, number>; onDemand: ReadonlyMap<string, number> } {
+    return { evictions: this.budget?.evictions ?? new Map(), onDemand: this.onDemand?.counts ?? new Map() };
+  }
+
+  /** Whether some version of the model can take requests now. */
+  serving(name: string): boolean {
+    return this.table.readyVersions(name).length > 0;
+  }
+
+  /**
+   * --model-load-on-demand: resolves once the model has loaded, starting its load if none runs (see
+   * on-demand.ts); undefined when the model serves already, or loads on demand are off, or no repository has
+   * it (the request is then answered as without on-demand loading).
+   */
+  async whenLoaded(name: string, bounds: LoadWait): Promise<boolean> {
+    const loads = this.onDemand;
+    if (loads === undefined || this.serving(name)) return false;
+    if (!(await this.inRepository(name))) return false;
+    await loads.wait(name, bounds);
+    return true;
+  }
+
+  /** Whether a repository has the model, from a listing reused for a second (requests for unknown names are cheap). */
+  private async inRepository(name: string): Promise<boolean> {
+    const now = Date.now();
+    if (this.listing === undefined || now - this.listing.atMs > LISTING_TTL_MS) {
+      this.listing = { atMs: now, scan: scanSources(this.sources, this.table.namespacing) };
+    }
+    const scan = await this.listing.scan.catch(() => undefined);
+    return scan !== undefined && locationsOf(scan, name).length > 0;
+  }
+
   /** Unloads everything, letting requests in flight finish. */
   async close(): Promise<void> {
+    this.sweep.stop();
     await Promise.all([...this.table.entries.keys()].map((k) => this.lifecycle.unload(k).catch(() => undefined)));
   }
 }

@@ -13,6 +13,8 @@ export interface IndexEntry {
   version?: string;
   state?: ModelState;
   reason?: string;
+  /** Nereid's: the memory the version's load took, in bytes, while it is loaded and was measured. */
+  nereid_memory_bytes?: number;
 }
 
 /** What a load request brings in place of the repository's files (the repository API's load parameters). */
@@ -59,13 +61,17 @@ export interface ModelEntry {
   configOverride: ModelConfig | undefined;
   /** Operations on one model run one at a time, in order (see ModelTable.serially). */
   busy: Promise<void>;
+  /** Operations queued or running on it (a model under one is never evicted). */
+  ops: number;
+  /** The memory its last load took, in bytes (the estimate for its next load); 0 before any. */
+  lastBytes: number;
 }
 
 /** A new entry that knows nothing of its model yet. */
 export function newEntry(key: string, name: string, namespace: string): ModelEntry {
   return {
     name, namespace, key, location: undefined, prepared: undefined, configJson: '', versions: new Map(), failure: '', timestamps: new Map(),
-    overrides: undefined, unloaded: false, explicit: false, waiting: false, configOverride: undefined, busy: Promise.resolve(),
+    overrides: undefined, unloaded: false, explicit: false, waiting: false, configOverride: undefined, busy: Promise.resolve(), ops: 0, lastBytes: 0,
   };
 }
 

@@ -51,8 +51,9 @@ export class ModelTable {
   /** Runs `op` after every earlier operation on the same model. */
   serially<T>(key: string, op: (e: ModelEntry) => Promise<T>, name = key): Promise<T> {
     const e = this.entry(key, name);
+    e.ops++;
     const run = e.busy.then(() => op(e));
-    e.busy = run.then(() => undefined, () => undefined);
+    e.busy = run.then(() => void e.ops--, () => void e.ops--);
     return run;
   }
 
@@ -240,7 +241,8 @@ function versionLines(entry: ModelEntry, readyOnly: boolean): IndexEntry[] {
   for (const v of [...entry.versions.keys()].sort((a, b) => a - b)) {
     const s = versionState(entry.versions.get(v)!);
     if (readyOnly && s.state !== 'READY') continue;
-    out.push({ name: entry.name, version: String(v), state: s.state, ...(s.reason ? { reason: s.reason } : {}) });
+    const bytes = entry.versions.get(v)!.model?.memoryBytes;
+    out.push({ name: entry.name, version: String(v), state: s.state, ...(s.reason ? { reason: s.reason } : {}), ...(bytes !== undefined ? { nereid_memory_bytes: bytes } : {}) });
   }
   return out;
 }

@@ -23,6 +23,10 @@ import { TRACE, type RequestTrace } from '../inference/trace.js';
  */
 export class ModelVersion {
   private closing: Promise<void> | undefined;
+  /** The memory its load took, as measured then (models/load-meter.ts); undefined until measured. */
+  memoryBytes: number | undefined = undefined;
+  /** When it finished loading (Date.now()): its last use until a request comes. */
+  readonly loadedAtMs = Date.now();
   /**
    * How requests that name no version split between the model's versions (the config's nereid_version_weights),
    * parsed at load; null when they do not split.
@@ -106,6 +110,26 @@ export class ModelVersion {
 
   inflight(): number {
     return this.scheduler.inflight();
+  }
+
+  /** Requests in flight or sequences live: unloading it now would cut something short. */
+  busy(): boolean {
+    return this.scheduler.inflight() > 0 || (this.scheduler.liveSequences?.() ?? 0) > 0;
+  }
+
+  /** What its instances' engines report they hold: in Nereid's process, and outside it (see BackendInstance.memory). */
+  engineMemory(): { inProcess: number; external: number; reported: boolean } {
+    let inProcess = 0;
+    let external = 0;
+    let reported = false;
+    for (const i of this.instances) {
+      const m = i.memory?.();
+      if (m === undefined) continue;
+      reported = true;
+      if (m.external) external += m.bytes;
+      else inProcess += m.bytes;
+    }
+    return { inProcess, external, reported };
   }
 
   /** Requests accepted but not yet executing (nv_inference_pending_request_count). */

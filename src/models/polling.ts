@@ -8,9 +8,10 @@ import type { ModelTable } from './model-table.js';
 /**
  * Poll mode's one pass over the repositories: a model gone from them unloads, a new one loads, and one whose
  * files changed (their timestamps) loads again; a model loaded from file overrides is not the repository's and
- * is left alone.
+ * is left alone. With `loadedOnly` (models load on demand) only the models loaded now load again; the others
+ * load when a request names them.
  */
-export async function pollRepositories(sources: readonly RepositorySource[], table: ModelTable, lifecycle: ModelLifecycle, graph: DependencyGraph): Promise<void> {
+export async function pollRepositories(sources: readonly RepositorySource[], table: ModelTable, lifecycle: ModelLifecycle, graph: DependencyGraph, loadedOnly = false): Promise<void> {
   const scan = await scanSources(sources, table.namespacing);
   const work: Promise<unknown>[] = [];
   // What went first: with namespacing a name that stays in one repository stops being ambiguous.
@@ -24,6 +25,7 @@ export async function pollRepositories(sources: readonly RepositorySource[], tab
     const entry = table.entries.get(key);
     if (entry?.overrides) continue; // a model loaded from overrides is not the repository's
     if (entry?.waiting) continue; // it loads again when its steps can run (DependencyGraph.settle)
+    if (loadedOnly && (entry === undefined || entry.unloaded || entry.versions.size === 0)) continue;
     // A model that cannot be downloaded now keeps serving what it served.
     if ((await lifecycle.fetch(location)) !== undefined) continue;
     const stamps = await modelTimestamps(location.dir);

@@ -94,6 +94,8 @@ export class ModelStatistics {
   readonly instances: InstanceStatistics[] = [];
   /** How long the version took to load (instances created and warmed up), for nv_model_load_duration_secs. */
   loadNs = 0;
+  /** The memory its load took, in bytes, once measured (memory_usage). */
+  memoryBytes: number | undefined = undefined;
   /** Set at load when metrics record per-request latencies; null otherwise. */
   observer: LatencyObserver | null = null;
   /**
@@ -204,7 +206,8 @@ export class ModelStatistics {
       },
       response_stats: responseStats,
       batch_stats: [...this.batches.values()].sort((a, b) => a.batch_size - b.batch_size),
-      memory_usage: [],
+      // Triton's memory_usage: what the version's load took (Nereid measures CPU memory only, see models/load-meter.ts).
+      memory_usage: this.memoryBytes === undefined ? [] : [{ type: 'CPU', id: 0, byte_size: this.memoryBytes }],
     };
   }
 }

@@ -50,6 +50,8 @@ export interface Scheduler {
   inflight(): number;
   /** Jobs accepted but not yet handed to an instance (Triton's pending request count). */
   waiting(): number;
+  /** Sequences started and not ended (sequence batcher): a model holding any is not idle. */
+  liveSequences?(): number;
   /** Refuses new jobs and resolves when every accepted job has finished. */
   drain(): Promise<void>;
   /** Answers every job still waiting with `error`; executions already running finish (shutdown timeout). */

@@ -167,6 +167,10 @@ export class SequenceBatcher implements Scheduler {
     return this.queued;
   }
 
+  liveSequences(): number {
+    return this.sequences.size;
+  }
+
   inflight(): number {
     return this.queued + this.running;
   }

@@ -5,6 +5,7 @@ import { modelConfigToJson } from '../config/index.js';
 import { defaultBackends, type BackendRegistry } from '../backends/registry.js';
 import type { InferenceRequest, InferenceResponse, RequestBounds } from '../inference/index.js';
 import { ResponseStream } from '../inference/stream.js';
+import type { LoadWait } from '../models/on-demand.js';
 import { ModelManager, type IndexEntry, type LoadRequest } from '../models/manager.js';
 import { pollEvery } from '../models/polling.js';
 import { InstanceBudget } from '../models/instance-budget.js';
@@ -148,6 +149,7 @@ export class InferenceServer {
       intervalMs: m.intervalMs ?? 2000,
       cpu: m.cpu ?? true,
       limitRefusals: () => this.refusals.entries(),
+      ...(options.modelMemoryBudget !== undefined || options.modelLoadOnDemand ? { modelLoads: () => this.manager.loadCounts() } : {}),
     }) : undefined;
     const ownSharedMemory = new ReservedKeys();
     this.sharedMemory = new SharedMemoryRegistry(options.allowClientShm ?? false, {
@@ -167,7 +169,12 @@ export class InferenceServer {
       ...(sequenceStore ? { sequenceStore } : {}),
       calls: modelCalls((r) => this.manager.resolveRouted(r.model, r.version, routingKey(r.parameters, r.sequenceId)), this, ownSharedMemory, this.metrics?.registry),
       ...(this.metrics ? { metrics: this.metrics } : {}),
-    }, this.logger.child('manager.ts'), options.modelNamespacing ?? false, options.repositoryCacheDir);
+    }, this.logger.child('manager.ts'), options.modelNamespacing ?? false, options.repositoryCacheDir, {
+      budgetBytes: options.modelMemoryBudget,
+      onDemand: options.modelLoadOnDemand,
+      loadWaitSecs: options.modelLoadWaitSecs,
+      pinned: options.modelControlMode === 'explicit' ? (options.loadModels ?? []).filter((n) => n !== '*') : [],
+    });
     this.metadataValue = { name: options.id ?? DEFAULT_SERVER_ID, version: NEREID_VERSION, extensions: EXTENSIONS };
   }
 
@@ -281,6 +288,43 @@ export class InferenceServer {
     return this.manager.target(name, version);
   }
 
+  /** Set with --model-load-on-demand: frontends then wait for a model that must load before they answer. */
+  get loadsOnDemand(): boolean {
+    return this.manager.onDemand !== undefined;
+  }
+
+  /**
+   * resolveModel(), after a load on demand when the model is in the repository and not loaded: the model at
+   * once when there is nothing to wait for, else a promise of it; throws or rejects as resolveModel() would,
+   * or with the load's failure, or UNAVAILABLE (Retry-After) when the load takes longer than the wait allows.
+   */
+  resolveLoaded(name: string, version: number | undefined, bounds: LoadWait = {}): ResolvedModel | Promise<ResolvedModel> {
+    try {
+      return this.resolveModel(name, version);
+    } catch (e) {
+      const loading = this.loadFirst(name, e, bounds);
+      if (loading === undefined) throw e;
+      return loading.then(() => this.resolveModel(name, version));
+    }
+  }
+
+  /**
+   * For calls that name a model (metadata, config, ready): undefined when it serves or nothing loads on demand,
+   * else a promise that settles once it has loaded (see resolveLoaded). The call then runs as usual.
+   */
+  whenLoaded(name: string, bounds: LoadWait = {}): Promise<void> | undefined {
+    if (this.manager.onDemand === undefined || this.manager.serving(name)) return undefined;
+    return this.manager.whenLoaded(name, bounds).then(() => undefined);
+  }
+
+  /** The wait for `name` to load on demand, after `e` refused a request to it; undefined when there is none. */
+  private loadFirst(name: string, e: unknown, bounds: LoadWait): Promise<void> | undefined {
+    if (this.manager.onDemand === undefined || this.state !== 'ready' || this.manager.serving(name)) return undefined;
+    return this.manager.whenLoaded(name, bounds).then((waited) => {
+      if (!waited) throw e;
+    });
+  }
+
   /**
    * Runs one request and resolves with its response. `model`, from resolveModel() for the request's model and
    * version, saves looking the model up again; without it the request's model is looked up here.
@@ -290,7 +334,8 @@ export class InferenceServer {
     try {
       version = this.admit(request, model);
     } catch (e) {
-      return Promise.reject(e);
+      const loading = this.loadFirst(request.model, e, request);
+      return loading === undefined ? Promise.reject(e) : loading.then(() => this.infer(request));
     }
     this.inflightRequests++;
     const p = usesSharedMemory(request) ? inferThroughSharedMemory(this.sharedMemory, version, request) : version.infer(request);
@@ -316,7 +361,10 @@ export class InferenceServer {
     try {
       version = this.admit(request, model);
     } catch (e) {
-      reject(e);
+      // A model not loaded (or evicted since the frontend looked it up) loads on demand first.
+      const loading = this.loadFirst(request.model, e, request);
+      if (loading === undefined) reject(e);
+      else loading.then(() => this.inferTo(request, undefined, resolve, reject), reject);
       return;
     }
     this.inflightRequests++;
@@ -361,7 +409,8 @@ export class InferenceServer {
     try {
       version = this.admit(request, model);
     } catch (e) {
-      return ResponseStream.failed(e);
+      const loading = this.loadFirst(request.model, e, request);
+      return loading === undefined ? ResponseStream.failed(e) : ResponseStream.later(loading.then(() => this.inferStream(request)));
     }
     this.inflightRequests++;
     const stream = usesSharedMemory(request) ? streamThroughSharedMemory(this.sharedMemory, version, request) : version.inferStream(request);
@@ -504,7 +553,8 @@ export class InferenceServer {
  * mode explicit (all with '*'). Returns the failures.
  */
 function loadAtStart(manager: ModelManager, options: ServerOptions): Promise<Map<string, string>> {
-  if ((options.modelControlMode ?? 'none') !== 'explicit') return manager.loadAll();
+  // Loading on demand, the modes none and poll start with nothing loaded.
+  if ((options.modelControlMode ?? 'none') !== 'explicit') return options.modelLoadOnDemand ? Promise.resolve(new Map()) : manager.loadAll();
   const load = options.loadModels ?? [];
   return load.length === 0 ? Promise.resolve(new Map()) : manager.loadAll(load.includes('*') ? undefined : load);
 }

@@ -46,6 +46,17 @@ export interface ServerOptions {
    * request naming one of those is refused as ambiguous, and an ensemble runs its own repository's models.
    */
   modelNamespacing?: boolean;
+  /**
+   * --model-memory-budget (Nereid's, bytes; default none): the loaded models' measured memory together stays
+   * within it; a load that would pass it unloads the least recently used idle models first (models/memory-budget.ts).
+   */
+  modelMemoryBudget?: number;
+  /**
+   * --model-load-on-demand (Nereid's, default false): a request, metadata or ready call naming a model of the
+   * repository that is not loaded loads it, and waits for it up to modelLoadWaitSecs (default 60).
+   */
+  modelLoadOnDemand?: boolean;
+  modelLoadWaitSecs?: number;
   /** --model-load-retry-count (default 0): times a version whose creation failed is created again before its load fails. */
   modelLoadRetryCount?: number;
   /**

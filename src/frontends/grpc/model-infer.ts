@@ -35,9 +35,14 @@ export function handleModelInfer(ctx: InferContext): (call: ServerCall, message:
   const cancel = ctx.cancel ?? abortNow;
   const later = ctx.answerLater;
   const keyCheck = ctx.keyCheck;
-  return (call, message) => {
+  const handle = (call: ServerCall, message: Buffer, loaded = false): void => {
     const msg = decodeOrEnd(ctx, call, message);
     if (msg === null) return;
+    // A model not loaded loads first with --model-load-on-demand; the request is then decoded again.
+    if (msg.refused !== undefined && !loaded && server.loadsOnDemand) {
+      const loading = server.whenLoaded(msg.model_name, { signal: cancelSignal(call) });
+      if (loading !== undefined) return void loading.then(() => handle(call, message, true), (e: unknown) => call.fail(e));
+    }
     let tenant: string | undefined;
     if (keyCheck != null) {
       const passed = keyCheck(call, msg.model_name);
@@ -89,6 +94,14 @@ export function handleModelInfer(ctx: InferContext): (call: ServerCall, message:
       },
     );
   };
+  return handle;
+}
+
+/** Aborts when the client cancels the call (or its deadline passes): a wait for a model's load ends then. */
+function cancelSignal(call: ServerCall): AbortSignal {
+  const c = new AbortController();
+  call.onCancel(() => c.abort());
+  return c.signal;
 }
 
 export const abortNow: CancelCall = (abort) => abort.abort();

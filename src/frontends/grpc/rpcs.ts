@@ -26,15 +26,25 @@ type Rpc = (ctx: RpcContext, req: never) => object | Promise<object>;
 
 const EMPTY = Object.freeze({});
 
+/**
+ * `answer`, once the model has loaded when it loads on demand (--model-load-on-demand); ready answers after a
+ * failed load too (not ready), the others with its error.
+ */
+function afterLoad<T>(ctx: RpcContext, r: ModelRefMsg, answer: () => T, evenIfFailed = false): T | Promise<T> {
+  const loading = ctx.server.loadsOnDemand ? ctx.server.whenLoaded(r.name) : undefined;
+  if (loading === undefined) return answer();
+  return (evenIfFailed ? loading.catch(() => undefined) : loading).then(answer);
+}
+
 export const RPCS = {
   ServerLive: (ctx: RpcContext) => ({ live: ctx.server.isLive() }),
   ServerReady: (ctx: RpcContext) => ({ ready: ctx.server.isReady() }),
-  ModelReady: (ctx: RpcContext, r: ModelRefMsg) => ({ ready: ctx.server.isModelReady(r.name, parseVersion(r.version)) }),
+  ModelReady: (ctx: RpcContext, r: ModelRefMsg) => afterLoad(ctx, r, () => ({ ready: ctx.server.isModelReady(r.name, parseVersion(r.version)) }), true),
   ServerMetadata: (ctx: RpcContext) => ctx.server.metadata(),
-  ModelMetadata: (ctx: RpcContext, r: ModelRefMsg) => ctx.server.modelMetadata(r.name, parseVersion(r.version)),
-  ModelConfig: (ctx: RpcContext, r: ModelRefMsg) =>
+  ModelMetadata: (ctx: RpcContext, r: ModelRefMsg) => afterLoad(ctx, r, () => ctx.server.modelMetadata(r.name, parseVersion(r.version))),
+  ModelConfig: (ctx: RpcContext, r: ModelRefMsg) => afterLoad(ctx, r, () =>
     // The JSON form is protobuf's JSON mapping, which protobufjs reads back into the message (enum names, 64-bit strings).
-    ctx.protos.type('inference.ModelConfigResponse').fromObject({ config: ctx.server.modelConfigJson(r.name, parseVersion(r.version)) }),
+    ctx.protos.type('inference.ModelConfigResponse').fromObject({ config: ctx.server.modelConfigJson(r.name, parseVersion(r.version)) })),
   ModelStatistics: (ctx: RpcContext, r: ModelRefMsg) =>
     r.name === '' ? ctx.server.statistics() : ctx.server.statistics(r.name, parseVersion(r.version)),
   RepositoryIndex: async (ctx: RpcContext, r: RepositoryIndexRequestMsg) => {

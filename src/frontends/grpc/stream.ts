@@ -81,13 +81,32 @@ class InferStream {
         // before it runs, so an answer given at once can end the stream in the same write.
         if (last) this.halfClosed = true;
         this.inflight++;
-        this.run(msg);
+        if (msg.refused === undefined || !this.runAfterLoad(msg, message)) this.run(msg);
       },
       () => {
         this.halfClosed = true;
         this.maybeEnd();
       },
     );
+  }
+
+  /**
+   * --model-load-on-demand: a request whose model is not loaded runs once it has loaded, decoded again; false
+   * when there is nothing to wait for.
+   */
+  private runAfterLoad(msg: ModelInferRequestMsg, message: Buffer): boolean {
+    const server = this.ctx.server;
+    const loading = server.loadsOnDemand ? server.whenLoaded(msg.model_name, { signal: this.abort.signal }) : undefined;
+    if (loading === undefined) return false;
+    loading.then(() => {
+      const again = decodeOrEnd(this.ctx, this.call, message);
+      if (again === null) this.over();
+      else this.run(again);
+    }, (e: unknown) => {
+      this.fail(e, msg, false);
+      this.over();
+    });
+    return true;
   }
 
   /** A request of the stream is over, answered or failed. */

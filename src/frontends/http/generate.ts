@@ -27,7 +27,8 @@ export async function handleGenerate(server: InferenceServer, model: string, ver
   const body = await readBody(req, maxInputSize);
   // Exact: INT64 / UINT64 inputs and sequence ids past 2^53 are read as written, as infer reads them.
   const json = await parseBody(body, true);
-  const resolved = server.resolveModel(model, version);
+  const found = server.resolveLoaded(model, version, { signal });
+  const resolved = found instanceof Promise ? await found : found;
   const repeated = firstRepeatedKey(body, (k, inParameters) => resolved.inputs.has(k) && (inParameters || (k !== 'parameters' && k !== 'id')));
   if (repeated !== undefined) throw invalidArg(`input '${repeated}' already exists in request`);
   if (trace !== null) trace.stamp('HTTP_RECV_END', process.hrtime.bigint());

@@ -299,6 +299,16 @@ function methodAllowed(r: Route, method: string): boolean {
 
 function handleModel(ctx: Context, r: Extract<Route, { kind: 'model' }>, req: RequestInfo, res: Answer, body: Buffer | IncomingMessage): Promise<void> | void {
   const s = ctx.server;
+  if (s.loadsOnDemand && r.action !== 'infer') {
+    // Metadata, config and ready calls load a model that is not loaded (ready answers once the load is over).
+    const loading = s.whenLoaded(r.model, { signal: connectionSignal(req.socket) });
+    if (loading !== undefined) return (r.action === 'ready' ? loading.catch(() => undefined) : loading).then(() => handleModelNow(ctx, r, req, res, body));
+  }
+  return handleModelNow(ctx, r, req, res, body);
+}
+
+function handleModelNow(ctx: Context, r: Extract<Route, { kind: 'model' }>, req: RequestInfo, res: Answer, body: Buffer | IncomingMessage): Promise<void> | void {
+  const s = ctx.server;
   switch (r.action) {
     case 'metadata': return sendJson(res, 200, JSON.stringify(s.modelMetadata(r.model, r.version)));
     case 'ready':
@@ -354,7 +364,10 @@ async function infer(
   // As Triton's HandleInfer, the model is looked up before the body is read (an unknown model is refused
   // then), and a decoupled one is refused (CheckTransactionPolicy). Its bounds let the decoding refuse a
   // request that holds more than the model could take before doing the work it asks for.
-  const resolved = ctx.server.resolveModel(model, version);
+  const signal = connectionSignal(req.socket);
+  // A model not loaded is loaded first with --model-load-on-demand.
+  const found = ctx.server.resolveLoaded(model, version, { signal });
+  const resolved = found instanceof Promise ? await found : found;
   if (resolved.decoupled) throw unsupported("HTTP end point doesn't support models with decoupled transaction policy");
   const bounds = resolved.bounds;
   const limit = ctx.options.maxInputSize;
@@ -369,7 +382,6 @@ async function infer(
   if (encoding !== 'identity') body = await decompress(body, limit);
   if (trace !== null) trace.stamp('HTTP_RECV_END', process.hrtime.bigint());
   const headerLength = parseHeaderLength(req.headers['inference-header-content-length'], body.byteLength);
-  const signal = connectionSignal(req.socket);
   // Borrowed outputs go to the socket without a copy; they are given back once the response is over.
   const target = { model, version, signal, forwarded: ctx.forwarded(req.rawHeaders), borrowOutputs: true, tenant: tenantOf(ctx, req.headers) };
   let decoded: DecodedInfer;
@@ -645,6 +657,8 @@ function sendError(res: Answer, e: unknown, ctx: Context): void {
     return;
   }
   const body = JSON.stringify({ error: err.message });
-  res.writeHead(HTTP_STATUS[err.code], { ...JSON_HEADERS, ...HTTP_ERROR_HEADERS[err.code], 'Content-Length': Buffer.byteLength(body) });
+  const headers: Record<string, string | number> = { ...JSON_HEADERS, ...HTTP_ERROR_HEADERS[err.code], 'Content-Length': Buffer.byteLength(body) };
+  if (err.retryAfterSecs !== undefined) headers['Retry-After'] = err.retryAfterSecs;
+  res.writeHead(HTTP_STATUS[err.code], headers);
   res.end(body);
 }

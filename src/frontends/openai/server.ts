@@ -94,6 +94,7 @@ async function handle(ctx: Context, req: IncomingMessage, res: ServerResponse): 
     allow(method, 'GET');
     const id = decodePath(path.slice('/v1/models/'.length));
     if (key !== null) permitted(ctx, key, 'metadata', id, res);
+    await ctx.server.whenLoaded(id);
     textModel(ctx.server, id);
     return sendJson(res, 200, JSON.stringify(modelObject(ctx, id)));
   }
@@ -102,7 +103,10 @@ async function handle(ctx: Context, req: IncomingMessage, res: ServerResponse): 
     const body = await readJson(ctx, req);
     const request = path === '/v1/completions' ? completionRequest(body) : chatRequest(body);
     if (key !== null) permitted(ctx, key, 'inference', request.model, res);
-    return handleCompletion(ctx.server, request, res, clientGone(res), traceOf(ctx.server, request.model, req, res), key?.id);
+    const gone = clientGone(res);
+    // A model not loaded loads first with --model-load-on-demand.
+    if (ctx.server.loadsOnDemand) await ctx.server.whenLoaded(request.model, { signal: gone });
+    return handleCompletion(ctx.server, request, res, gone, traceOf(ctx.server, request.model, req, res), key?.id);
   }
   throw new OpenAiError('NOT_FOUND', `Unknown request URL: ${method} ${path}`, null, 'unknown_url');
 }
@@ -201,6 +205,7 @@ function sendError(res: ServerResponse, e: unknown, ctx: Context): void {
   }
   const { status, body } = errorReply(e);
   if (status === 401) res.setHeader('WWW-Authenticate', 'Bearer');
+  if (isNereidError(e) && e.retryAfterSecs !== undefined) res.setHeader('Retry-After', e.retryAfterSecs);
   sendJson(res, status, body);
 }
 

@@ -13,6 +13,8 @@ export interface ScrapedVersion {
   readonly inflight: number;
   /** Instances hung past the model's execute timeout. */
   readonly hung: number;
+  /** The memory its load took, as measured then (undefined: not measured). */
+  readonly memoryBytes: number | undefined;
 }
 
 export interface Sample {
@@ -164,8 +166,22 @@ export function nereidFamilies(versions: Versions): ScrapeFamily[] {
     perInstance('nereid_instance_compute_infer_duration_us', 'Cumulative compute inference duration of each instance in microseconds', (i) => us(i.computeInfer.ns)),
     perVersion(versions, 'nereid_prompt_token_count', 'Number of prompt tokens text models read, as the models report them', 'counter', (v) => v.stats.promptTokens, reportsTokens),
     perVersion(versions, 'nereid_generated_token_count', 'Number of tokens text models generated, as the models report them', 'counter', (v) => v.stats.generatedTokens, reportsTokens),
+    perVersion(versions, 'nereid_model_memory_bytes', 'Memory each loaded model version took at its load, in bytes (process RSS growth or its engine\'s report, plus memory outside the process)', 'gauge', (v) => v.memoryBytes ?? 0, (v) => v.memoryBytes !== undefined),
     new ScrapeFamily('nereid_route_request_count', 'Number of requests a routing model (router or weighted versions) sent to each target', 'counter', () =>
       versions().flatMap((v) => [...(v.stats.routes ?? [])].map(([target, n]) => ({ value: n, labels: sortedLabels({ ...v.reporter.labels, target }) })))),
+  ];
+}
+
+/**
+ * `nereid_model_eviction_count{model}` and `nereid_model_load_on_demand_count{model}`: per model name, kept
+ * while the model is not loaded (an evicted model's count stays).
+ */
+export function modelLoadFamilies(counts: () => { evictions: ReadonlyMap<string, number>; onDemand: ReadonlyMap<string, number> }): ScrapeFamily[] {
+  const f = (name: string, help: string, pick: (c: ReturnType<typeof counts>) => ReadonlyMap<string, number>) =>
+    new ScrapeFamily(name, help, 'counter', () => [...pick(counts())].map(([model, value]) => ({ value, labels: { model } })));
+  return [
+    f('nereid_model_eviction_count', 'Number of times each model was unloaded to keep the loaded models within --model-memory-budget', (c) => c.evictions),
+    f('nereid_model_load_on_demand_count', 'Number of loads of each model started by a request naming it (--model-load-on-demand)', (c) => c.onDemand),
   ];
 }
 

@@ -1,7 +1,7 @@
 import { Gauge, Registry, type Metric } from 'prom-client';
 import type { ModelStatistics } from '../statistics.js';
 import { CpuPoller } from './cpu.js';
-import { cacheFamilies, engineLoadFamilies, histogramFamilies, inferenceFamilies, limitRefusalFamily, nereidFamilies, summaryFamilies, type EngineGauges, type ScrapeFamily, type ScrapedLoad, type ScrapedVersion } from './families.js';
+import { cacheFamilies, engineLoadFamilies, histogramFamilies, inferenceFamilies, limitRefusalFamily, modelLoadFamilies, nereidFamilies, summaryFamilies, type EngineGauges, type ScrapeFamily, type ScrapedLoad, type ScrapedVersion } from './families.js';
 import { MetricModelReporter, type VersionInfo } from './reporter.js';
 import { DEFAULT_METRICS_SETTINGS, type MetricsSettings } from './settings.js';
 import { AGE_BUCKETS, SUMMARY_MAX_AGE_MS } from './summary.js';
@@ -14,6 +14,8 @@ export interface MetricsVersion {
   readonly stats: ModelStatistics;
   /** Requests accepted and not yet executing. */
   waiting(): number;
+  /** The memory its load took (undefined: not measured). */
+  readonly memoryBytes: number | undefined;
   /** Requests accepted and not yet answered. */
   inflight(): number;
   /** Its instances hung past the execute timeout (see ModelVersion.status()). */
@@ -30,6 +32,8 @@ export interface MetricsOptions {
   readonly cpu?: boolean;
   /** Refusals by the server's limits so far, by limit name (`nereid_limit_refusal_count`). */
   readonly limitRefusals?: () => Iterable<[string, number]>;
+  /** Evictions and loads on demand by model name; absent when neither can happen. */
+  readonly modelLoads?: () => { evictions: ReadonlyMap<string, number>; onDemand: ReadonlyMap<string, number> };
 }
 
 /**
@@ -70,6 +74,7 @@ export class ServerMetrics {
     for (const f of engineLoadFamilies(() => this.loads())) this.registry.registerMetric(f as unknown as Metric);
     const refusals = options.limitRefusals;
     if (refusals) this.registry.registerMetric(limitRefusalFamily(refusals) as unknown as Metric);
+    if (options.modelLoads) for (const f of modelLoadFamilies(options.modelLoads)) this.registry.registerMetric(f as unknown as Metric);
     if (this.settings.summaryLatencies) {
       this.rotation = setInterval(() => this.rotate(), SUMMARY_MAX_AGE_MS / AGE_BUCKETS).unref();
     }
@@ -105,7 +110,7 @@ export class ServerMetrics {
     const out: ScrapedVersion[] = [];
     for (const v of this.versions()) {
       const reporter = this.reporters.get(v.stats);
-      if (reporter) out.push({ stats: v.stats, reporter, waiting: v.waiting(), inflight: v.inflight(), hung: v.status().hung });
+      if (reporter) out.push({ stats: v.stats, reporter, waiting: v.waiting(), inflight: v.inflight(), hung: v.status().hung, memoryBytes: v.memoryBytes });
     }
     return out;
   }

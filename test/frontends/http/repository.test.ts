@@ -42,7 +42,9 @@ describe('explicit model control', () => {
     assert.equal(body.model_version, '3');
     assert.deepEqual(body.outputs[0].data, [13]);
     const idx = (await postJson(`${s.url}/v2/repository/index`, { ready: true })).json();
-    assert.deepEqual(idx, [{ name: 'vmodel', version: '3', state: 'READY' }]);
+    // Nereid's nereid_memory_bytes: what the version's load took.
+    assert.ok(Number.isSafeInteger(idx[0]?.nereid_memory_bytes), JSON.stringify(idx));
+    assert.deepEqual(idx, [{ name: 'vmodel', version: '3', state: 'READY', nereid_memory_bytes: idx[0].nereid_memory_bytes }]);
   });
 
   test('a config override with version_policy all serves every version', async () => {
