@@ -224,12 +224,27 @@ export interface BackendInstance {
    */
   engineLoad?(): Promise<EngineLoad | undefined>;
   /**
+   * What the instance holds in memory as its engine reports it, read once the instance is loaded: `bytes`,
+   * and `external` true when they live outside Nereid's process (a Python stub's process, an engine run
+   * elsewhere) so that the process's RSS does not show them. Absent where the engine reports nothing.
+   * Instances that share one engine report its shared part once (the first instance), their own part each.
+   * Cheap and synchronous: no I/O beyond a read of /proc.
+   */
+  memory?(): InstanceMemory | undefined;
+  /**
    * Ends the instance at once, without waiting for anything it runs (shutdown past --exit-timeout-secs): the
    * process or worker behind it is killed, every request it holds is answered with `error`, and every
    * execute() it has not resolved resolves. It is not started again; close() then returns at once.
    */
   kill?(error: NereidError): void;
   close(): Promise<void>;
+}
+
+/** An instance's memory as its engine reports it (see BackendInstance.memory). */
+export interface InstanceMemory {
+  readonly bytes: number;
+  /** The bytes live outside Nereid's process, so its RSS does not count them. */
+  readonly external: boolean;
 }
 
 /** An engine's load as one instance sees it. */
