@@ -230,7 +230,7 @@ export interface BackendInstance {
    * Instances that share one engine report its shared part once (the first instance), their own part each.
    * Cheap and synchronous: no I/O beyond a read of /proc.
    */
-  memory?(): InstanceMemory | undefined;
+  memory?(): InstanceMemory;
   /**
    * Ends the instance at once, without waiting for anything it runs (shutdown past --exit-timeout-secs): the
    * process or worker behind it is killed, every request it holds is answered with `error`, and every
