@@ -31,8 +31,8 @@ function onnxNbytes(path: string): number {
 }
 
 /**
- * Writes a model Y = X + W whose W lives in an external data file, with unused initializers of other types
- * besides: int64 and double in typed fields (int64_data, double_data), float16 raw, and uint8.
+ * Writes a model Y = X + W whose W lives in an external data file, with initializers of other types besides:
+ * int64 and double in typed fields (int64_data, double_data), float16 raw, uint8 and a scalar.
  */
 function writeTypedModel(path: string): void {
   const script = `
@@ -47,8 +47,11 @@ inits = [
     numpy_helper.from_array(np.ones((6, 6), dtype=np.float16), 'H'),
     helper.make_tensor('S', T.FLOAT, [], [2.0]),
 ]
-graph = helper.make_graph([helper.make_node('Add', ['X', 'W'], ['Y'])], 'g',
-    [helper.make_tensor_value_info('X', T.FLOAT, [100])], [helper.make_tensor_value_info('Y', T.FLOAT, [100])], inits)
+# Each other initializer is an output of its own (not in the config), so that ONNX Runtime keeps them all.
+kept = [t for t in inits if t.name != 'W']
+nodes = [helper.make_node('Add', ['X', 'W'], ['Y'])] + [helper.make_node('Identity', [t.name], ['OUT_' + t.name]) for t in kept]
+outputs = [helper.make_tensor_value_info('Y', T.FLOAT, [100])] + [helper.make_tensor_value_info('OUT_' + t.name, t.data_type, list(t.dims)) for t in kept]
+graph = helper.make_graph(nodes, 'g', [helper.make_tensor_value_info('X', T.FLOAT, [100])], outputs, inits)
 model = helper.make_model(graph, opset_imports=[helper.make_opsetid('', 13)])
 model.ir_version = 7
 onnx.save_model(model, sys.argv[1], save_as_external_data=True, all_tensors_to_one_file=True, location='weights.bin', size_threshold=256)
