@@ -228,6 +228,7 @@ export interface BackendInstance {
    * and `external` true when they live outside Nereid's process (a Python stub's process, an engine run
    * elsewhere) so that the process's RSS does not show them. Absent where the engine reports nothing.
    * Instances that share one engine report its shared part once (the first instance), their own part each.
+   * Cheap and synchronous: no I/O beyond a read of /proc.
    */
   memory?(): InstanceMemory;
   /**
@@ -239,9 +240,10 @@ export interface BackendInstance {
   close(): Promise<void>;
 }
 
-/** See BackendInstance.memory. */
+/** An instance's memory as its engine reports it (see BackendInstance.memory). */
 export interface InstanceMemory {
   readonly bytes: number;
+  /** The bytes live outside Nereid's process, so its RSS does not count them. */
   readonly external: boolean;
 }
 

@@ -4,7 +4,7 @@ import type { Parameters, RequestTrace } from '../../inference/index.js';
 import type { Logger } from '../../observability/logger.js';
 import { utf8 } from '../../tensor/bytes.js';
 import type { Tensor } from '../../tensor/tensor.js';
-import type { BackendInstance, BackendRequest, EngineLoad, ExecutionTimes } from '../backend.js';
+import type { BackendInstance, BackendRequest, EngineLoad, ExecutionTimes, InstanceMemory } from '../backend.js';
 import { MESSAGES_PARAMETER, applyChatTemplate, parseMessages } from './chat.js';
 import { readSampling, type Sampling } from './sampling.js';
 import { SequencePool } from './sequence-pool.js';
@@ -13,6 +13,8 @@ import { DeferredText } from './deferred-text.js';
 
 export const TEXT_INPUT = 'text_input';
 export const TEXT_OUTPUT = 'text_output';
+
+const NOTHING_HELD: InstanceMemory = Object.freeze({ bytes: 0, external: false });
 
 /** A request checked and tokenized, ready to take a sequence. */
 interface Prepared {
@@ -52,6 +54,17 @@ export class LlamaInstance implements BackendInstance {
   ) {
     this.pool = new SequencePool(context);
     this.eosBias = endOfSequenceBias(model);
+    // The weights' tensors (llama.cpp's model size: the GGUF's tensor data, less its metadata and vocabulary)
+    // and the context's buffers as node-llama-cpp reserves them (KV cache, output and compute buffers: the
+    // figure llama.cpp's own allocation matches), both allocated in full at load.
+    this.held = Object.freeze({ bytes: model.size + context.memoryUsage.ram, external: false });
+  }
+
+  /** What the model and its context hold, read once at load (see the constructor); 0 once closed. */
+  private held: InstanceMemory;
+
+  memory(): InstanceMemory {
+    return this.held;
   }
 
   /**
@@ -216,6 +229,7 @@ export class LlamaInstance implements BackendInstance {
 
   async close(): Promise<void> {
     this.pool.close();
+    this.held = NOTHING_HELD;
     try {
       await this.context.dispose();
       await this.model.dispose();

@@ -11,6 +11,7 @@ import { choosePlacement } from './placement.js';
 import { InlineRunner, WorkerRunner } from './runner.js';
 import { openSession, type OrtSession } from './session.js';
 import { checkConfigAgainstModel } from './model-io-check.js';
+import { initializerBytes } from './initializer-bytes.js';
 
 /**
  * The ONNX Runtime backend (CPU). Names and behaviour follow Triton's onnxruntime backend: `model.onnx` is a
@@ -48,6 +49,7 @@ async function createInstance(spec: InstanceSpec): Promise<OrtInstance> {
   if (spec.kind === 'KIND_GPU') {
     spec.logger.warn(`model '${spec.name}' instance '${spec.instanceName}' asks for KIND_GPU; running it on CPU`);
   }
+  const weights = weightsBytes(spec.config, await modelPath(spec, spec.config));
   const session = await openModel(spec, spec.config);
   try {
     checkAgainstModel(spec.config, session, spec.name);
@@ -55,7 +57,7 @@ async function createInstance(spec: InstanceSpec): Promise<OrtInstance> {
     await session.release();
     throw e;
   }
-  const inline = new OrtInstance(new InlineRunner(session), spec.config);
+  const inline = new OrtInstance(new InlineRunner(session), spec.config, await weights);
   const placement = await choosePlacement(inline, spec.config);
   if (placement.choice === 'inline') {
     spec.logger.verbose(1, `model '${spec.name}' instance '${spec.instanceName}' runs on the event loop (${placement.why})`);
@@ -66,7 +68,21 @@ async function createInstance(spec: InstanceSpec): Promise<OrtInstance> {
   const runner = await WorkerRunner.start(await modelPath(spec, spec.config), sessionOptions(spec.config)).catch((e: Error) => {
     throw new NereidError('INVALID_ARG', `failed to load model '${spec.name}': onnx runtime error: ${withoutServerPaths(e.message, spec.modelDir)}`);
   });
-  return new OrtInstance(runner, spec.config);
+  return new OrtInstance(runner, spec.config, await weights);
+}
+
+/**
+ * The model file's initializer bytes, walked once per loaded model however many instances it has: kept by the
+ * model's config object, which lives as long as the loaded model, so nothing outlives it.
+ */
+const weightsByConfig = new WeakMap<ModelConfig, Map<string, Promise<number | undefined>>>();
+
+function weightsBytes(config: ModelConfig, path: string): Promise<number | undefined> {
+  let byPath = weightsByConfig.get(config);
+  if (!byPath) weightsByConfig.set(config, (byPath = new Map()));
+  let bytes = byPath.get(path);
+  if (!bytes) byPath.set(path, (bytes = initializerBytes(path)));
+  return bytes;
 }
 
 function checkAgainstModel(config: ModelConfig, session: OrtSession, model: string): void {

@@ -4,7 +4,7 @@ import type { ModelConfig, SequenceControl } from '../../config/types.js';
 import { byteSize, fromConfigType, type DataType } from '../../tensor/datatype.js';
 import { concatBatch, concatFlat, GrowingScratch, splitBatch } from '../../tensor/batch.js';
 import type { Tensor } from '../../tensor/tensor.js';
-import type { BackendInstance, BackendRequest, ExecutionTimes } from '../backend.js';
+import type { BackendInstance, BackendRequest, ExecutionTimes, InstanceMemory } from '../backend.js';
 import { fromOrt, ortType, toOrt } from './convert.js';
 import type { Runner } from './runner.js';
 import type { OrtFeeds, OrtResults } from './session.js';
@@ -31,9 +31,17 @@ export class OrtInstance implements BackendInstance {
   private readonly batchIo: BatchIo | undefined;
 
   readonly synchronous: boolean;
+  /** The model's weights (initializer-bytes.ts): each instance has a session of its own, so each holds them all. */
+  readonly memory: (() => InstanceMemory) | undefined;
 
-  constructor(readonly runner: Runner, config: ModelConfig) {
+  constructor(readonly runner: Runner, config: ModelConfig, weightsBytes?: number) {
     this.synchronous = runner.synchronous;
+    if (weightsBytes !== undefined) {
+      const memory: InstanceMemory = Object.freeze({ bytes: weightsBytes, external: false });
+      this.memory = () => memory;
+    } else {
+      this.memory = undefined;
+    }
     // The sequence batcher feeds control and implicit-state inputs and reads state outputs besides the
     // config's own inputs and outputs.
     const seq = config.sequence_batching;

@@ -3,13 +3,14 @@ import { NO_RESPONSE, type Parameters } from '../../inference/index.js';
 import type { Logger } from '../../observability/logger.js';
 import { utf8 } from '../../tensor/bytes.js';
 import type { Tensor } from '../../tensor/tensor.js';
-import type { BackendInstance, BackendRequest, EngineLoad, ExecutionTimes, InstanceSpec } from '../backend.js';
+import type { BackendInstance, BackendRequest, EngineLoad, ExecutionTimes, InstanceMemory, InstanceSpec } from '../backend.js';
 import type { Completion, Engine, EngineBody } from './engine.js';
 
 /** Request parameters passed to the engine as they are (OpenAI's names). */
 const SAMPLING = ['max_tokens', 'temperature', 'top_p', 'top_k', 'seed', 'presence_penalty', 'frequency_penalty', 'repetition_penalty', 'min_p', 'ignore_eos'] as const;
 
 const HEALTH_INTERVAL_MS = 5000;
+const ELSEWHERE: InstanceMemory = Object.freeze({ bytes: 0, external: true });
 const decoder = new TextDecoder();
 
 /**
@@ -45,6 +46,11 @@ export class GatewayInstance implements BackendInstance {
 
   ready(): boolean {
     return this.healthy;
+  }
+
+  /** Nothing in this process: the engine runs elsewhere and holds the model there. */
+  memory(): InstanceMemory {
+    return ELSEWHERE;
   }
 
   /** What the engine reports of its load (shared by every instance on it); undefined where it reports none. */

@@ -2,7 +2,8 @@ import { NereidError, unavailable, type ErrorCode } from '../../errors.js';
 import { NO_RESPONSE, type Parameters } from '../../inference/index.js';
 import type { Logger } from '../../observability/logger.js';
 import { wireByteLength, type Tensor } from '../../tensor/tensor.js';
-import { workerStatus, type BackendInstance, type BackendRequest, type ExecutionTimes, type InstanceStatus, type ModelCalls } from '../backend.js';
+import { workerStatus, type BackendInstance, type BackendRequest, type ExecutionTimes, type InstanceMemory, type InstanceStatus, type ModelCalls } from '../backend.js';
+import { residentBytes } from './resident-bytes.js';
 import { StubCalls } from './calls.js';
 import { ExecutionBook, type Batch } from './executions.js';
 import type { Interpreter } from './interpreter.js';
@@ -155,6 +156,16 @@ export class PythonInstance implements BackendInstance {
 
   status(): InstanceStatus {
     return workerStatus(this.opts.instanceName, this.ready(), { hungReason: this.hungReason, downReason: this.downReason, closed: this.closed, starting: 'its Python stub is starting' });
+  }
+
+  /**
+   * The stub process's resident memory: the model's weights and Python's own, outside the server's process.
+   * 0 while no stub is up (died, not started again yet, or unloaded).
+   */
+  memory(): InstanceMemory {
+    const stub = this.life?.stub;
+    const pid = stub?.alive ? stub.pid : undefined;
+    return { bytes: (pid !== undefined ? residentBytes(pid) : undefined) ?? 0, external: true };
   }
 
   async execute(requests: readonly BackendRequest[]): Promise<ExecutionTimes> {
