@@ -1,3 +1,4 @@
+import type { Dirent } from 'node:fs';
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { isAbsolute, join, resolve, sep } from 'node:path';
 import { invalidArg } from '../errors.js';
@@ -38,14 +39,25 @@ export interface RepositoryScan {
   readonly duplicates: Map<string, string[]>;
 }
 
+/**
+ * The names of the folders among a folder's entries, symlinks to folders included: Triton tells folders by
+ * stat(), which follows links. The entries' own types answer for all but links, so listing N plain folders
+ * costs the one readdir and a link one stat more; a link that leads nowhere is no folder.
+ */
+export async function subfolders(dir: string, entries: readonly Dirent[]): Promise<string[]> {
+  const linked = entries.filter((e) => e.isSymbolicLink());
+  const isFolder = await Promise.all(linked.map((e) => stat(join(dir, e.name)).then((s) => s.isDirectory(), () => false)));
+  const linkedFolders = new Set(linked.filter((_, i) => isFolder[i]));
+  return entries.filter((e) => e.isDirectory() || linkedFolders.has(e)).map((e) => e.name);
+}
+
 /** Version numbers present in a model folder, by Triton's rules: digits only, no leading zero but for "0". */
 export async function listVersions(modelDir: string): Promise<number[]> {
   const entries = await readdir(modelDir, { withFileTypes: true }).catch(() => []);
   const out: number[] = [];
-  for (const e of entries) {
-    if (!e.isDirectory() || NOT_VERSIONS.has(e.name)) continue;
-    if (!/^(0|[1-9][0-9]*)$/.test(e.name)) continue;
-    const v = Number(e.name);
+  for (const name of await subfolders(modelDir, entries)) {
+    if (NOT_VERSIONS.has(name) || !/^(0|[1-9][0-9]*)$/.test(name)) continue;
+    const v = Number(name);
     if (Number.isSafeInteger(v)) out.push(v);
   }
   return out.sort((a, b) => a - b);

@@ -5,7 +5,7 @@ import { join, resolve } from 'node:path';
 import { invalidArg } from '../errors.js';
 import type { Logger } from '../observability/logger.js';
 import { isCloudUrl, parseCloudUrl, type CloudUrl, type Scheme } from './cloud/url.js';
-import { assertModelName, modelKey, type ModelLocation, type RepositoryScan } from './local.js';
+import { assertModelName, modelKey, subfolders, type ModelLocation, type RepositoryScan } from './local.js';
 
 /**
  * Where model files come from. A source lists its model folders and brings a model's files into a local
@@ -60,7 +60,8 @@ export function localSource(path: string): RepositorySource {
       } catch (e) {
         throw invalidArg(`failed to stat file ${path}: ${(e as Error).message}`);
       }
-      return entries.filter((e) => e.isDirectory()).map((e) => e.name);
+      // One readdir for the whole repository: a model's own folder is read when it loads, not when listed.
+      return subfolders(path, entries);
     },
   };
 }
