@@ -36,7 +36,7 @@ export class ModelLifecycle {
   private readonly live = new Set<ModelVersion>();
   private readonly meter = new LoadMeter();
 
-  /** `budget`: --model-memory-budget, or --model-load-on-demand (loads then run one at a time, measured alone). */
+  /** `budget`: --model-memory-budget (loads then run one at a time, each measured alone). */
   constructor(private readonly table: ModelTable, private readonly opts: LoaderOptions, private readonly logger: Logger, private readonly budget?: MemoryBudget) {}
 
   /**
@@ -83,9 +83,10 @@ export class ModelLifecycle {
     const budget = this.budget;
     const run = async (): Promise<Loaded[]> => {
       const files = (await Promise.all(versions.map((v) => folderBytes(join(prepared.modelDir, String(v)), 1)))).reduce((a, b) => a + b, 0);
+      const backend = prepared.config.backend || prepared.config.platform;
       if (budget !== undefined) {
         try {
-          await budget.makeRoom(e, e.lastBytes || files);
+          await budget.makeRoom(e, budget.estimate(e, files, backend));
         } catch (err) {
           return versions.map((v) => this.refused(e, v, err));
         }
@@ -93,7 +94,7 @@ export class ModelLifecycle {
       const measure = this.meter.begin();
       const loaded = await Promise.all(versions.map((v) => this.loadOne(e, prepared, v, shown)));
       const models = loaded.flatMap(([, m]) => (m ? [m] : []));
-      const bytes = this.meter.end(measure, models, files, prepared.config.backend || prepared.config.platform);
+      const bytes = this.meter.end(measure, models, files, backend);
       if (models.length > 0) e.lastBytes = bytes;
       if (budget === undefined || models.length === 0) return loaded;
       try {

@@ -48,7 +48,7 @@ export class ModelManager {
   private readonly graph: DependencyGraph;
   private readonly opts: LoaderOptions;
   private readonly sources: RepositorySource[];
-  /** Set with --model-memory-budget or --model-load-on-demand: loads then run one at a time, measured alone. */
+  /** Set with --model-memory-budget: loads then run one at a time, each measured alone. */
   readonly budget: MemoryBudget | undefined;
   /** Set with --model-load-on-demand. */
   readonly onDemand: OnDemandLoads | undefined;
@@ -75,13 +75,13 @@ export class ModelManager {
     };
     const waitMs = (memory.loadWaitSecs ?? 60) * 1000;
     const pinned = new Set(memory.pinned ?? []);
-    this.budget = memory.budgetBytes !== undefined || memory.onDemand ? new MemoryBudget(memory.budgetBytes ?? Infinity, waitMs, {
+    this.budget = memory.budgetBytes !== undefined ? new MemoryBudget(memory.budgetBytes, waitMs, {
       entries: () => table.entries.values(),
       runsOn: (e) => (e.prepared && !e.unloaded ? modelsRunOn(e.prepared.config) : []),
       pinned: (e) => pinned.has(e.name) || (e.prepared !== undefined && stringParameter(e.prepared.config, PINNED_PARAMETER) === 'true'),
       evict: (e, reason) => this.evict(e, reason),
     }, logger) : undefined;
-    this.onDemand = memory.onDemand ? new OnDemandLoads((name) => this.load(name, {}), waitMs) : undefined;
+    this.onDemand = memory.onDemand ? new OnDemandLoads((name) => this.loadOnDemand(name), waitMs) : undefined;
     this.lifecycle = new ModelLifecycle(table, this.opts, logger, this.budget);
     this.sweep = new IdleSweep(table, this.budget, (e, reason) => this.evict(e, reason), logger);
     this.graph = new DependencyGraph(table, this.lifecycle, this.opts, logger);
@@ -328,6 +328,13 @@ export class ModelManager {
   /** Evictions and loads on demand so far, by model name (their metrics). */
   loadCounts(): { evictions: ReadonlyMap<string, number>; onDemand: ReadonlyMap<string, number> } {
     return { evictions: this.budget?.evictions ?? new Map(), onDemand: this.onDemand?.counts ?? new Map() };
+  }
+
+  /** A load a request started: the model (each of its repositories' with namespacing) does not hold readiness. */
+  private loadOnDemand(name: string): Promise<void> {
+    for (const e of this.table.named(name)) e.onDemand = true;
+    if (!this.table.namespacing) this.table.entry(name).onDemand = true;
+    return this.load(name, {});
   }
 
   /** Whether some version of the model can take requests now. */

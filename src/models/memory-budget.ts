@@ -50,6 +50,24 @@ export class MemoryBudget {
     return total;
   }
 
+  /**
+   * What a load of `e` is expected to take: its last load's measure; before its first, the larger of its files'
+   * size and the mean of what the other models of its backend took (a repository of similar models then does
+   * not overshoot the budget at each first load), never more than the budget (it is a guess: the load's measure
+   * decides whether the model fits).
+   */
+  estimate(e: ModelEntry, filesBytes: number, backend: string): number {
+    if (e.lastBytes > 0) return e.lastBytes;
+    let sum = 0;
+    let n = 0;
+    for (const other of this.hooks.entries()) {
+      if (other === e || other.lastBytes === 0 || (other.prepared?.config.backend || other.prepared?.config.platform) !== backend) continue;
+      sum += other.lastBytes;
+      n++;
+    }
+    return Math.min(this.bytes, Math.max(filesBytes, n > 0 ? Math.round(sum / n) : 0));
+  }
+
   /** Unloads idle models until `need` more bytes fit beside the others (those of `e` itself counted). */
   async makeRoom(e: ModelEntry, need: number): Promise<void> {
     if (need > this.bytes) throw this.tooLarge(e, need);

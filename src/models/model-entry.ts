@@ -61,6 +61,8 @@ export interface ModelEntry {
   configOverride: ModelConfig | undefined;
   /** Operations on one model run one at a time, in order (see ModelTable.serially). */
   busy: Promise<void>;
+  /** Loaded because a request named it (--model-load-on-demand): strict readiness does not wait for it. */
+  onDemand: boolean;
   /** Operations queued or running on it (a model under one is never evicted). */
   ops: number;
   /** The memory its last load took, in bytes (the estimate for its next load); 0 before any. */
@@ -71,7 +73,7 @@ export interface ModelEntry {
 export function newEntry(key: string, name: string, namespace: string): ModelEntry {
   return {
     name, namespace, key, location: undefined, prepared: undefined, configJson: '', versions: new Map(), failure: '', timestamps: new Map(),
-    overrides: undefined, unloaded: false, explicit: false, waiting: false, configOverride: undefined, busy: Promise.resolve(), ops: 0, lastBytes: 0,
+    overrides: undefined, unloaded: false, explicit: false, waiting: false, configOverride: undefined, busy: Promise.resolve(), onDemand: false, ops: 0, lastBytes: 0,
   };
 }
 

@@ -195,7 +195,7 @@ export class ModelTable {
    */
   allReady(): boolean {
     for (const entry of this.entries.values()) {
-      if (entry.unloaded) continue;
+      if (entry.unloaded || entry.onDemand) continue;
       if (!hasReadyVersion(entry)) return false;
     }
     return true;

@@ -1,6 +1,6 @@
 import { invalidArg, type NereidError } from '../errors.js';
 import type { ModelRateLimiter } from '../config/types.js';
-import { instanceStatus, type BackendInstance, type BackendRequest, type ExecutionTimes, type InstanceStatus } from '../backends/backend.js';
+import { instanceStatus, type BackendInstance, type BackendRequest, type EngineLoad, type ExecutionTimes, type InstanceMemory, type InstanceStatus } from '../backends/backend.js';
 
 /** --rate-limit-resource=<name>:<count>[:<device>]: units of a resource on one device, or on every device. */
 export interface ResourceOverride {
@@ -110,7 +110,14 @@ class LimitedInstance implements BackendInstance {
     private readonly limiter: RateLimiter,
     readonly needs: readonly { key: string; count: number }[],
     readonly priority: number,
-  ) {}
+  ) {
+    // What the engine reports passes through, present only where the inner instance has it.
+    if (inner.memory) this.memory = () => inner.memory!();
+    if (inner.engineLoad) this.engineLoad = () => inner.engineLoad!();
+  }
+
+  readonly memory?: () => InstanceMemory;
+  readonly engineLoad?: () => Promise<EngineLoad | undefined>;
 
   async execute(requests: readonly BackendRequest[]): Promise<ExecutionTimes> {
     await this.limiter.acquire(this);
