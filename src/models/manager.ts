@@ -355,6 +355,18 @@ export class ModelManager {
     return true;
   }
 
+  /**
+   * The wait for `name` to load on demand: undefined when it serves, or nothing loads on demand (the call goes
+   * on as usual); else a promise that settles once it has loaded, or rejects with the load's failure, or with
+   * `refusal` (the error a request to it had) when no repository has the model.
+   */
+  loadFirst(name: string, refusal: unknown, bounds: LoadWait): Promise<void> | undefined {
+    if (this.onDemand === undefined || this.serving(name)) return undefined;
+    return this.whenLoaded(name, bounds).then((waited) => {
+      if (!waited && refusal !== undefined) throw refusal;
+    });
+  }
+
   /** Whether a repository has the model, from a listing reused for a second (requests for unknown names are cheap). */
   private async inRepository(name: string): Promise<boolean> {
     const now = Date.now();

@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { NereidError, unavailable } from '../errors.js';
+import { NereidError } from '../errors.js';
 import type { Logger } from '../observability/logger.js';
 import type { ModelEntry } from './model-entry.js';
 import type { ModelVersion } from './model-version.js';

@@ -77,3 +77,49 @@ export class DeadlineHeap<T extends HasDeadline> {
     x.heapIndex = i;
   }
 }
+
+/**
+ * A DeadlineHeap with one timer, for its earliest deadline: `expired` runs once that deadline has passed, takes
+ * what has expired, and calls arm() for the next. The timer may fire for an item that has already left, which
+ * is harmless.
+ */
+export class DeadlineTimer<T extends HasDeadline> {
+  readonly heap = new DeadlineHeap<T>();
+  private timer: NodeJS.Timeout | undefined;
+  private at = Infinity;
+
+  constructor(private readonly expired: () => void) {}
+
+  add(x: T): void {
+    this.heap.push(x);
+    if (x.deadlineMs < this.at) this.arm();
+  }
+
+  remove(x: T): void {
+    if (x.heapIndex >= 0) this.heap.remove(x);
+  }
+
+  /** Sets the timer for the earliest deadline, unless it is set for it or earlier already. */
+  arm(): void {
+    const next = this.heap.peek();
+    if (!next) return;
+    if (this.timer) {
+      if (this.at <= next.deadlineMs) return;
+      clearTimeout(this.timer);
+    }
+    this.at = next.deadlineMs;
+    this.timer = setTimeout(this.fire, Math.max(0, next.deadlineMs - performance.now()));
+  }
+
+  clear(): void {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    this.at = Infinity;
+  }
+
+  private readonly fire = (): void => {
+    this.timer = undefined;
+    this.at = Infinity;
+    this.expired();
+  };
+}

@@ -1,14 +1,15 @@
 import { NereidError, isNereidError } from '../errors.js';
-import type { ModelConfig, ModelQueuePolicy } from '../config/types.js';
+import type { ModelConfig } from '../config/types.js';
 import type { BackendInstance, ExecutionTimes } from '../backends/backend.js';
 import type { Logger } from '../observability/logger.js';
-import { DeadlineHeap } from './deadline-heap.js';
+import { DeadlineTimer } from './deadline-heap.js';
 import { DelayWake } from './delay-wake.js';
 import { batchShapeRule, sameBatchShapes, type BatchShapeRule } from './equal-shapes.js';
 import { FinishOrder, type FinishSlot } from './finish-order.js';
 import { RingQueue } from './queue.js';
 import { logPrefix, stoppedScheduler, type ExecutionListener, type FailureReason, type Job, type Scheduler } from './scheduler.js';
 import { TenantQueue } from './tenant-queue.js';
+import { PriorityLevels, type Level } from './priority-levels.js';
 import { announceHold, schedulerHold } from './test-hooks.js';
 
 /**
@@ -28,30 +29,7 @@ const HELD = 3;
 class Entry {
   heapIndex = -1;
   where: 0 | 1 | 2 | 3 = QUEUED;
-  constructor(readonly job: Job, readonly level: Level, readonly arrivedMs: number, readonly deadlineMs: number) {}
-}
-
-/**
- * One priority level: its number, its queue, the requests its DELAY policy moved behind it, and its policy.
- * `kept` levels (those with a policy of their own) live as long as the batcher; the others exist only while
- * they hold requests, so a config may declare up to 2^64 - 1 levels at no cost per level.
- */
-class Level {
-  readonly queue = new RingQueue<Entry>();
-  readonly delayed = new RingQueue<Entry>();
-  /** Live entries in both queues, for max_queue_size. */
-  size = 0;
-  readonly timeoutUs: number;
-  readonly allowOverride: boolean;
-  readonly delayOnTimeout: boolean;
-  readonly maxQueueSize: number;
-
-  constructor(readonly priority: number, policy: ModelQueuePolicy | undefined, readonly kept: boolean) {
-    this.timeoutUs = policy?.default_timeout_microseconds ?? 0;
-    this.allowOverride = policy?.allow_timeout_override ?? false;
-    this.delayOnTimeout = policy?.timeout_action === 'DELAY';
-    this.maxQueueSize = policy?.max_queue_size ?? 0;
-  }
+  constructor(readonly job: Job, readonly level: Level<Entry>, readonly arrivedMs: number, readonly deadlineMs: number) {}
 }
 
 /** The pending batch: the requests from the front of the queues that the next batch would hold. */
@@ -89,13 +67,6 @@ function preferredSizes(preferred: readonly number[], maxBatch: number): { table
   const table = new Uint8Array(maxBatch + 1);
   for (const n of sizes) table[n] = 1;
   return { table, max: Math.max(...sizes) };
-}
-
-/** The levels kept for the batcher's life: one per priority_queue_policy entry, or level 0 without levels. */
-function keptLevels(db: NonNullable<ModelConfig['dynamic_batching']>): Level[] {
-  return db.priority_levels > 0
-    ? Object.entries(db.priority_queue_policy).map(([k, v]) => new Level(Number(k), v, true)).sort((a, b) => a.priority - b.priority)
-    : [new Level(0, db.default_queue_policy, true)];
 }
 
 const NO_TIMES: ExecutionTimes = { inputNs: 0, inferNs: 0, outputNs: 0 };
@@ -137,13 +108,7 @@ const MAX_BATCHES_PER_TURN = 64;
  */
 export class DynamicBatcher implements Scheduler {
   private readonly idle: BackendInstance[];
-  /** The levels that exist, by ascending number (1 = highest; 0 when the model has no priority levels). */
-  private levels: Level[];
-  private readonly maxLevel: number;
-  private readonly defaultLevel: number;
-  private readonly defaultPolicy: ModelQueuePolicy | undefined;
-  /** A level that is not kept emptied: prune() removes it at the next safe point. */
-  private pruneNeeded = false;
+  private readonly levels: PriorityLevels<Entry>;
   private readonly maxBatch: number;
   private readonly maxPreferred: number;
   /** preferred[n] === 1 when n is a preferred batch size. */
@@ -177,9 +142,7 @@ export class DynamicBatcher implements Scheduler {
 
   /** Looks at the pending batch again when its oldest request has waited the queue delay. */
   private readonly delayWake = new DelayWake(() => this.dispatch());
-  private readonly deadlines = new DeadlineHeap<Entry>();
-  private deadlineTimer: NodeJS.Timeout | undefined;
-  private deadlineTimerAt = Infinity;
+  private readonly deadlines = new DeadlineTimer<Entry>(() => this.onDeadline());
   /** preserve_ordering: the order answers go in. */
   private readonly order: FinishOrder | undefined;
   /** Test hook TRITONSERVER_DELAY_SCHEDULER (see test-hooks.ts): no batch until this many wait; 0 once reached. */
@@ -199,20 +162,14 @@ export class DynamicBatcher implements Scheduler {
     ({ table: this.preferred, max: this.maxPreferred } = preferredSizes(db.preferred_batch_size, this.maxBatch));
     this.delayMs = db.max_queue_delay_microseconds / 1000;
     this.order = db.preserve_ordering ? new FinishOrder() : undefined;
-    // As Triton's PriorityQueue: without priority levels one kept level 0 under the default policy; with them
-    // one kept level per priority_queue_policy entry, and the others made when a request needs them.
-    this.maxLevel = db.priority_levels;
-    this.defaultLevel = db.priority_levels > 0 ? db.default_priority_level : 0;
-    this.defaultPolicy = db.default_queue_policy;
-    this.levels = keptLevels(db);
+    this.levels = new PriorityLevels(db);
     this.shapeRule = batchShapeRule(config);
     this.window = 2 * this.maxBatch * Math.max(1, instances.length);
   }
 
   enqueue(job: Job): void {
     if (this.stopped) return job.reject(stoppedScheduler(job), 'REJECTED');
-    const p = job.priority ?? 0;
-    const level = this.level(p === 0 || p > this.maxLevel ? this.defaultLevel : p);
+    const level = this.levels.of(job.priority ?? 0, this.levelInserted);
     if (level.maxQueueSize > 0 && level.size >= level.maxQueueSize) {
       return job.reject(new NereidError('UNAVAILABLE', `${logPrefix(job)}Exceeds maximum queue size`), 'REJECTED');
     }
@@ -221,10 +178,7 @@ export class DynamicBatcher implements Scheduler {
     const now = performance.now();
     const e = new Entry(job, level, now, timeoutUs > 0 ? now + timeoutUs / 1000 : 0);
     level.size++;
-    if (e.deadlineMs > 0) {
-      this.deadlines.push(e);
-      if (e.deadlineMs < this.deadlineTimerAt) this.armDeadline();
-    }
+    if (e.deadlineMs > 0) this.deadlines.add(e);
     if (job.tenant !== undefined && (this.heldLive > 0 || this.queued >= this.window)) {
       e.where = HELD;
       this.held.push(e, job.tenant);
@@ -266,44 +220,24 @@ export class DynamicBatcher implements Scheduler {
     }
   }
 
-  /** The level numbered `priority`, made (with the default policy) when it does not exist yet. */
-  private level(priority: number): Level {
-    const levels = this.levels;
-    if (levels.length === 1 && levels[0]!.priority === priority) return levels[0]!;
-    let lo = 0;
-    let hi = levels.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >>> 1;
-      if (levels[mid]!.priority < priority) lo = mid + 1;
-      else hi = mid;
-    }
-    if (lo < levels.length && levels[lo]!.priority === priority) return levels[lo]!;
-    if (this.pruneNeeded) {
-      this.prune();
-      return this.level(priority);
-    }
-    const made = new Level(priority, this.defaultPolicy, false);
-    levels.splice(lo, 0, made);
-    // The cursor is an index into `levels`: one inserted at or before it moves it.
-    if (lo <= this.curLevel) this.cursorValid = false;
-    return made;
-  }
+  /** The cursor is an index into the levels: one inserted at or before it (or a prune, -1) moves it. */
+  private readonly levelInserted = (index: number): void => {
+    if (index <= this.curLevel) this.cursorValid = false;
+  };
 
   /**
    * Whether a request of `level` belongs before the cursor: a higher level, or the cursor's own level (when
    * `sameLevelIfDelayed`, only once the cursor is among that level's delayed requests).
    */
-  private beforeCursor(level: Level, sameLevelIfDelayed: boolean): boolean {
-    const cur = this.levels[this.curLevel];
+  private beforeCursor(level: Level<Entry>, sameLevelIfDelayed: boolean): boolean {
+    const cur = this.levels.list[this.curLevel];
     if (!cur) return true;
     return level.priority < cur.priority || (level.priority === cur.priority && (!sameLevelIfDelayed || this.curDelayed));
   }
 
-  /** Removes the levels that are not kept and hold no request; the cursor's indices change, so it is dropped. */
+  /** Removes the emptied levels that are not kept; the cursor's indices change, so it is dropped. */
   private prune(): void {
-    this.pruneNeeded = false;
-    this.levels = this.levels.filter((l) => l.kept || l.size > 0);
-    this.cursorValid = false;
+    if (this.levels.prune()) this.cursorValid = false;
   }
 
   waiting(): number {
@@ -325,7 +259,7 @@ export class DynamicBatcher implements Scheduler {
   }
 
   rejectQueued(error: NereidError): void {
-    for (const level of this.levels) {
+    for (const level of this.levels.list) {
       for (const q of [level.queue, level.delayed]) {
         for (let e = q.shift(); e; e = q.shift()) {
           if (e.where === (q === level.queue ? QUEUED : DELAYED)) this.drop(e, error, 'REJECTED');
@@ -334,6 +268,7 @@ export class DynamicBatcher implements Scheduler {
     }
     for (let e = this.held.shift(); e; e = this.held.shift()) if (e.where === HELD) this.drop(e, error, 'REJECTED');
     this.prune();
+    this.cursorValid = false;
     this.checkDrained();
   }
 
@@ -390,8 +325,8 @@ export class DynamicBatcher implements Scheduler {
       this.pendingFirst = undefined;
     }
     if (p.sendNow) return;
-    while (this.curLevel < this.levels.length) {
-      const level = this.levels[this.curLevel]!;
+    while (this.curLevel < this.levels.list.length) {
+      const level = this.levels.list[this.curLevel]!;
       const q = this.curDelayed ? level.delayed : level.queue;
       const e = q.at(this.curIndex);
       if (!e) {
@@ -444,18 +379,18 @@ export class DynamicBatcher implements Scheduler {
   private take(n: number): Job[] {
     const jobs: Job[] = [];
     let k = 0;
-    for (let li = 0; k < n && li < this.levels.length; li++) {
-      const level = this.levels[li]!;
+    for (let li = 0; k < n && li < this.levels.list.length; li++) {
+      const level = this.levels.list[li]!;
       k = this.takeFrom(level, level.queue, QUEUED, jobs, k, n);
       k = this.takeFrom(level, level.delayed, DELAYED, jobs, k, n);
     }
     this.cursorValid = false;
-    if (this.pruneNeeded) this.prune();
+    this.prune();
     if (this.heldLive > 0) this.admitHeld();
     return jobs;
   }
 
-  private takeFrom(level: Level, q: RingQueue<Entry>, where: number, jobs: Job[], k: number, n: number): number {
+  private takeFrom(level: Level<Entry>, q: RingQueue<Entry>, where: number, jobs: Job[], k: number, n: number): number {
     while (k < n) {
       const e = q.shift();
       if (!e) break;
@@ -466,9 +401,9 @@ export class DynamicBatcher implements Scheduler {
         continue;
       }
       e.where = GONE;
-      if (--level.size === 0 && !level.kept) this.pruneNeeded = true;
+      this.levels.left(level);
       this.queued--;
-      if (e.heapIndex >= 0) this.deadlines.remove(e);
+      this.deadlines.remove(e);
       jobs.push(e.job);
     }
     return k;
@@ -522,7 +457,7 @@ export class DynamicBatcher implements Scheduler {
    */
   private expire(e: Entry): void {
     const level = e.level;
-    if (e.heapIndex >= 0) this.deadlines.remove(e);
+    this.deadlines.remove(e);
     if (level.delayOnTimeout) {
       if (e.where === HELD) return;
       e.where = DELAYED;
@@ -532,31 +467,17 @@ export class DynamicBatcher implements Scheduler {
     }
   }
 
-  private readonly onDeadline = (): void => {
-    this.deadlineTimer = undefined;
-    this.deadlineTimerAt = Infinity;
+  private onDeadline(): void {
     const now = performance.now();
-    for (let e = this.deadlines.peek(); e && e.deadlineMs <= now; e = this.deadlines.peek()) {
+    for (let e = this.deadlines.heap.peek(); e && e.deadlineMs <= now; e = this.deadlines.heap.peek()) {
       // The request may be in the pending batch, or move into the delayed part the cursor has passed.
       if (this.cursorValid && this.beforeCursor(e.level, false)) this.cursorValid = false;
       this.expire(e);
     }
-    if (this.pruneNeeded) this.prune();
-    this.armDeadline();
+    this.prune();
+    this.deadlines.arm();
     if (this.queued + this.heldLive > 0) this.schedule();
     this.checkDrained();
-  };
-
-  /** One timer, for the earliest deadline; it may fire for a request that has already left, which is harmless. */
-  private armDeadline(): void {
-    const next = this.deadlines.peek();
-    if (!next) return;
-    if (this.deadlineTimer) {
-      if (this.deadlineTimerAt <= next.deadlineMs) return;
-      clearTimeout(this.deadlineTimer);
-    }
-    this.deadlineTimerAt = next.deadlineMs;
-    this.deadlineTimer = setTimeout(this.onDeadline, Math.max(0, next.deadlineMs - performance.now()));
   }
 
   /** Answers a request that leaves the queues without running. */
@@ -564,8 +485,8 @@ export class DynamicBatcher implements Scheduler {
     if (e.where === HELD) this.heldLive--;
     else this.queued--;
     e.where = GONE;
-    if (--e.level.size === 0 && !e.level.kept) this.pruneNeeded = true;
-    if (e.heapIndex >= 0) this.deadlines.remove(e);
+    this.levels.left(e.level);
+    this.deadlines.remove(e);
     e.job.state = 'done';
     e.job.reject(error, reason);
   }
@@ -580,8 +501,7 @@ export class DynamicBatcher implements Scheduler {
 
   private stop(): Promise<void> {
     this.delayWake.clear();
-    if (this.deadlineTimer) clearTimeout(this.deadlineTimer);
-    this.deadlineTimer = undefined;
+    this.deadlines.clear();
     return Promise.resolve();
   }
 }

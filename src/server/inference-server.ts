@@ -3,6 +3,7 @@ import { isCloudUrl, parseCloudUrl } from '../repository/cloud/url.js';
 import type { ModelConfig } from '../config/types.js';
 import { modelConfigToJson } from '../config/index.js';
 import { defaultBackends, type BackendRegistry } from '../backends/registry.js';
+import type { ModelCalls } from '../backends/backend.js';
 import type { InferenceRequest, InferenceResponse, RequestBounds } from '../inference/index.js';
 import { ResponseStream } from '../inference/stream.js';
 import type { LoadWait } from '../models/on-demand.js';
@@ -143,38 +144,13 @@ export class InferenceServer {
     this.logger = created.logger ?? defaultLogger();
     this.log = this.logger.child('inference-server.ts');
     this.refusals = new LimitRefusals(this.logger.child('limit-refusals.ts'));
-    const m = options.metrics;
-    this.metrics = Metrics && m ? new Metrics(() => this.manager.loadedVersions(), {
-      settings: parseMetricsConfig(m.config ?? [], (w) => this.log.error(w)),
-      intervalMs: m.intervalMs ?? 2000,
-      cpu: m.cpu ?? true,
-      limitRefusals: () => this.refusals.entries(),
-      ...(options.modelMemoryBudget !== undefined || options.modelLoadOnDemand ? { modelLoads: () => this.manager.loadCounts() } : {}),
-    }) : undefined;
+    this.metrics = Metrics && options.metrics ? serverMetrics(Metrics, options, () => this.manager, this.refusals, this.log) : undefined;
     const ownSharedMemory = new ReservedKeys();
     this.sharedMemory = new SharedMemoryRegistry(options.allowClientShm ?? false, {
       maxRegions: options.shmMaxRegions, maxMappedBytes: options.shmMaxMappedBytes, reserved: ownSharedMemory,
     });
-    this.manager = new ModelManager(options.modelRepositories, {
-      backends: created.backends ?? defaultBackends(),
-      strictModelConfig: options.strictModelConfig ?? false,
-      modelConfigName: options.modelConfigName ?? '',
-      backendConfig: options.backendConfig ?? {},
-      logger: this.logger,
-      loadThreads: options.modelLoadThreadCount ?? 4,
-      loadRetries: options.modelLoadRetryCount ?? 0,
-      instances: new InstanceBudget(options.modelMaxInstances, options.serverMaxInstances),
-      rateLimiter: new RateLimiter(options.rateLimit === 'execution_count', options.rateLimitResources ?? []),
-      responseCache: this.cache,
-      ...(sequenceStore ? { sequenceStore } : {}),
-      calls: modelCalls((r) => this.manager.resolveRouted(r.model, r.version, routingKey(r.parameters, r.sequenceId)), this, ownSharedMemory, this.metrics?.registry),
-      ...(this.metrics ? { metrics: this.metrics } : {}),
-    }, this.logger.child('manager.ts'), options.modelNamespacing ?? false, options.repositoryCacheDir, {
-      budgetBytes: options.modelMemoryBudget,
-      onDemand: options.modelLoadOnDemand,
-      loadWaitSecs: options.modelLoadWaitSecs,
-      pinned: options.modelControlMode === 'explicit' ? (options.loadModels ?? []).filter((n) => n !== '*') : [],
-    });
+    const calls = modelCalls((r) => this.manager.resolveRouted(r.model, r.version, routingKey(r.parameters, r.sequenceId)), this, ownSharedMemory, this.metrics?.registry);
+    this.manager = modelManager(options, created, this.logger, { cache, sequenceStore, calls, metrics: this.metrics });
     this.metadataValue = { name: options.id ?? DEFAULT_SERVER_ID, version: NEREID_VERSION, extensions: EXTENSIONS };
   }
 
@@ -255,16 +231,8 @@ export class InferenceServer {
   }
 
   modelMetadata(name: string, version?: number): ModelMetadata {
-    const m = this.manager.resolve(name, version);
-    const c = m.context.config;
-    const tensor = (t: { name: string; datatype: string; shape: readonly number[] }): TensorMetadata => ({ name: t.name, datatype: t.datatype, shape: [...t.shape] });
-    return {
-      name,
-      versions: version !== undefined ? [String(version)] : this.manager.readyVersions(name).map(String),
-      platform: c.platform || c.backend,
-      inputs: [...m.context.inputs.values()].map(tensor),
-      outputs: [...m.context.outputs.values()].map(tensor),
-    };
+    const versions = version !== undefined ? [String(version)] : this.manager.readyVersions(name).map(String);
+    return metadataOf(this.manager.resolve(name, version), name, versions);
   }
 
   modelConfig(name: string, version?: number): ModelConfig {
@@ -294,9 +262,8 @@ export class InferenceServer {
   }
 
   /**
-   * resolveModel(), after a load on demand when the model is in the repository and not loaded: the model at
-   * once when there is nothing to wait for, else a promise of it; throws or rejects as resolveModel() would,
-   * or with the load's failure, or UNAVAILABLE (Retry-After) when the load takes longer than the wait allows.
+   * resolveModel(), or a promise of it after a load on demand of a model in the repository that is not loaded;
+   * fails as resolveModel(), or with the load's failure, or UNAVAILABLE (Retry-After) past the load wait.
    */
   resolveLoaded(name: string, version: number | undefined, bounds: LoadWait = {}): ResolvedModel | Promise<ResolvedModel> {
     try {
@@ -308,21 +275,13 @@ export class InferenceServer {
     }
   }
 
-  /**
-   * For calls that name a model (metadata, config, ready): undefined when it serves or nothing loads on demand,
-   * else a promise that settles once it has loaded (see resolveLoaded). The call then runs as usual.
-   */
+  /** For calls naming a model (metadata, config, ready): undefined, or a promise settled once it has loaded. */
   whenLoaded(name: string, bounds: LoadWait = {}): Promise<void> | undefined {
-    if (this.manager.onDemand === undefined || this.manager.serving(name)) return undefined;
-    return this.manager.whenLoaded(name, bounds).then(() => undefined);
+    return this.manager.loadFirst(name, undefined, bounds);
   }
 
-  /** The wait for `name` to load on demand, after `e` refused a request to it; undefined when there is none. */
   private loadFirst(name: string, e: unknown, bounds: LoadWait): Promise<void> | undefined {
-    if (this.manager.onDemand === undefined || this.state !== 'ready' || this.manager.serving(name)) return undefined;
-    return this.manager.whenLoaded(name, bounds).then((waited) => {
-      if (!waited) throw e;
-    });
+    return this.state === 'ready' ? this.manager.loadFirst(name, e, bounds) : undefined;
   }
 
   /**
@@ -557,6 +516,55 @@ function loadAtStart(manager: ModelManager, options: ServerOptions): Promise<Map
   if ((options.modelControlMode ?? 'none') !== 'explicit') return options.modelLoadOnDemand ? Promise.resolve(new Map()) : manager.loadAll();
   const load = options.loadModels ?? [];
   return load.length === 0 ? Promise.resolve(new Map()) : manager.loadAll(load.includes('*') ? undefined : load);
+}
+
+/** The server's metrics (prom-client's module loaded as `Metrics`), reading the manager at scrape time. */
+function serverMetrics(Metrics: typeof ServerMetrics, options: ServerOptions, manager: () => ModelManager, refusals: LimitRefusals, log: Logger): ServerMetrics {
+  const m = options.metrics!;
+  return new Metrics(() => manager().loadedVersions(), {
+    settings: parseMetricsConfig(m.config ?? [], (w) => log.error(w)),
+    intervalMs: m.intervalMs ?? 2000,
+    cpu: m.cpu ?? true,
+    limitRefusals: () => refusals.entries(),
+    ...(options.modelMemoryBudget !== undefined || options.modelLoadOnDemand ? { modelLoads: () => manager().loadCounts() } : {}),
+  });
+}
+
+/** Triton's model metadata of a loaded version. */
+function metadataOf(m: ModelVersion, name: string, versions: string[]): ModelMetadata {
+  const c = m.context.config;
+  const tensor = (t: { name: string; datatype: string; shape: readonly number[] }): TensorMetadata => ({ name: t.name, datatype: t.datatype, shape: [...t.shape] });
+  return {
+    name, versions, platform: c.platform || c.backend,
+    inputs: [...m.context.inputs.values()].map(tensor),
+    outputs: [...m.context.outputs.values()].map(tensor),
+  };
+}
+
+/** The model manager of a server's options: its loader's settings, and loads on demand within a memory budget. */
+function modelManager(options: ServerOptions, created: CreateOptions, logger: Logger, parts: {
+  cache: ResponseCache | undefined; sequenceStore: SequenceStateStore | undefined; calls: ModelCalls; metrics: ServerMetrics | undefined;
+}): ModelManager {
+  return new ModelManager(options.modelRepositories, {
+    backends: created.backends ?? defaultBackends(),
+    strictModelConfig: options.strictModelConfig ?? false,
+    modelConfigName: options.modelConfigName ?? '',
+    backendConfig: options.backendConfig ?? {},
+    logger,
+    loadThreads: options.modelLoadThreadCount ?? 4,
+    loadRetries: options.modelLoadRetryCount ?? 0,
+    instances: new InstanceBudget(options.modelMaxInstances, options.serverMaxInstances),
+    rateLimiter: new RateLimiter(options.rateLimit === 'execution_count', options.rateLimitResources ?? []),
+    responseCache: parts.cache,
+    ...(parts.sequenceStore ? { sequenceStore: parts.sequenceStore } : {}),
+    calls: parts.calls,
+    ...(parts.metrics ? { metrics: parts.metrics } : {}),
+  }, logger.child('manager.ts'), options.modelNamespacing ?? false, options.repositoryCacheDir, {
+    budgetBytes: options.modelMemoryBudget,
+    onDemand: options.modelLoadOnDemand,
+    loadWaitSecs: options.modelLoadWaitSecs,
+    pinned: options.modelControlMode === 'explicit' ? (options.loadModels ?? []).filter((n) => n !== '*') : [],
+  });
 }
 
 /** The response cache --cache-config asks for: Triton's `local` (a byte budget, LRU) or `redis`. */

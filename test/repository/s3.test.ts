@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DeleteObjectsCommand, ListObjectsV2Command, PutObjectCommand, S3Client } from '@aws-sdk/client-s3';
 import { EXAMPLES } from '../helpers/paths.js';
+import { until } from '../helpers/until.js';
 import { startTestServer, tempRepository, type TestServer } from '../helpers/server.js';
 import { postJson, request } from '../helpers/http.js';
 import { filesUnder, freePort, S3_KEY, startS3rver, startStallingProxy, assertServesWithStoreDown, type StoreProcess, inferSimpleStatus, simpleModelFiles } from '../helpers/object-stores.js';
@@ -280,6 +281,30 @@ test('the cache is reused across a restart: unchanged files are not downloaded a
     assert.equal(await inode('1/model.onnx'), model, 'the unchanged file stayed as it was');
     assert.notEqual(await inode('config.pbtxt'), config, 'the changed file was downloaded again');
   } finally {
+    await rm(cache, { recursive: true, force: true });
+  }
+});
+
+test('on demand: a request loads a model from the bucket; unloaded when idle, it loads again from the cache, reading no object', async () => {
+  await putSimple('ondemand', 'simple_a');
+  const config = (await readFile(join(EXAMPLES, 'simple', 'config.pbtxt'), 'utf8')).replace('name: "simple"', 'name: "simple_a"');
+  await put('ondemand/simple_a/config.pbtxt', `${config}\nparameters { key: "nereid_idle_unload_secs" value { string_value: "1" } }\n`);
+  const cache = await cacheDir();
+  const proxy = await startStallingProxy(port, Number.MAX_SAFE_INTEGER, () => undefined);
+  try {
+    const server = await startTestServer({ modelRepositories: [url('ondemand', proxy.port)], repositoryCacheDir: cache, modelLoadOnDemand: true });
+    try {
+      assert.equal((await server.server.repositoryIndex(true)).length, 0, 'nothing loaded at start');
+      assert.equal(await infer(server, 'simple_a'), 200);
+      await until(async () => (await server.server.repositoryIndex(true)).length === 0, 'simple_a unloaded once idle');
+      proxy.requests.length = 0;
+      assert.equal(await infer(server, 'simple_a'), 200);
+      assert.ok(proxy.requests.length > 0 && proxy.requests.every((r) => r.includes('list-type=2')), `only listings, no object read again:\n${proxy.requests.join('\n')}`);
+    } finally {
+      await server.close();
+    }
+  } finally {
+    await proxy.close();
     await rm(cache, { recursive: true, force: true });
   }
 });
