@@ -7,7 +7,7 @@ import { EXAMPLES } from '../helpers/paths.js';
 import { postJson, request } from '../helpers/http.js';
 import { startTestServer, type TestServer } from '../helpers/server.js';
 
-// A repository of thousands of models in explicit mode is listed from its folder names alone: no model's
+// A repository of thousands of models in explicit mode (and in mode none loading on demand) is listed from its folder names alone: no model's
 // config or version folders are read until it loads. Model folders and version folders may be symlinks to
 // folders, as Triton tells folders by stat(), which follows links. 4,999 of the 5,000 configs do not parse,
 // so an index row with a reason would show that a config was read.
@@ -101,5 +101,27 @@ describe('a repository of 5,000 models in explicit mode', () => {
     assert.equal(rows.length, MODELS);
     assert.equal(rows.filter((e) => e.reason !== undefined).length, 2);
     assert.equal((await request(`${s.url}/v2/models/${GOOD}/ready`)).status, 200);
+  });
+});
+
+describe('the same repository in mode none with --model-load-on-demand', () => {
+  let od: TestServer;
+  before(async () => {
+    od = await startTestServer({ modelRepositories: [join(tmp, 'repository')], modelControlMode: 'none', modelLoadOnDemand: true });
+  });
+  after(async () => {
+    await od?.close();
+  });
+
+  test('the server starts with nothing loaded and ready; the index lists all 5,000; a request loads its model alone', async () => {
+    assert.equal((await request(`${od.url}/v2/health/ready`)).status, 200);
+    const listed = (await postJson(`${od.url}/v2/repository/index`, {})).json() as { name: string; state?: string }[];
+    assert.equal(listed.length, MODELS);
+    assert.equal(listed.filter((e) => e.state !== undefined).length, 0);
+    const input = { name: 'INPUT0', shape: [1, 16], datatype: 'INT32', data: Array.from({ length: 16 }, (_, i) => i) };
+    const infer = await postJson(`${od.url}/v2/models/${GOOD}/infer`, { inputs: [input, { ...input, name: 'INPUT1' }] });
+    assert.equal(infer.status, 200, infer.body.toString());
+    const ready = (await postJson(`${od.url}/v2/repository/index`, { ready: true })).json() as { name: string }[];
+    assert.deepEqual(ready.map((e) => e.name), [GOOD]);
   });
 });
