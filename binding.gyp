@@ -7,6 +7,11 @@
       "libraries": ["-lrt"]
     },
     {
+      "target_name": "nereid_malloc",
+      "sources": ["src/models/native/malloc.c"],
+      "cflags": ["-O2", "-Wall"]
+    },
+    {
       "target_name": "nereid_exit",
       "sources": ["src/cli/native/exit.c"],
       "cflags": ["-O2", "-Wall"]

@@ -3,6 +3,7 @@ import { NereidError } from '../errors.js';
 import type { Logger } from '../observability/logger.js';
 import type { ModelEntry } from './model-entry.js';
 import type { ModelVersion } from './model-version.js';
+import { trimHeap } from './heap-trim.js';
 
 /** How often a load waiting for room looks again whether a model has become idle. */
 const RETRY_MS = 25;
@@ -120,6 +121,7 @@ export class MemoryBudget {
     this.evictions.set(victim.name, (this.evictions.get(victim.name) ?? 0) + 1);
     this.logger.info(`evicting '${victim.name}' (${bytes} bytes, least recently used) ${why}`);
     await this.hooks.evict(victim, 'unloaded: evicted to keep the loaded models within the model memory budget');
+    trimHeap();
   }
 
   /** The least recently used model that may be unloaded now, `keep` aside; undefined when none may. */
