@@ -141,20 +141,27 @@ async function post(pool, path, body, headers = { 'content-type': 'application/j
   return { ms: performance.now() - t0, status: res.statusCode, headers: res.headers, body: buf };
 }
 
+const WARMUP_BODY = simpleBodies('json', 1)[0];
 const newPool = (server, connections) => new Pool(server.origin, { connections, pipelining: 1, keepAliveTimeout: 60_000, headersTimeout: 120_000, bodyTimeout: 120_000 });
 
 // ---------------------------------------------------------------- part 1: time to first answer
 
-/** simple_0…, twin_0… and a warm-up copy: `simple`'s config under each name, model.onnx linked. */
+/**
+ * A copy of `simple` under another name (its config renamed, model.onnx linked). The copy named WARMUP is asked
+ * first in each server that loads on demand: the first ONNX model of a process also starts ONNX Runtime, a
+ * one-time cost (time and some 25 MB) that no model's figure should carry; `simple` itself weighs 317 bytes.
+ */
+const WARMUP = 'warmup';
+const SIMPLE = join(ROOT, 'examples', 'model_repository', 'simple');
+function simpleCopy(dir, name) {
+  mkdirSync(join(dir, name, '1'), { recursive: true });
+  writeFileSync(join(dir, name, 'config.pbtxt'), readFileSync(join(SIMPLE, 'config.pbtxt'), 'utf8').replace('name: "simple"', `name: "${name}"`));
+  link(join(SIMPLE, '1', 'model.onnx'), join(dir, name, '1', 'model.onnx'));
+}
+
+/** simple_0…, twin_0… and the warm-up copy. */
 function simpleCopies(dir, n) {
-  const src = join(ROOT, 'examples', 'model_repository', 'simple');
-  const config = readFileSync(join(src, 'config.pbtxt'), 'utf8');
-  const names = ['warmup', ...Array.from({ length: n }, (_, i) => [`simple_${i}`, `twin_${i}`]).flat()];
-  for (const name of names) {
-    mkdirSync(join(dir, name, '1'), { recursive: true });
-    writeFileSync(join(dir, name, 'config.pbtxt'), config.replace('name: "simple"', `name: "${name}"`));
-    link(join(src, '1', 'model.onnx'), join(dir, name, '1', 'model.onnx'));
-  }
+  for (const name of [WARMUP, ...Array.from({ length: n }, (_, i) => [`simple_${i}`, `twin_${i}`]).flat()]) simpleCopy(dir, name);
 }
 
 /** When the server logged a line holding `text` (its local wall clock, to the microsecond), in epoch ms. */
@@ -181,7 +188,7 @@ function phases(log, name, sentAt, firstMs) {
 async function firstAnswer(tmp) {
   const repo = join(tmp, 'simple-copies');
   simpleCopies(repo, COPIES);
-  const body = simpleBodies('json', 1)[0];
+  const body = WARMUP_BODY;
   const server = await serve('on-demand simple', repo, ['--model-control-mode=explicit', '--model-load-on-demand=true']);
   const pool = newPool(server, 1);
   const infer = async (name) => {
@@ -192,8 +199,7 @@ async function firstAnswer(tmp) {
   };
   const rows = [];
   try {
-    // The first ONNX model of a process also starts ONNX Runtime: that one-time cost is left out of the figures.
-    await infer('warmup');
+    await infer(WARMUP);
     for (let i = 0; i < COPIES; i++) {
       const row = { name: `simple_${i}` };
       const onDemand = async () => {
@@ -261,6 +267,7 @@ instance_group [ { count: 1 kind: KIND_CPU } ]
 `);
     link(onnx, join(repo, name, '1', 'model.onnx'));
   }
+  simpleCopy(repo, WARMUP);
   return { repo, names, elements };
 }
 
@@ -374,21 +381,28 @@ async function zipfRun(repo, sequence, budget) {
   try {
     await sleep(1000); // let start-up garbage settle before the baseline
     const baselineKiB = rssKiB(server.pid);
+    const pool = newPool(server, 1);
+    const warm = await post(pool, `/v2/models/${WARMUP}/infer`, WARMUP_BODY.body, WARMUP_BODY.headers);
+    await pool.close();
+    if (warm.status !== 200) throw new Error(`${WARMUP}: status ${warm.status}`);
+    const runtimeBaselineKiB = rssKiB(server.pid);
     const sampler = rssSampler(server.pid);
     const r = await play(server, sequence);
     const { peakKiB, samples, quarters } = sampler.stop();
     const { hwm } = memoryKiB(server.pid);
     r.baselineKiB = baselineKiB;
+    r.runtimeBaselineKiB = runtimeBaselineKiB;
     r.peakKiB = peakKiB;
     r.rssQuartersKiB = quarters;
     r.hwmKiB = hwm;
     r.rssSamples = samples;
-    r.onDemandLoads = sum(await scrape(server, 'nereid_model_load_on_demand_count'));
-    const evictions = await scrape(server, 'nereid_model_eviction_count');
+    const ours = (samples) => samples.filter((x) => x.labels.model !== WARMUP);
+    r.onDemandLoads = sum(ours(await scrape(server, 'nereid_model_load_on_demand_count')));
+    const evictions = ours(await scrape(server, 'nereid_model_eviction_count'));
     r.evictions = sum(evictions);
     r.evictionsByModel = Object.fromEntries(evictions.map((e) => [e.labels.model, e.value]));
     r.hotEvictions = sum(evictions.filter((e) => sequence.some((q) => q.hot && q.path === `/v2/models/${e.labels.model}/infer`)));
-    const memory = await scrape(server, 'nereid_model_memory_bytes');
+    const memory = ours(await scrape(server, 'nereid_model_memory_bytes'));
     r.loadedAtEnd = memory.length;
     r.modelMemoryMedian = median(memory.map((s) => s.value));
     r.modelMemoryBytes = memory.map((s) => s.value);
@@ -399,6 +413,8 @@ async function zipfRun(repo, sequence, budget) {
       r.lruHitRate = lruHitRate(sequence, r.lruCapacity);
       r.rssGoalKiB = (baselineKiB + budget / 1024) * RSS_MARGIN;
       r.rssPass = Math.max(r.peakKiB, hwm) <= r.rssGoalKiB;
+      r.runtimeRssGoalKiB = (runtimeBaselineKiB + budget / 1024) * RSS_MARGIN;
+      r.runtimeRssPass = Math.max(r.peakKiB, hwm) <= r.runtimeRssGoalKiB;
     }
     return r;
   } finally {
@@ -451,7 +467,8 @@ function printFirst(f) {
   console.log(`   from the server's log: before the version's load ${fmt(f.beforeMs, 2)}, the load ${fmt(f.loggedLoadMs, 2)}, after it ${fmt(f.afterMs, 2)}`);
   console.log(`   in memory (its second request) ${fmt(f.warmMs, 2)}`);
   console.log(`   by hand (twin): load through the repository API ${fmt(f.explicitLoadMs, 2)} + first request = ${fmt(f.byHandMs, 2)}; first answer - by hand ${fmt(f.overByHandMs, 2)}, ratio ${fmt(f.firstMs / f.byHandMs, 2)}`);
-  console.log(`   goal: first answer within load + ${FIRST_ANSWER_GOAL_MS} ms: ${fmt(f.overMs, 2)} ms ${f.pass ? 'pass' : 'FAIL'}`);
+  console.log(`   goal: first answer within load + ${FIRST_ANSWER_GOAL_MS} ms, the load as nv_model_load_duration_secs: +${fmt(f.overMs, 2)} ms ${f.pass ? 'pass' : 'FAIL'}`);
+  console.log(`         the load as its twin's load through the repository API and first request: ${fmt(f.overByHandMs, 2)} ms ${f.overByHandMs < FIRST_ANSWER_GOAL_MS ? 'pass' : 'FAIL'}`);
 }
 
 function printZipf(z) {
@@ -463,15 +480,16 @@ function printZipf(z) {
     const name = side === 'budget' ? '(b) on demand, budget' : '(a) all preloaded';
     console.log(`${padEnd(`   ${name}`, 26)}${pad(fmt(m(side, 'throughput')), 8)}${pad(fmt(m(side, 'p50'), 2), 9)}${pad(fmt(m(side, 'p99'), 1), 9)}${pad(hit, 10)}${pad(fmt(m(side, 'onDemandLoads')), 7)}${pad(fmt(m(side, 'evictions')), 11)}${pad(mib(m(side, 'baselineKiB')), 10)}${pad(mib(m(side, 'peakKiB')), 10)}${pad(mib(m(side, 'hwmKiB')), 9)}`);
   }
-  const perModelKiB = (m('preloaded', 'baselineKiB') - m('budget', 'baselineKiB')) / MODELS;
+  const perModelKiB = (m('preloaded', 'baselineKiB') - m('budget', 'runtimeBaselineKiB')) / MODELS;
   console.log(`   hit rate of an exact LRU of ${fmt(m('budget', 'lruCapacity'))} models (budget / measured memory per model) on the same sequence, one request at a time: ${fmt(m('budget', 'lruHitRate') * 100, 1)}%`);
   console.log(`   requests to the ${HOT} most popular models (evicted ${fmt(m('budget', 'hotEvictions'))} times in (b)): p50 ${fmt(m('preloaded', 'hotP50'), 2)} / ${fmt(m('budget', 'hotP50'), 2)} ms, p99 ${fmt(m('preloaded', 'hotP99'), 1)} / ${fmt(m('budget', 'hotP99'), 1)} ms (a / b)`);
   console.log(`   ratios b/a: throughput ${fmt(m('budget', 'throughput') / m('preloaded', 'throughput'), 3)}, p50 ${fmt(m('budget', 'p50') / m('preloaded', 'p50'), 2)}, p99 ${fmt(m('budget', 'p99') / m('preloaded', 'p99'), 2)}`);
   console.log(`   memory per model (nereid_model_memory_bytes, median): preloaded ${mib(m('preloaded', 'modelMemoryMedian') / 1024)} MiB, budget ${mib(m('budget', 'modelMemoryMedian') / 1024)} MiB; loaded at the end under the budget: ${fmt(m('budget', 'loadedAtEnd'))}`);
-  console.log(`   RSS per preloaded model ((a) baseline - (b) baseline) / ${MODELS}: ${mib(perModelKiB)} MiB (ONNX Runtime's own start included)`);
+  console.log(`   RSS per preloaded model ((a) baseline - (b) baseline with ONNX Runtime started) / ${MODELS}: ${mib(perModelKiB)} MiB`);
   for (const [i, r] of z.runs.budget.entries()) {
     console.log(`   (b) round ${i + 1}: RSS at each quarter of the run ${r.rssQuartersKiB.map(mib).join(', ')} MiB`);
     console.log(`   goal round ${i + 1}: peak RSS ${mib(Math.max(r.peakKiB, r.hwmKiB))} MiB (VmHWM ${mib(r.hwmKiB)}) within 1.1 x (baseline ${mib(r.baselineKiB)} + budget ${mib(r.budget / 1024)}) = ${mib(r.rssGoalKiB)} MiB: ${r.rssPass ? 'pass' : 'FAIL'}`);
+    console.log(`      with ONNX Runtime started in the baseline (${mib(r.runtimeBaselineKiB)} MiB after the warm-up copy of simple): within ${mib(r.runtimeRssGoalKiB)} MiB: ${r.runtimeRssPass ? 'pass' : 'FAIL'}`);
   }
   let failed = 0;
   for (const side of ['preloaded', 'budget']) {
