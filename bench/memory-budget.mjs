@@ -14,10 +14,11 @@
 //    reference, and (b) a server loading on demand with --model-memory-budget for B models. Each: throughput,
 //    p50/p99; for (b) the hit rate (1 - on-demand loads / requests), evictions and ratios b/a. The server's RSS
 //    is sampled every 50 ms and VmHWM read at the end; goal: the peak of (b) within 1.1 x (its RSS after start
-//    with nothing loaded + the budget). Every answer is checked (the gathered values equal the indices).
+//    with nothing loaded + the budget), also shown with ONNX Runtime's start in that baseline. Every answer is
+//    checked (the gathered values equal the indices).
 //
-//   node bench/memory-budget.mjs [--quick] [--copies N] [--models M] [--budget-models B] [--model-mib S]
-//                                [--requests R] [--clients C] [--rounds K] [--out FILE]
+//   node bench/memory-budget.mjs [--quick] [--parts 1,2] [--copies N] [--models M] [--budget-models B]
+//                                [--model-mib S] [--requests R] [--clients C] [--zipf X] [--rounds K] [--out FILE]
 //   npm run bench -- memory-budget --quick
 //
 // Prints both parts with the load average before and after, and writes every figure to
@@ -51,7 +52,7 @@ const { values: a } = parseArgs({
   },
 });
 if (a.help) {
-  process.stdout.write('usage: node bench/memory-budget.mjs [--quick] [--copies N] [--models M] [--budget-models B] [--model-mib S] [--requests R] [--clients C] [--rounds K] [--out FILE]\nsee bench/README.md\n');
+  process.stdout.write('usage: node bench/memory-budget.mjs [--quick] [--parts 1,2] [--copies N] [--models M] [--budget-models B] [--model-mib S] [--requests R] [--clients C] [--zipf X] [--rounds K] [--out FILE]\nsee bench/README.md\n');
   process.exit(0);
 }
 const COPIES = Number(a.copies ?? (a.quick ? 8 : 20));
@@ -109,11 +110,9 @@ async function scrape(server, family) {
 }
 const sum = (samples) => samples.reduce((t, s) => t + s.value, 0);
 
-/** VmRSS and VmHWM of a process, in KiB. */
-function memoryKiB(pid) {
-  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
-  const field = (k) => Number(new RegExp(`^${k}:\\s+(\\d+) kB`, 'm').exec(status)?.[1]);
-  return { rss: field('VmRSS'), hwm: field('VmHWM') };
+/** The peak resident set of a process since it started (VmHWM), in KiB. */
+function hwmKiB(pid) {
+  return Number(/^VmHWM:\s+(\d+) kB/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1]);
 }
 
 /**
@@ -389,7 +388,7 @@ async function zipfRun(repo, sequence, budget) {
     const sampler = rssSampler(server.pid);
     const r = await play(server, sequence);
     const { peakKiB, samples, quarters } = sampler.stop();
-    const { hwm } = memoryKiB(server.pid);
+    const hwm = hwmKiB(server.pid);
     r.baselineKiB = baselineKiB;
     r.runtimeBaselineKiB = runtimeBaselineKiB;
     r.peakKiB = peakKiB;
