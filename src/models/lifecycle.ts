@@ -34,10 +34,12 @@ type Loaded = readonly [version: number, model: ModelVersion | undefined, reason
 export class ModelLifecycle {
   /** Every version loaded and not yet released, those being unloaded included (for abort()). */
   private readonly live = new Set<ModelVersion>();
-  private readonly meter = new LoadMeter();
+  private readonly meter: LoadMeter;
 
   /** `budget`: --model-memory-budget (loads then run one at a time, each measured alone). */
-  constructor(private readonly table: ModelTable, private readonly opts: LoaderOptions, private readonly logger: Logger, private readonly budget?: MemoryBudget) {}
+  constructor(private readonly table: ModelTable, private readonly opts: LoaderOptions, private readonly logger: Logger, private readonly budget?: MemoryBudget) {
+    this.meter = new LoadMeter(budget !== undefined);
+  }
 
   /**
    * Loads or reloads one model. Returns the failure (its message is the reason), or undefined on success. On

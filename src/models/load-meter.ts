@@ -1,6 +1,7 @@
 import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { ModelVersion } from './model-version.js';
+import { trimHeap } from './heap-trim.js';
 
 /**
  * What a model's load costs in memory: the growth of this process's resident set while the load ran, taken
@@ -13,10 +14,18 @@ export class LoadMeter {
   private running = 0;
   /** Backends that have loaded a model here: the first load of each also pays for the backend's runtime. */
   private readonly backendsSeen = new Set<string>();
+
+  /**
+   * `trim`: the C heap is trimmed before each reading (heap-trim.ts), so that what a load allocated and freed
+   * again (an engine's copy of the file it read) does not count, and what other models left free is not reused
+   * unseen. Set under a memory budget, where loads run alone and the figure decides what fits.
+   */
+  constructor(private readonly trim = false) {}
   /** Loads running now; each is marked when another one overlaps it. */
   private readonly open = new Set<Measure>();
 
   begin(): Measure {
+    if (this.trim) trimHeap();
     const m = new Measure(process.memoryUsage.rss());
     this.running++;
     if (this.running > 1) for (const other of this.open) other.overlapped = true;
@@ -37,6 +46,7 @@ export class LoadMeter {
     // pools: some 25 MB): that growth is the backend's, so its engine's report is taken where there is one.
     const first = !this.backendsSeen.has(backend);
     this.backendsSeen.add(backend);
+    if (this.trim && !m.overlapped) trimHeap();
     const growth = m.overlapped ? undefined : Math.max(0, process.memoryUsage.rss() - m.rssBefore) / versions.length;
     let total = 0;
     for (const v of versions) {
