@@ -41,6 +41,8 @@ export class OpenAiError extends Error {
     readonly apiCode: string | null = null,
     /** The server limit that refused the request, as on a NereidError: counted by the frontend. */
     readonly limit: string | undefined = undefined,
+    /** For a 405: the methods the path takes, sent as the Allow header. */
+    readonly allow: string | undefined = undefined,
   ) {
     super(message);
   }

@@ -280,3 +280,69 @@ test('hostile bodies: millions of tiny values are refused off the event loop, an
     await small.close();
   }
 });
+
+test("Triton's OpenAI routes beside /v1: /health/ready (200 empty, 400 while unready) and /metrics; HEAD on every GET", async () => {
+  const root = base.slice(0, -'/v1'.length);
+  const ready = await request(`${root}/health/ready`);
+  assert.equal(ready.status, 200);
+  assert.equal(ready.body.length, 0);
+  const release = s.server.holdReadiness();
+  try {
+    const unready = await request(`${root}/health/ready`);
+    assert.equal(unready.status, 400);
+    assert.deepEqual(unready.json(), { detail: 'Attached inference engine is not ready for inference requests.' });
+  } finally {
+    release();
+  }
+  const metrics = await request(`${root}/metrics`);
+  assert.equal(metrics.status, 200);
+  assert.match(metrics.headers.get('content-type')!, /^text\/plain/);
+  assert.match(metrics.body.toString(), /nv_inference_request_success\{model="tiny_llm",version="1"\} \d+/);
+  for (const path of ['/health/ready', '/metrics', '/v1/models', '/v1/models/tiny_llm']) {
+    const get = await request(`${root}${path}`);
+    const head = await request(`${root}${path}`, { method: 'HEAD' });
+    assert.equal(head.status, 200, path);
+    assert.equal(head.body.length, 0, path);
+    assert.equal(head.headers.get('content-length'), get.headers.get('content-length'), path);
+  }
+  const post = await request(`${root}/metrics`, { body: '{}' });
+  assert.equal(post.status, 405);
+  assert.equal(post.headers.get('allow'), 'GET, HEAD');
+  // Without --openai-cors-origin there are no CORS headers, and a preflight is not answered as one.
+  const plain = await request(`${base}/models`, { headers: { Origin: 'http://localhost' } });
+  assert.equal(plain.headers.get('access-control-allow-origin'), null);
+  const preflight = await request(`${base}/completions`, { method: 'OPTIONS', headers: { Origin: 'http://localhost', 'Access-Control-Request-Method': 'POST' } });
+  assert.equal(preflight.status, 405);
+  assert.equal(preflight.headers.get('access-control-allow-origin'), null);
+});
+
+test('--openai-cors-origin: allowed origins get CORS headers on answers and errors, preflights 204; other origins none, their preflights 400', async () => {
+  const logger = createLogger({ info: false, warning: false, error: false, verbose: 0, format: 'default', file: '' });
+  const cors = await startOpenAiFrontend(s.server, { port: 0, address: '127.0.0.1', corsOrigins: ['https://app.example'] }, logger);
+  const url = `http://127.0.0.1:${cors.port}/v1`;
+  try {
+    const preflight = await request(`${url}/chat/completions`, {
+      method: 'OPTIONS', headers: { Origin: 'https://app.example', 'Access-Control-Request-Method': 'POST', 'Access-Control-Request-Headers': 'authorization, content-type, x-stainless-os' },
+    });
+    assert.equal(preflight.status, 204);
+    assert.equal(preflight.headers.get('access-control-allow-origin'), 'https://app.example');
+    assert.equal(preflight.headers.get('access-control-allow-credentials'), 'true');
+    assert.match(preflight.headers.get('access-control-allow-methods')!, /POST/);
+    assert.equal(preflight.headers.get('access-control-allow-headers'), 'authorization, content-type, x-stainless-os');
+    assert.equal(preflight.headers.get('vary'), 'Origin');
+    const other = await request(`${url}/chat/completions`, { method: 'OPTIONS', headers: { Origin: 'https://evil.example', 'Access-Control-Request-Method': 'POST' } });
+    assert.equal(other.status, 400);
+    assert.equal(other.headers.get('access-control-allow-origin'), null);
+    const ok = await postJson(`${url}/completions`, { model: 'tiny_llm', prompt: 'Hi', max_tokens: 2, ignore_eos: true, stream: true }, { Origin: 'https://app.example' });
+    assert.equal(ok.status, 200);
+    assert.equal(ok.headers.get('access-control-allow-origin'), 'https://app.example');
+    const bad = await postJson(`${url}/completions`, { model: 'nope', prompt: 'Hi' }, { Origin: 'https://app.example' });
+    assert.equal(bad.status, 404);
+    assert.equal(bad.headers.get('access-control-allow-origin'), 'https://app.example');
+    const foreign = await request(`${url}/models`, { headers: { Origin: 'https://evil.example' } });
+    assert.equal(foreign.status, 200);
+    assert.equal(foreign.headers.get('access-control-allow-origin'), null);
+  } finally {
+    await cors.close();
+  }
+});
