@@ -8,7 +8,7 @@ import type { ParameterValue, Parameters } from '../../inference/index.js';
  * temperature, top_p, top_k, min_p, presence_penalty, frequency_penalty, repetition_penalty, logit_bias, seed,
  * stop, stream, ignore_eos. Defaults are OpenAI's: temperature 1, top_p 1, no top-k, min-p or penalties;
  * max_tokens defaults to 16, as in Triton's vLLM backend and OpenAI's completions. What node-llama-cpp cannot
- * do (log probabilities, best_of) is refused, never ignored.
+ * do (log probabilities, best_of, several choices) is refused, never ignored.
  */
 export interface Sampling {
   readonly maxTokens: number;
@@ -53,6 +53,7 @@ const REFUSED: readonly [string, (v: ParameterValue) => boolean][] = [
   ['logprobs', (v) => v === false || v === 0 || v === 0n],
   ['top_logprobs', (v) => v === 0 || v === 0n],
   ['best_of', (v) => v === 1 || v === 1n],
+  ['n', (v) => v === 1 || v === 1n],
 ];
 
 export function readSampling(p: Parameters | undefined): Sampling {

@@ -145,6 +145,8 @@ export function engineRequest(r: BackendRequest): { kind: 'completions' | 'chat'
     if (v !== undefined && v !== false && v !== 0 && v !== 0n) throw invalidArg(`parameter '${k}' is not supported: the model's text_output has no place for log probabilities`);
   }
   if (p['logit_bias'] !== undefined) body['logit_bias'] = logitBiasOf(p['logit_bias']);
+  // One request answers one text: the engine's other choices would be dropped.
+  if (p['n'] !== undefined && p['n'] !== 1 && p['n'] !== 1n) throw invalidArg("parameter 'n' is not supported: one request answers one text_output");
   const max = body['max_tokens'];
   if (max !== undefined && (typeof max !== 'number' || !Number.isInteger(max) || max < 1)) throw invalidArg(`max_tokens must be a positive integer, got ${JSON.stringify(max)}`);
   if (p['stop'] !== undefined) body['stop'] = stopOf(p['stop']);

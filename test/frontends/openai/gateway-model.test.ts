@@ -99,7 +99,7 @@ test('min_p and logit_bias reach the engine from the OpenAI port as from generat
   assert.equal(await complete({ seed: 3, max_tokens: 5, logit_bias: { 1000: 100 } }), one.repeat(5));
   const g = await postJson(`${s.url}/v2/models/remote_llm/generate`, { text_input: 'Once upon a time', max_tokens: 5, ignore_eos: true, logit_bias: '{"1000": 100}' });
   assert.equal(g.json().text_output, one.repeat(5));
-  for (const field of [{ logprobs: 2 }, { top_logprobs: 2 }]) {
+  for (const field of [{ logprobs: 2 }, { top_logprobs: 2 }, { n: 2 }]) {
     const r = await postJson(`${s.url}/v2/models/remote_llm/generate`, { text_input: 'Hi', max_tokens: 2, ...field });
     assert.equal(r.status, 400, r.body.toString());
     assert.match(r.json().error, new RegExp(`'${Object.keys(field)[0]}'`));

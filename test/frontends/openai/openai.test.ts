@@ -373,6 +373,8 @@ test('min_p, presence, frequency and repetition penalties and logit_bias are hon
   const [biased, biasedG] = await texts({ ...base, seed: 5, max_tokens: 6, logit_bias: { 1000: 100 } });
   assert.equal(biased, one.repeat(6));
   assert.equal(biasedG, biased);
+  // A token id past the vocabulary biases nothing (llama.cpp skips it).
+  assert.equal((await complete({ ...base, max_tokens: 2, logit_bias: { 2147483647: 100 } })).status, 200);
   // A milder bias makes greedy decoding repeat that token; each penalty on tokens already chosen breaks the run.
   const greedy = { max_tokens: 12, ignore_eos: true, temperature: 0, logit_bias: { 1000: 9 } };
   const [plain] = await texts(greedy);
@@ -405,6 +407,10 @@ test('what cannot be honoured is refused with a 400 naming the field, on the Ope
     assert.equal(g.status, 400, `generate ${JSON.stringify(body)}: ${g.body.toString()}`);
     assert.match(g.json().error, new RegExp(`'${name}'`));
   }
+  // Several choices: the OpenAI port refuses n itself; generate's one text_output cannot hold them either.
+  const several = await postJson(`${s.url}/v2/models/tiny_llm/generate`, { text_input: 'Hi', max_tokens: 2, n: 2 });
+  assert.equal(several.status, 400);
+  assert.match(several.json().error, /'n'/);
   const chatLogprobs = await chat({ max_tokens: 2, logprobs: true, top_logprobs: 2 });
   assert.equal(chatLogprobs.status, 400);
   assert.equal(chatLogprobs.json().error.param, 'logprobs');
