@@ -27,14 +27,16 @@ export function corsPolicy(origins: readonly string[] | undefined): CorsPolicy |
  */
 export function corsAnswered(policy: CorsPolicy, req: IncomingMessage, res: ServerResponse): boolean {
   const origin = req.headers.origin;
-  const allowed = origin !== undefined && (policy.any || policy.origins.has(origin));
+  if (origin === undefined) return false;
+  // The answer depends on the origin, allowed or not: a shared cache must not hand one origin's to another.
+  res.setHeader('Vary', 'Origin');
+  const allowed = policy.any || policy.origins.has(origin);
   if (allowed) {
     res.setHeader('Access-Control-Allow-Origin', origin);
     res.setHeader('Access-Control-Allow-Credentials', 'true');
-    res.setHeader('Vary', 'Origin');
   }
   const asked = req.headers['access-control-request-method'];
-  if (req.method !== 'OPTIONS' || asked === undefined || origin === undefined) return false;
+  if (req.method !== 'OPTIONS' || asked === undefined) return false;
   if (!allowed) {
     res.writeHead(400, { 'Content-Type': 'text/plain; charset=utf-8', 'Content-Length': 22 });
     res.end('Disallowed CORS origin');

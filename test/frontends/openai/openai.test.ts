@@ -342,6 +342,7 @@ test('--openai-cors-origin: allowed origins get CORS headers on answers and erro
     const foreign = await request(`${url}/models`, { headers: { Origin: 'https://evil.example' } });
     assert.equal(foreign.status, 200);
     assert.equal(foreign.headers.get('access-control-allow-origin'), null);
+    assert.equal(foreign.headers.get('vary'), 'Origin');
   } finally {
     await cors.close();
   }
