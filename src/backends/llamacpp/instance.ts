@@ -6,7 +6,8 @@ import { utf8 } from '../../tensor/bytes.js';
 import type { Tensor } from '../../tensor/tensor.js';
 import type { BackendInstance, BackendRequest, EngineLoad, ExecutionTimes, InstanceMemory } from '../backend.js';
 import { MESSAGES_PARAMETER, applyChatTemplate, parseMessages } from './chat.js';
-import { extraOptions, readSampling, type Sampling } from './sampling.js';
+import { readSampling, type Sampling } from './sampling.js';
+import { extraOptions } from './extra-sampling.js';
 import { SequencePool } from './sequence-pool.js';
 import { StopMatcher } from './stop-matcher.js';
 import { DeferredText } from './deferred-text.js';
@@ -224,7 +225,7 @@ export class LlamaInstance implements BackendInstance {
       repeatPenalty: false,
       // Never drop the start of the prompt to make room: prepare() has checked that everything fits.
       disableContextShift: true,
-      ...extraOptions(sampling, this.model),
+      ...extraOptions(sampling.extra, sampling.ignoreEos, this.model),
     };
   }
 
