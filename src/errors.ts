@@ -24,12 +24,14 @@ export type ErrorCode =
   /** A request body in a Content-Encoding the server cannot decode (HTTP: 415 with the encodings it can). */
   | 'UNSUPPORTED_ENCODING'
   /** A run-time setting given a value the server does not know, such as a log format (Triton's HTTP: 503, gRPC: INVALID_ARGUMENT). */
-  | 'INVALID_SETTING';
+  | 'INVALID_SETTING'
+  /** A text model's prompt (with the tokens asked for) past its context: a bad request that OpenAI's API names apart. */
+  | 'CONTEXT_LENGTH_EXCEEDED';
 
 export const ERROR_CODES: readonly ErrorCode[] = [
   'INVALID_ARG', 'NOT_FOUND', 'UNAVAILABLE', 'RESOURCE_EXHAUSTED', 'INTERNAL',
   'UNSUPPORTED', 'ALREADY_EXISTS', 'UNAUTHENTICATED', 'PERMISSION_DENIED', 'CANCELLED', 'UNKNOWN',
-  'UNSUPPORTED_ENCODING', 'INVALID_SETTING',
+  'UNSUPPORTED_ENCODING', 'INVALID_SETTING', 'CONTEXT_LENGTH_EXCEEDED',
 ];
 
 const BRAND = Symbol.for('nereid.error');

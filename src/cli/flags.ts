@@ -35,7 +35,7 @@ export interface ServeOptions {
   grpc: { allow: boolean; port: number; address: string };
   metrics: { allow: boolean; port: number; address: string; intervalMs: number };
   /** Nereid's OpenAI-compatible frontend: on only when --openai-port is given. */
-  openai: { allow: boolean; port: number; address: string };
+  openai: { allow: boolean; port: number; address: string; corsOrigins: string[] };
   log: LogSettings;
   help: boolean;
   /**
@@ -83,7 +83,7 @@ interface ServerDraft {
 interface Draft extends Omit<ServeOptions, 'server' | 'metrics' | 'openai'> {
   server: ServerDraft;
   metrics: { allow: boolean; port: number; address: string | null; intervalMs: number };
-  openai: { allow: boolean; port: number; address: string | null };
+  openai: { allow: boolean; port: number; address: string | null; corsOrigins: string[] };
   strictModelConfigGiven: boolean;
   disableAutoComplete: boolean;
   cacheSizeGiven: boolean;
@@ -105,7 +105,7 @@ function newDraft(): Draft {
     exitDrainSecs: 0,
     grpc: { allow: true, port: 8001, address: '0.0.0.0' },
     metrics: { allow: true, port: 8002, address: null, intervalMs: 2000 },
-    openai: { allow: false, port: 9000, address: null },
+    openai: { allow: false, port: 9000, address: null, corsOrigins: [] },
     log: { info: true, warning: true, error: true, verbose: 0, format: 'default', file: '' },
     help: false,
     extra: {},
@@ -520,6 +520,8 @@ const FLAGS: readonly FlagSpec[] = [
   noted(flag(OPENAI, 'openai-port', '<integer>', 'off', "Serve the OpenAI-compatible API (/v1/models, /v1/completions, /v1/chat/completions) over the text models on this port (Triton's OpenAI frontend uses 9000; 0 picks a free port). Off unless given.",
     (d, v) => { d.openai.allow = true; d.openai.port = port(v); }), NEREID_OWN),
   noted(flag(OPENAI, 'openai-address', '<address>', 'the value of --http-address', 'Address the OpenAI-compatible server binds to.', (d, v) => { d.openai.address = v; }), NEREID_OWN),
+  noted(flag(OPENAI, 'openai-cors-origin', '<origin>', 'none', "A browser origin (scheme://host[:port], or * for any) allowed to call the OpenAI-compatible API: its requests get CORS headers and its preflights are answered. Repeatable. Without it no CORS headers are sent (Triton's OpenAI frontend allows http://localhost).",
+    (d, v) => { const o = corsOrigin(v); if (!d.openai.corsOrigins.includes(o)) d.openai.corsOrigins.push(o); }), NEREID_OWN),
   ...sslFlags(OPENAI, 'openai', 'the OpenAI-compatible API', 'http'),
 
   noted(flag(KEYS, 'api-keys-file', '<path>', '', "Requests on the HTTP, gRPC and OpenAI ports must carry one of the keys of this file ('Authorization: Bearer <key>'; gRPC metadata 'authorization'), with the scope their API category needs. One key a line: ID SCOPES SHA256 (see 'nereid keys add'). Read again when it changes. Off unless given.",
@@ -606,6 +608,19 @@ const FLAGS: readonly FlagSpec[] = [
   flag(DEPRECATED, 'trace-count', '<integer>', '-1', deprecatedTrace('count=<N>'), (d, v, id) => deprecated(d, id, String(int(v)), `count=${int(v)}`)),
   flag(DEPRECATED, 'trace-log-frequency', '<integer>', '0', deprecatedTrace('triton,log-frequency=<N>'), (d, v, id) => deprecated(d, id, String(int(v)), `triton,log-frequency=${int(v)}`)),
 ];
+
+/** An origin as a browser sends it in Origin (scheme://host[:port], no path), or `*`. */
+function corsOrigin(v: string): string {
+  if (v === '*') return v;
+  let origin: string | undefined;
+  try {
+    origin = new URL(v).origin;
+  } catch {
+    origin = undefined;
+  }
+  if (origin !== v) throw new BadValue("an origin such as 'https://app.example.com' (scheme://host[:port], no path or trailing slash) or '*'");
+  return v;
+}
 
 function addRepository(d: Draft, v: string): void {
   if (v === '') throw new BadValue('a directory path');

@@ -330,11 +330,16 @@ test('USAGE lists every accepted flag with its value syntax, grouped as tritonse
 });
 
 test('--openai-port turns the OpenAI-compatible frontend on; its address defaults to --http-address', () => {
-  assert.deepEqual(parse().openai, { allow: false, port: 9000, address: '0.0.0.0' });
-  assert.deepEqual(parse('--openai-port=9000', '--http-address=127.0.0.1').openai, { allow: true, port: 9000, address: '127.0.0.1' });
-  assert.deepEqual(parse('--openai-port', '0', '--openai-address', '::1').openai, { allow: true, port: 0, address: '::1' });
+  assert.deepEqual(parse().openai, { allow: false, port: 9000, address: '0.0.0.0', corsOrigins: [] });
+  assert.deepEqual(parse('--openai-port=9000', '--http-address=127.0.0.1').openai, { allow: true, port: 9000, address: '127.0.0.1', corsOrigins: [] });
+  assert.deepEqual(parse('--openai-port', '0', '--openai-address', '::1').openai, { allow: true, port: 0, address: '::1', corsOrigins: [] });
   fails([...REPO, '--openai-port=8000'], /cannot listen to HTTP requests and OpenAI requests at the same address and port 0\.0\.0\.0:8000/);
   fails([...REPO, '--openai-port=x'], /--openai-port/, /port number/);
+  // --openai-cors-origin: repeatable, an origin exactly as a browser sends it, or *.
+  assert.deepEqual(parse('--openai-cors-origin=https://a.example', '--openai-cors-origin=http://localhost:3000', '--openai-cors-origin=*').openai.corsOrigins,
+    ['https://a.example', 'http://localhost:3000', '*']);
+  fails([...REPO, '--openai-cors-origin=https://a.example/'], /--openai-cors-origin/, /scheme:\/\/host/);
+  fails([...REPO, '--openai-cors-origin=localhost'], /--openai-cors-origin/, /scheme:\/\/host/);
   // Off, it claims no port.
   assert.equal(parse('--openai-address=0.0.0.0', '--http-port=9000').http.port, 9000);
 });

@@ -48,7 +48,7 @@ before(async () => {
   key['single'] = await addKey('single', 'inference', 'concurrency=1');
   p = await spawnServer([
     '--model-repository', EXAMPLES, '--model-control-mode=explicit', '--load-model=simple',
-    '--allow-grpc=true', '--grpc-port=0', '--grpc-address=127.0.0.1', '--openai-port=0',
+    '--allow-grpc=true', '--grpc-port=0', '--grpc-address=127.0.0.1', '--openai-port=0', '--openai-cors-origin=https://app.example',
     `--api-keys-file=${file}`, '--allow-metrics=true', '--metrics-port=0', '--http-restricted-api=logging:admin-key=secret',
   ]);
   const started = (what: string): RegExp => new RegExp(`Started ${what} at [^:]+:(\\d+)`);
@@ -217,6 +217,24 @@ test('OpenAI port: listing is metadata, completions are inference for the model 
   const complete = await postJson(`${openaiUrl}/v1/completions`, { model: 'tiny_llm', prompt: 'hi' }, bearer(key['simple']!));
   assert.equal(complete.status, 403);
   assert.deepEqual([complete.json().error.message, complete.json().error.type], ["The API key 'team-a' lacks scope 'inference:tiny_llm'", 'permission_error']);
+});
+
+test('OpenAI port: /health/ready stays open to probes, /metrics is statistics, a CORS preflight needs no key', async () => {
+  assert.equal((await request(`${openaiUrl}/health/ready`)).status, 200);
+  assert.equal((await request(`${openaiUrl}/metrics`)).status, 401);
+  assert.equal((await request(`${openaiUrl}/metrics`, { headers: bearer(key['reader']!) })).status, 403);
+  const metrics = await request(`${openaiUrl}/metrics`, { headers: bearer(key['admin']!) });
+  assert.equal(metrics.status, 200);
+  assert.match(metrics.body.toString(), /nv_inference_request_success\{model="simple"/);
+  // A browser sends its preflight without the Authorization header it asks leave for.
+  const preflight = await request(`${openaiUrl}/v1/completions`, {
+    method: 'OPTIONS', headers: { Origin: 'https://app.example', 'Access-Control-Request-Method': 'POST', 'Access-Control-Request-Headers': 'authorization' },
+  });
+  assert.equal(preflight.status, 204);
+  assert.equal(preflight.headers.get('access-control-allow-origin'), 'https://app.example');
+  const refused = await request(`${openaiUrl}/v1/models`, { headers: { Origin: 'https://app.example' } });
+  assert.equal(refused.status, 401);
+  assert.equal(refused.headers.get('access-control-allow-origin'), 'https://app.example');
 });
 
 test('the key file is read again when it changes; a file that no longer parses keeps the keys read before', async () => {

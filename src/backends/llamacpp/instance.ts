@@ -7,6 +7,7 @@ import type { Tensor } from '../../tensor/tensor.js';
 import type { BackendInstance, BackendRequest, EngineLoad, ExecutionTimes, InstanceMemory } from '../backend.js';
 import { MESSAGES_PARAMETER, applyChatTemplate, parseMessages } from './chat.js';
 import { readSampling, type Sampling } from './sampling.js';
+import { extraOptions } from './extra-sampling.js';
 import { SequencePool } from './sequence-pool.js';
 import { StopMatcher } from './stop-matcher.js';
 import { DeferredText } from './deferred-text.js';
@@ -148,7 +149,7 @@ export class LlamaInstance implements BackendInstance {
     const promptTokens = tokens.length + (this.model.tokens.shouldPrependBosToken ? 1 : 0);
     const room = this.context.contextSize;
     if (promptTokens + sampling.maxTokens > room) {
-      throw invalidArg(`this model's context holds ${room} tokens; the prompt has ${promptTokens} and max_tokens asks for ${sampling.maxTokens} more`);
+      throw new NereidError('CONTEXT_LENGTH_EXCEEDED', `this model's context holds ${room} tokens; the prompt has ${promptTokens} and max_tokens asks for ${sampling.maxTokens} more`);
     }
     return { request, tokens, promptTokens, templateStops, sampling };
   }
@@ -224,6 +225,7 @@ export class LlamaInstance implements BackendInstance {
       repeatPenalty: false,
       // Never drop the start of the prompt to make room: prepare() has checked that everything fits.
       disableContextShift: true,
+      ...extraOptions(sampling.extra, sampling.ignoreEos, this.model),
     };
   }
 

@@ -1,11 +1,14 @@
 import { invalidArg } from '../../errors.js';
 import type { ParameterValue, Parameters } from '../../inference/index.js';
+import { readExtra, type Extra } from './extra-sampling.js';
 
 /**
  * A text request's generation settings, read from its parameters. The names are those of Triton's LLM
  * backends (and of OpenAI's API, which the OpenAI frontend passes through unchanged): max_tokens,
- * temperature, top_p, top_k, seed, stop, stream, ignore_eos. Defaults are OpenAI's: temperature 1, top_p 1,
- * no top-k; max_tokens defaults to 16, as in Triton's vLLM backend and OpenAI's completions.
+ * temperature, top_p, top_k, min_p, presence_penalty, frequency_penalty, repetition_penalty, logit_bias, seed,
+ * stop, stream, ignore_eos. Defaults are OpenAI's: temperature 1, top_p 1, no top-k, min-p or penalties;
+ * max_tokens defaults to 16, as in Triton's vLLM backend and OpenAI's completions. What node-llama-cpp cannot
+ * do (log probabilities, best_of, several choices) is refused, never ignored.
  */
 export interface Sampling {
   readonly maxTokens: number;
@@ -19,12 +22,13 @@ export interface Sampling {
   readonly stream: boolean;
   /** Keep generating past the end-of-sequence token (benchmarks that need a fixed token count). */
   readonly ignoreEos: boolean;
+  /** min_p, the penalties and logit_bias, which few requests set; null when the request sets none. */
+  readonly extra: Extra | null;
 }
 
 export const DEFAULT_MAX_TOKENS = 16;
 /** OpenAI's limit on stop sequences. */
 const MAX_STOP_SEQUENCES = 4;
-
 export function readSampling(p: Parameters | undefined): Sampling {
   return {
     maxTokens: integer(p, 'max_tokens', 1, Number.MAX_SAFE_INTEGER) ?? DEFAULT_MAX_TOKENS,
@@ -35,6 +39,7 @@ export function readSampling(p: Parameters | undefined): Sampling {
     stop: stop(p),
     stream: bool(p, 'stream') ?? false,
     ignoreEos: bool(p, 'ignore_eos') ?? false,
+    extra: p === undefined ? null : readExtra(p),
   };
 }
 

@@ -2,6 +2,7 @@ import { Pool, errors as undiciErrors, type Dispatcher } from 'undici';
 import { NereidError, invalidArg, unavailable } from '../../errors.js';
 import { EventReader } from './sse.js';
 import { engineMetrics, type EngineMetrics } from './engine-metrics.js';
+import { isContextError } from './context-error.js';
 
 /** Where an engine is and how to talk to it: from the model's config parameters. */
 export interface EngineSettings {
@@ -215,6 +216,7 @@ function parseJson(text: string, engine: string): unknown {
 function engineError(status: number, body: unknown, engine: string): NereidError {
   const message = errorMessage(body);
   if (status === 404) return invalidArg(`${engine}: not found: ${message}`);
+  if (status === 400 && isContextError(body, message)) return new NereidError('CONTEXT_LENGTH_EXCEEDED', `${engine} refused the request (${status}): ${message}`);
   if (status === 429 || status === 503) return unavailable(`${engine} is overloaded or not ready (${status}): ${message}`);
   if (status >= 400 && status < 500) return invalidArg(`${engine} refused the request (${status}): ${message}`);
   return new NereidError('INTERNAL', `${engine} failed (${status}): ${message}`);

@@ -6,8 +6,10 @@ import type { Tensor } from '../../tensor/tensor.js';
 import type { BackendInstance, BackendRequest, EngineLoad, ExecutionTimes, InstanceMemory, InstanceSpec } from '../backend.js';
 import type { Completion, Engine, EngineBody } from './engine.js';
 
-/** Request parameters passed to the engine as they are (OpenAI's names). */
-const SAMPLING = ['max_tokens', 'temperature', 'top_p', 'top_k', 'seed', 'presence_penalty', 'frequency_penalty', 'repetition_penalty', 'min_p', 'ignore_eos'] as const;
+/** Request parameters passed to the engine as they are (OpenAI's names); the engine honours or refuses each. */
+const SAMPLING = ['max_tokens', 'temperature', 'top_p', 'top_k', 'seed', 'presence_penalty', 'frequency_penalty', 'repetition_penalty', 'min_p', 'best_of', 'ignore_eos'] as const;
+/** Parameters whose answer has no place in text_output: refused, since the engine would compute them for nothing. */
+const NO_PLACE = ['logprobs', 'top_logprobs'] as const;
 
 const HEALTH_INTERVAL_MS = 5000;
 const ELSEWHERE: InstanceMemory = Object.freeze({ bytes: 0, external: true });
@@ -138,6 +140,13 @@ export function engineRequest(r: BackendRequest): { kind: 'completions' | 'chat'
   const p = r.parameters ?? {};
   const body: EngineBody = {};
   for (const k of SAMPLING) if (p[k] !== undefined) body[k] = typeof p[k] === 'bigint' ? Number(p[k]) : p[k];
+  for (const k of NO_PLACE) {
+    const v = p[k];
+    if (v !== undefined && v !== false && v !== 0 && v !== 0n) throw invalidArg(`parameter '${k}' is not supported: the model's text_output has no place for log probabilities`);
+  }
+  if (p['logit_bias'] !== undefined) body['logit_bias'] = logitBiasOf(p['logit_bias']);
+  // One request answers one text: the engine's other choices would be dropped.
+  if (p['n'] !== undefined && p['n'] !== 1 && p['n'] !== 1n) throw invalidArg("parameter 'n' is not supported: one request answers one text_output");
   const max = body['max_tokens'];
   if (max !== undefined && (typeof max !== 'number' || !Number.isInteger(max) || max < 1)) throw invalidArg(`max_tokens must be a positive integer, got ${JSON.stringify(max)}`);
   if (p['stop'] !== undefined) body['stop'] = stopOf(p['stop']);
@@ -164,6 +173,19 @@ function stopOf(v: Parameters[string]): string | string[] {
     // fall through: a stop string that happens to start with '['
   }
   return v;
+}
+
+/** logit_bias travels as JSON text (parameters are scalars); the engine gets OpenAI's object and checks it. */
+function logitBiasOf(v: Parameters[string]): unknown {
+  if (typeof v === 'string') {
+    try {
+      const o = JSON.parse(v) as unknown;
+      if (typeof o === 'object' && o !== null && !Array.isArray(o)) return o;
+    } catch {
+      // refused below
+    }
+  }
+  throw invalidArg("parameter 'logit_bias' must be a JSON object of token ids to biases");
 }
 
 function messagesOf(v: Parameters[string]): unknown[] {

@@ -11,6 +11,7 @@ import { encodeParameters, jsonData } from './infer-response.js';
 import { decodeJsonData } from './json-data.js';
 import { firstRepeatedKey } from './json-repeated-key.js';
 import { HTTP_STATUS } from './status.js';
+import { TextPieces } from './text-pieces.js';
 
 /**
  * Triton's generate extension: POST …/generate answers one flat JSON object, …/generate_stream one server-sent
@@ -43,15 +44,27 @@ export async function handleGenerate(server: InferenceServer, model: string, ver
   if (isNereidError(first)) return streamFirstError(res, first);
   if (stream) return streamEvents(res, first, responses);
   if (first.done) throw new NereidError('INTERNAL', `model '${model}' sent no response`);
-  const second = await responses.next().catch((e: unknown) => e);
-  if (second instanceof Error || !(second as IteratorResult<InferenceResponse>).done) {
-    void responses.return();
-    throw invalidArg(`generate expects exactly one response from model '${model}', which sent more; use generate_stream`);
-  }
-  const text = generateJson(first.value);
+  const text = generateJson(await wholeResponse(model, first.value, responses));
   if (trace !== null) trace.stamp('INFER_RESPONSE_COMPLETE', process.hrtime.bigint());
   res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) });
   res.end(text);
+}
+
+/**
+ * The one response generate answers: the model's only one, or the pieces of a streaming text model (an LLM
+ * engine that streams whatever the request asks) joined into one. Several responses that are not text are
+ * refused, as Triton refuses them; an error after the first response is the request's error.
+ */
+async function wholeResponse(model: string, first: InferenceResponse, responses: AsyncIterableIterator<InferenceResponse>): Promise<InferenceResponse> {
+  let joined: TextPieces | null | undefined;
+  for (let r = await responses.next(); !r.done; r = await responses.next()) {
+    joined ??= TextPieces.of(first);
+    if (joined === null || !joined.add(r.value)) {
+      void responses.return?.();
+      throw invalidArg(`generate expects exactly one response from model '${model}', which sent more; use generate_stream`);
+    }
+  }
+  return joined?.whole() ?? first;
 }
 
 async function streamEvents(res: ServerResponse, first: IteratorResult<InferenceResponse>, responses: AsyncIterableIterator<InferenceResponse>): Promise<void> {

@@ -15,6 +15,7 @@ export const HTTP_STATUS: Record<ErrorCode, number> = {
   UNKNOWN: 400,
   UNSUPPORTED_ENCODING: 415,
   INVALID_SETTING: 503,
+  CONTEXT_LENGTH_EXCEEDED: 400,
 };
 
 /** Headers an error answer carries besides its status: Triton's 415 names the encodings it decodes. */

@@ -1,7 +1,8 @@
 import type { ServerResponse } from 'node:http';
 import type { InferenceResponse, Parameters, RootTrace } from '../../inference/index.js';
 import type { InferenceServer } from '../../server/inference-server.js';
-import { errorReply } from './errors.js';
+import { isNereidError } from '../../errors.js';
+import { errorReply, OpenAiError } from './errors.js';
 import type { TextRequest } from './requests.js';
 import { Reply, type FinishReason, type Usage } from './responses.js';
 import { TEXT_OUTPUT, textInput, textModel } from './text-models.js';
@@ -25,7 +26,9 @@ export async function handleCompletion(server: InferenceServer, request: TextReq
     trace,
     tenant,
   }, model);
-  const first = await responses.next();
+  const first = await responses.next().catch((e: unknown) => {
+    throw contextError(e, request) ?? e;
+  });
   const reply = new Reply(request);
   if (request.stream) return stream(res, reply, request, first, responses);
   let text = '';
@@ -65,6 +68,12 @@ async function stream(res: ServerResponse, reply: Reply, request: TextRequest, f
     res.off('close', stop);
     if (!res.destroyed) res.end('data: [DONE]\n\n');
   }
+}
+
+/** A prompt past the model's context as OpenAI answers it: code context_length_exceeded, naming prompt or messages. */
+function contextError(e: unknown, request: TextRequest): OpenAiError | undefined {
+  if (!isNereidError(e) || e.code !== 'CONTEXT_LENGTH_EXCEEDED') return undefined;
+  return new OpenAiError('INVALID_ARG', e.message, request.kind === 'chat' ? 'messages' : 'prompt', 'context_length_exceeded');
 }
 
 function textOf(r: InferenceResponse): string {

@@ -19,6 +19,7 @@ export const OPENAI_STATUS: Record<OpenAiCode, number> = {
   UNKNOWN: 500,
   UNSUPPORTED_ENCODING: 415,
   INVALID_SETTING: 400,
+  CONTEXT_LENGTH_EXCEEDED: 400,
   METHOD_NOT_ALLOWED: 405,
   PAYLOAD_TOO_LARGE: 413,
 };
@@ -41,6 +42,8 @@ export class OpenAiError extends Error {
     readonly apiCode: string | null = null,
     /** The server limit that refused the request, as on a NereidError: counted by the frontend. */
     readonly limit: string | undefined = undefined,
+    /** For a 405: the methods the path takes, sent as the Allow header. */
+    readonly allow: string | undefined = undefined,
   ) {
     super(message);
   }

@@ -6,8 +6,9 @@ import { badRequest } from './errors.js';
  * the prompt as `text_input`, or for chat the messages as the `messages` parameter (the model's backend
  * applies its own chat template: a GGUF carries one, a remote engine has its own), and the sampling fields
  * as request parameters under the names Triton's LLM backends use (max_tokens, temperature, top_p, top_k,
- * seed, stop, stream, ignore_eos). Fields a text model cannot honour (several choices, log probabilities,
- * tools) are refused rather than ignored.
+ * min_p, presence_penalty, frequency_penalty, repetition_penalty, logit_bias, best_of, seed, stop, stream,
+ * ignore_eos): the model's backend honours each or refuses it, as it does on generate. Fields no reply here can
+ * carry (several choices, log probabilities, tools) are refused rather than ignored.
  */
 export interface TextRequest {
   readonly kind: 'completion' | 'chat';
@@ -24,6 +25,8 @@ type Body = Record<string, unknown>;
 
 /** The largest max_tokens accepted here; the model refuses what does not fit its context. */
 const MAX_TOKENS_LIMIT = 1 << 20;
+/** Entries a logit_bias may hold, as the in-process backend bounds it. */
+const MAX_LOGIT_BIAS_ENTRIES = 1024;
 
 export function completionRequest(body: unknown): TextRequest {
   const b = object(body);
@@ -57,11 +60,9 @@ function textRequest(kind: TextRequest['kind'], b: Body, prompt: string, extra: 
   if (typeof model !== 'string' || model === '') throw badRequest("'model' is required and must be a string", 'model');
   const n = optionalNumber(b, 'n', 1, 128, true);
   if (n !== undefined && n !== 1) throw badRequest("only 'n' = 1 is supported", 'n');
-  if (b['logprobs'] !== undefined && b['logprobs'] !== null && b['logprobs'] !== false) throw badRequest("'logprobs' is not supported", 'logprobs');
-  for (const key of ['presence_penalty', 'frequency_penalty']) {
-    const v = optionalNumber(b, key, -2, 2, false);
-    if (v !== undefined && v !== 0) throw badRequest(`'${key}' is not supported`, key);
-  }
+  // No reply here has a place for log probabilities: asking for them is refused, asking for none is fine.
+  if (b['logprobs'] !== undefined && b['logprobs'] !== null && b['logprobs'] !== false && b['logprobs'] !== 0) throw badRequest("'logprobs' is not supported", 'logprobs');
+  if (b['top_logprobs'] !== undefined && b['top_logprobs'] !== null && b['top_logprobs'] !== 0) throw badRequest("'top_logprobs' is not supported", 'top_logprobs');
   const stream = optionalBool(b, 'stream') ?? false;
   const maxKey = kind === 'chat' && b['max_completion_tokens'] !== undefined && b['max_completion_tokens'] !== null ? 'max_completion_tokens' : 'max_tokens';
   const p: Record<string, string | number | boolean> = { ...extra, stream };
@@ -72,6 +73,12 @@ function textRequest(kind: TextRequest['kind'], b: Body, prompt: string, extra: 
   set('temperature', optionalNumber(b, 'temperature', 0, 2, false));
   set('top_p', optionalNumber(b, 'top_p', 0, 1, false));
   set('top_k', optionalNumber(b, 'top_k', -1, 2 ** 31 - 1, true));
+  set('min_p', optionalNumber(b, 'min_p', 0, 1, false));
+  set('presence_penalty', optionalNumber(b, 'presence_penalty', -2, 2, false));
+  set('frequency_penalty', optionalNumber(b, 'frequency_penalty', -2, 2, false));
+  set('repetition_penalty', positive(b, 'repetition_penalty'));
+  set('logit_bias', logitBias(b['logit_bias']));
+  if (kind === 'completion') set('best_of', optionalNumber(b, 'best_of', 1, 128, true));
   set('seed', optionalNumber(b, 'seed', 0, 2 ** 32 - 1, true));
   set('ignore_eos', optionalBool(b, 'ignore_eos'));
   set('stop', stopSequences(b['stop']));
@@ -120,6 +127,30 @@ function stopSequences(v: unknown): string | undefined {
   if (typeof v === 'string') return v;
   if (Array.isArray(v) && v.length <= 4 && v.every((s) => typeof s === 'string')) return JSON.stringify(v);
   throw badRequest("'stop' must be a string or an array of at most 4 strings", 'stop');
+}
+
+/** logit_bias: OpenAI's object of token ids to biases from -100 to 100, passed on as its JSON text. */
+function logitBias(v: unknown): string | undefined {
+  if (v === undefined || v === null) return undefined;
+  const wrong = (why: string): never => {
+    throw badRequest(`'logit_bias' must be an object of token ids to numbers from -100 to 100: ${why}`, 'logit_bias');
+  };
+  if (typeof v !== 'object' || Array.isArray(v)) wrong('not an object');
+  const entries = Object.entries(v as Body);
+  if (entries.length > MAX_LOGIT_BIAS_ENTRIES) wrong(`at most ${MAX_LOGIT_BIAS_ENTRIES} entries, got ${entries.length}`);
+  if (entries.length === 0) return undefined;
+  for (const [k, b] of entries) {
+    if (!/^\d{1,10}$/.test(k) || Number(k) > 2 ** 31 - 1) wrong(`${JSON.stringify(k)} is not a token id`);
+    if (typeof b !== 'number' || !Number.isFinite(b) || b < -100 || b > 100) wrong(`the bias of token ${k} is ${JSON.stringify(b)}`);
+  }
+  return JSON.stringify(v);
+}
+
+/** repetition_penalty: multiplicative, greater than 0 (1 is none), as vLLM takes it. */
+function positive(b: Body, key: string): number | undefined {
+  const v = optionalNumber(b, key, 0, 10, false);
+  if (v === 0) throw badRequest(`'${key}' must be greater than 0`, key);
+  return v;
 }
 
 function includeUsage(v: unknown): boolean {

@@ -11,6 +11,7 @@ import { originForm } from '../request-target.js';
 import { handleCompletion } from './completions.js';
 import { badRequest, errorReply, isOpenAiError, OpenAiError } from './errors.js';
 import { chatRequest, completionRequest } from './requests.js';
+import { corsAnswered, corsPolicy, type CorsPolicy } from './cors.js';
 import { textModel, textModels } from './text-models.js';
 import { isRefusal, refusalError, type ApiKey, type ApiKeys } from '../api-keys.js';
 
@@ -23,6 +24,8 @@ export interface OpenAiOptions {
   keys?: ApiKeys;
   /** Serve over TLS with these files (--openai-use-ssl, or HTTP's settings). */
   tls?: TlsFiles;
+  /** --openai-cors-origin: the browser origins allowed to call (`*`: any); none, the default, sends no CORS headers. */
+  corsOrigins?: readonly string[];
 }
 
 export interface OpenAiFrontend {
@@ -34,13 +37,15 @@ const DEFAULT_MAX_INPUT_SIZE = 64 * 1024 * 1024;
 
 /**
  * The OpenAI-compatible frontend (the surface of Triton's OpenAI frontend): GET /v1/models, GET
- * /v1/models/{id}, POST /v1/completions and /v1/chat/completions, over the text models of the server. Errors
- * answer in OpenAI's shape with the status from the one table in errors.ts.
+ * /v1/models/{id}, POST /v1/completions and /v1/chat/completions, over the text models of the server, and
+ * Triton's GET /health/ready and /metrics beside them. Every GET also answers HEAD; with --openai-cors-origin,
+ * browsers at those origins get CORS headers and their preflights are answered. Errors answer in OpenAI's
+ * shape with the status from the one table in errors.ts.
  */
 export async function startOpenAiFrontend(server: InferenceServer, options: OpenAiOptions, logger: Logger): Promise<OpenAiFrontend> {
   const ctx: Context = {
     server, logger, maxInputSize: options.maxInputSize ?? DEFAULT_MAX_INPUT_SIZE, started: Math.floor(Date.now() / 1000), json: new JsonParser(),
-    keys: options.keys ?? null,
+    keys: options.keys ?? null, cors: corsPolicy(options.corsOrigins),
   };
   const { server: http, stop } = createHttpServer({ keepAliveTimeout: 65_000 }, options.tls, (req, res) => {
     handle(ctx, req, res).catch((e: unknown) => sendError(res, e, ctx));
@@ -73,6 +78,8 @@ interface Context {
   readonly json: JsonParser;
   /** null when requests need no API key. */
   readonly keys: ApiKeys | null;
+  /** null when no CORS origin is configured: requests then pay nothing for CORS. */
+  readonly cors: CorsPolicy | null;
 }
 
 async function handle(ctx: Context, req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -82,8 +89,18 @@ async function handle(ctx: Context, req: IncomingMessage, res: ServerResponse): 
   const q = url.indexOf('?');
   const path = q === -1 ? url : url.slice(0, q);
   const method = req.method ?? 'GET';
+  // A preflight carries no credentials, so it is answered before any key is asked for.
+  if (ctx.cors !== null && corsAnswered(ctx.cors, req, res)) return;
+  if (path === '/health/ready') return ready(ctx, req, method, res);
   // The key is known before the body is read; its scope is checked once the request names its model.
   const key = ctx.keys === null ? null : authenticated(ctx.keys, req);
+  if (path === '/metrics') {
+    allow(method, 'GET');
+    if (key !== null) permitted(ctx, key, 'statistics', undefined, res);
+    const text = await ctx.server.metricsText();
+    res.writeHead(200, { 'Content-Type': ctx.server.metricsContentType, 'Content-Length': Buffer.byteLength(text) });
+    return void res.end(text);
+  }
   if (path === '/v1/models') {
     allow(method, 'GET');
     if (key !== null) permitted(ctx, key, 'metadata', undefined, res);
@@ -144,8 +161,27 @@ function modelObject(ctx: Context, id: string): Record<string, unknown> {
   return { id, object: 'model', created: ctx.started, owned_by: 'nereid' };
 }
 
-function allow(method: string, expected: string): void {
-  if (method !== expected) throw new OpenAiError('METHOD_NOT_ALLOWED', `Method ${method} is not allowed here; use ${expected}`, null, 'method_not_allowed');
+/** GET paths take HEAD too (node:http then sends the headers alone). */
+function allow(method: string, expected: 'GET' | 'POST'): void {
+  if (method === expected || (method === 'HEAD' && expected === 'GET')) return;
+  throw new OpenAiError('METHOD_NOT_ALLOWED', `Method ${method} is not allowed here; use ${expected}`, null, 'method_not_allowed', undefined, expected === 'GET' ? 'GET, HEAD' : expected);
+}
+
+/**
+ * Triton's OpenAI frontend's readiness: an empty 200 when the server is ready, else 400 with its words in
+ * FastAPI's {"detail"} shape. Open to probes without a key unless --api-keys-protect-health.
+ */
+function ready(ctx: Context, req: IncomingMessage, method: string, res: ServerResponse): void {
+  allow(method, 'GET');
+  if (ctx.keys !== null) {
+    const key = ctx.keys.check(req.headers.authorization, 'health', undefined);
+    if (key !== null && isRefusal(key)) throw refusalError(key);
+  }
+  if (ctx.server.isReady()) {
+    res.writeHead(200, { 'Content-Length': 0 });
+    return void res.end();
+  }
+  sendJson(res, 400, JSON.stringify({ detail: 'Attached inference engine is not ready for inference requests.' }));
 }
 
 /**
@@ -204,6 +240,7 @@ function sendError(res: ServerResponse, e: unknown, ctx: Context): void {
     return;
   }
   const { status, body } = errorReply(e);
+  if (isOpenAiError(e) && e.allow !== undefined) res.setHeader('Allow', e.allow);
   if (status === 401) res.setHeader('WWW-Authenticate', 'Bearer');
   if (isNereidError(e) && e.retryAfterSecs !== undefined) res.setHeader('Retry-After', e.retryAfterSecs);
   sendJson(res, status, body);

@@ -132,6 +132,21 @@ test('generate_stream: the engine\'s tokens stream through as events; their text
   assert.ok(ev.every((e) => e.model_name === 'llm'));
 });
 
+test('generate on the streaming model: one whole response, the streamed pieces joined, as Triton\'s vLLM backend answers stream false', { skip }, async () => {
+  const body = { text_input: 'Once upon', max_tokens: 12, temperature: 0, ignore_eos: true };
+  const streamed = events((await postJson(`${s.url}/v2/models/llm/generate_stream`, body)).body.toString());
+  for (const stream of [false, undefined]) {
+    const r = await postJson(`${s.url}/v2/models/llm/generate`, stream === undefined ? body : { ...body, stream });
+    assert.equal(r.status, 200, r.body.toString());
+    const j = r.json();
+    assert.equal(j.model_name, 'llm');
+    assert.equal(j.text_output, streamed.map((e) => e.text_output).join(''));
+    assert.equal(j.completion_tokens, 12);
+    assert.equal(j.finish_reason, 'length');
+    assert.ok(j.prompt_tokens > 0);
+  }
+});
+
 test('chat: messages as a request parameter go to /v1/chat/completions with the model\'s template', { skip }, async () => {
   const messages = JSON.stringify([{ role: 'system', content: 'Be brief.' }, { role: 'user', content: 'Hi' }]);
   const r = await postJson(`${s.url}/v2/models/llm_whole/generate`, { text_input: '', messages, max_tokens: 5 });

@@ -84,3 +84,34 @@ test('completions and chat through the gateway: text, usage, stream ending in [D
   assert.equal(chunks.at(-1).usage.completion_tokens, 4);
   assert.ok(chunks.slice(1, -2).some((c) => typeof c.choices[0].delta.content === 'string' && c.choices[0].delta.content.length > 0));
 });
+
+test('min_p and logit_bias reach the engine from the OpenAI port as from generate_stream; log probabilities are refused', { skip }, async () => {
+  const complete = async (body: Record<string, unknown>): Promise<string> => {
+    const r = await postJson(`${base}/completions`, { model: 'remote_llm', prompt: 'Once upon a time', max_tokens: 12, ignore_eos: true, temperature: 1, ...body });
+    assert.equal(r.status, 200, r.body.toString());
+    return r.json().choices[0].text;
+  };
+  // llama-server keeps only the likeliest token under min_p 1: two seeds draw the same text, which they do not without it.
+  assert.notEqual(await complete({ seed: 1 }), await complete({ seed: 2 }));
+  assert.equal(await complete({ seed: 1, min_p: 1 }), await complete({ seed: 2, min_p: 1 }));
+  const one = await complete({ seed: 3, max_tokens: 1, logit_bias: { 1000: 100 } });
+  assert.ok(one.length > 0);
+  assert.equal(await complete({ seed: 3, max_tokens: 5, logit_bias: { 1000: 100 } }), one.repeat(5));
+  const g = await postJson(`${s.url}/v2/models/remote_llm/generate`, { text_input: 'Once upon a time', max_tokens: 5, ignore_eos: true, logit_bias: '{"1000": 100}' });
+  assert.equal(g.json().text_output, one.repeat(5));
+  for (const field of [{ logprobs: 2 }, { top_logprobs: 2 }, { n: 2 }]) {
+    const r = await postJson(`${s.url}/v2/models/remote_llm/generate`, { text_input: 'Hi', max_tokens: 2, ...field });
+    assert.equal(r.status, 400, r.body.toString());
+    assert.match(r.json().error, new RegExp(`'${Object.keys(field)[0]}'`));
+  }
+});
+
+test("a prompt past the engine's context answers OpenAI's context_length_exceeded", { skip }, async () => {
+  const long = 'once upon a time '.repeat(400);
+  const r = await postJson(`${base}/completions`, { model: 'remote_llm', prompt: long, max_tokens: 4 });
+  assert.equal(r.status, 400, r.body.toString());
+  assert.deepEqual([r.json().error.param, r.json().error.code], ['prompt', 'context_length_exceeded'], r.body.toString());
+  const c = await postJson(`${base}/chat/completions`, { model: 'remote_llm', messages: [{ role: 'user', content: long }], max_tokens: 4 });
+  assert.equal(c.status, 400, c.body.toString());
+  assert.deepEqual([c.json().error.param, c.json().error.code], ['messages', 'context_length_exceeded']);
+});

@@ -194,7 +194,7 @@ test('bad input answers in OpenAI\'s error shape with the right status', async (
     ['/completions', { model: 'tiny_llm' }, 400, 'prompt', /prompt/],
     ['/completions', { model: 'tiny_llm', prompt: 'x', max_tokens: -5 }, 400, 'max_tokens', /max_tokens/],
     ['/completions', { model: 'tiny_llm', prompt: 'x', max_tokens: 1.5 }, 400, 'max_tokens', /integer/],
-    ['/completions', { model: 'tiny_llm', prompt: 'x', max_tokens: 100_000 }, 400, null, /context holds/],
+    ['/completions', { model: 'tiny_llm', prompt: 'x', max_tokens: 100_000 }, 400, 'prompt', /context holds/],
     ['/completions', { model: 'tiny_llm', prompt: 'x', temperature: 5 }, 400, 'temperature', /temperature/],
     ['/completions', { model: 'tiny_llm', prompt: 'x', n: 2 }, 400, 'n', /'n'/],
     ['/completions', { model: 'tiny_llm', prompt: 'x', stop: [1] }, 400, 'stop', /stop/],
@@ -279,4 +279,159 @@ test('hostile bodies: millions of tiny values are refused off the event loop, an
   } finally {
     await small.close();
   }
+});
+
+test("Triton's OpenAI routes beside /v1: /health/ready (200 empty, 400 while unready) and /metrics; HEAD on every GET", async () => {
+  const root = base.slice(0, -'/v1'.length);
+  const ready = await request(`${root}/health/ready`);
+  assert.equal(ready.status, 200);
+  assert.equal(ready.body.length, 0);
+  const release = s.server.holdReadiness();
+  try {
+    const unready = await request(`${root}/health/ready`);
+    assert.equal(unready.status, 400);
+    assert.deepEqual(unready.json(), { detail: 'Attached inference engine is not ready for inference requests.' });
+  } finally {
+    release();
+  }
+  const metrics = await request(`${root}/metrics`);
+  assert.equal(metrics.status, 200);
+  assert.match(metrics.headers.get('content-type')!, /^text\/plain/);
+  assert.match(metrics.body.toString(), /nv_inference_request_success\{model="tiny_llm",version="1"\} \d+/);
+  for (const path of ['/health/ready', '/metrics', '/v1/models', '/v1/models/tiny_llm']) {
+    const get = await request(`${root}${path}`);
+    const head = await request(`${root}${path}`, { method: 'HEAD' });
+    assert.equal(head.status, 200, path);
+    assert.equal(head.body.length, 0, path);
+    assert.equal(head.headers.get('content-length'), get.headers.get('content-length'), path);
+  }
+  const post = await request(`${root}/metrics`, { body: '{}' });
+  assert.equal(post.status, 405);
+  assert.equal(post.headers.get('allow'), 'GET, HEAD');
+  // Without --openai-cors-origin there are no CORS headers, and a preflight is not answered as one.
+  const plain = await request(`${base}/models`, { headers: { Origin: 'http://localhost' } });
+  assert.equal(plain.headers.get('access-control-allow-origin'), null);
+  const preflight = await request(`${base}/completions`, { method: 'OPTIONS', headers: { Origin: 'http://localhost', 'Access-Control-Request-Method': 'POST' } });
+  assert.equal(preflight.status, 405);
+  assert.equal(preflight.headers.get('access-control-allow-origin'), null);
+});
+
+test('--openai-cors-origin: allowed origins get CORS headers on answers and errors, preflights 204; other origins none, their preflights 400', async () => {
+  const logger = createLogger({ info: false, warning: false, error: false, verbose: 0, format: 'default', file: '' });
+  const cors = await startOpenAiFrontend(s.server, { port: 0, address: '127.0.0.1', corsOrigins: ['https://app.example'] }, logger);
+  const url = `http://127.0.0.1:${cors.port}/v1`;
+  try {
+    const preflight = await request(`${url}/chat/completions`, {
+      method: 'OPTIONS', headers: { Origin: 'https://app.example', 'Access-Control-Request-Method': 'POST', 'Access-Control-Request-Headers': 'authorization, content-type, x-stainless-os' },
+    });
+    assert.equal(preflight.status, 204);
+    assert.equal(preflight.headers.get('access-control-allow-origin'), 'https://app.example');
+    assert.equal(preflight.headers.get('access-control-allow-credentials'), 'true');
+    assert.match(preflight.headers.get('access-control-allow-methods')!, /POST/);
+    assert.equal(preflight.headers.get('access-control-allow-headers'), 'authorization, content-type, x-stainless-os');
+    assert.equal(preflight.headers.get('vary'), 'Origin');
+    const other = await request(`${url}/chat/completions`, { method: 'OPTIONS', headers: { Origin: 'https://evil.example', 'Access-Control-Request-Method': 'POST' } });
+    assert.equal(other.status, 400);
+    assert.equal(other.headers.get('access-control-allow-origin'), null);
+    const ok = await postJson(`${url}/completions`, { model: 'tiny_llm', prompt: 'Hi', max_tokens: 2, ignore_eos: true, stream: true }, { Origin: 'https://app.example' });
+    assert.equal(ok.status, 200);
+    assert.equal(ok.headers.get('access-control-allow-origin'), 'https://app.example');
+    const bad = await postJson(`${url}/completions`, { model: 'nope', prompt: 'Hi' }, { Origin: 'https://app.example' });
+    assert.equal(bad.status, 404);
+    assert.equal(bad.headers.get('access-control-allow-origin'), 'https://app.example');
+    const foreign = await request(`${url}/models`, { headers: { Origin: 'https://evil.example' } });
+    assert.equal(foreign.status, 200);
+    assert.equal(foreign.headers.get('access-control-allow-origin'), null);
+    assert.equal(foreign.headers.get('vary'), 'Origin');
+  } finally {
+    await cors.close();
+  }
+});
+
+test('min_p, presence, frequency and repetition penalties and logit_bias are honoured, the same on the OpenAI port and on generate', async () => {
+  const generate = (body: Record<string, unknown>) => postJson(`${s.url}/v2/models/tiny_llm/generate`, { text_input: 'Once upon a time', ...body });
+  const texts = async (body: Record<string, unknown>): Promise<[string, string]> => {
+    const a = (await complete(body)).json().choices[0].text as string;
+    // generate's parameters are scalars: logit_bias goes as its JSON text, as the OpenAI port passes it on.
+    const g = await generate(body['logit_bias'] === undefined ? body : { ...body, logit_bias: JSON.stringify(body['logit_bias']) });
+    assert.equal(g.status, 200, g.body.toString());
+    return [a, g.json().text_output as string];
+  };
+  const base = { max_tokens: 12, ignore_eos: true, temperature: 1 };
+  // min_p 1 keeps only the likeliest token: two seeds draw the same text, which they do not without it.
+  const [free1, free1g] = await texts({ ...base, seed: 1 });
+  const [free2] = await texts({ ...base, seed: 2 });
+  assert.notEqual(free1, free2);
+  assert.equal(free1g, free1);
+  const [top1, top1g] = await texts({ ...base, seed: 1, min_p: 1 });
+  const [top2, top2g] = await texts({ ...base, seed: 2, min_p: 1 });
+  assert.equal(top1, top2);
+  assert.equal(top1g, top1);
+  assert.equal(top2g, top1);
+  // logit_bias +100 on one token: that token every time (on generate, the object as JSON text).
+  const one = (await complete({ ...base, seed: 5, max_tokens: 1, logit_bias: { 1000: 100 } })).json().choices[0].text as string;
+  assert.ok(one.length > 0);
+  const [biased, biasedG] = await texts({ ...base, seed: 5, max_tokens: 6, logit_bias: { 1000: 100 } });
+  assert.equal(biased, one.repeat(6));
+  assert.equal(biasedG, biased);
+  // A token id past the vocabulary biases nothing (llama.cpp skips it).
+  assert.equal((await complete({ ...base, max_tokens: 2, logit_bias: { 2147483647: 100 } })).status, 200);
+  // A milder bias makes greedy decoding repeat that token; each penalty on tokens already chosen breaks the run.
+  const greedy = { max_tokens: 12, ignore_eos: true, temperature: 0, logit_bias: { 1000: 9 } };
+  const [plain] = await texts(greedy);
+  assert.ok(plain.includes(one.repeat(4)), plain);
+  for (const penalty of [{ frequency_penalty: 2 }, { presence_penalty: 2 }, { repetition_penalty: 5 }]) {
+    const [penalised, penalisedG] = await texts({ ...greedy, ...penalty });
+    assert.ok(!penalised.includes(one.repeat(4)), `${JSON.stringify(penalty)}: ${penalised}`);
+    assert.equal(penalisedG, penalised, JSON.stringify(penalty));
+  }
+});
+
+test('what cannot be honoured is refused with a 400 naming the field, on the OpenAI port and on generate', async () => {
+  const cases: [Record<string, unknown>, string][] = [
+    [{ logprobs: 2 }, 'logprobs'],
+    [{ top_logprobs: 3 }, 'top_logprobs'],
+    [{ best_of: 2 }, 'best_of'],
+    [{ logit_bias: { x: 1 } }, 'logit_bias'],
+    [{ logit_bias: { 5: 500 } }, 'logit_bias'],
+    [{ min_p: 2 }, 'min_p'],
+    [{ repetition_penalty: 0 }, 'repetition_penalty'],
+    [{ presence_penalty: 3 }, 'presence_penalty'],
+  ];
+  for (const [field, name] of cases) {
+    const r = await complete({ max_tokens: 2, ...field });
+    assert.equal(r.status, 400, `${JSON.stringify(field)}: ${r.body.toString()}`);
+    assert.match(r.json().error.message, new RegExp(`'${name}'`));
+    assert.equal(r.json().error.type, 'invalid_request_error');
+    const body = typeof field['logit_bias'] === 'object' ? { logit_bias: JSON.stringify(field['logit_bias']) } : field;
+    const g = await postJson(`${s.url}/v2/models/tiny_llm/generate`, { text_input: 'Hi', max_tokens: 2, ...body });
+    assert.equal(g.status, 400, `generate ${JSON.stringify(body)}: ${g.body.toString()}`);
+    assert.match(g.json().error, new RegExp(`'${name}'`));
+  }
+  // Several choices: the OpenAI port refuses n itself; generate's one text_output cannot hold them either.
+  const several = await postJson(`${s.url}/v2/models/tiny_llm/generate`, { text_input: 'Hi', max_tokens: 2, n: 2 });
+  assert.equal(several.status, 400);
+  assert.match(several.json().error, /'n'/);
+  const chatLogprobs = await chat({ max_tokens: 2, logprobs: true, top_logprobs: 2 });
+  assert.equal(chatLogprobs.status, 400);
+  assert.equal(chatLogprobs.json().error.param, 'logprobs');
+  // Asking for none is no request at all.
+  assert.equal((await complete({ max_tokens: 2, logprobs: 0, best_of: 1 })).status, 200);
+  assert.equal((await chat({ max_tokens: 2, logprobs: false, top_logprobs: 0 })).status, 200);
+});
+
+test("a prompt past the context answers OpenAI's context_length_exceeded, naming prompt or messages", async () => {
+  const long = 'once upon a time '.repeat(800);
+  const c = await complete({ prompt: long, max_tokens: 4 });
+  assert.equal(c.status, 400, c.body.toString());
+  const e = c.json().error;
+  assert.deepEqual([e.type, e.param, e.code], ['invalid_request_error', 'prompt', 'context_length_exceeded']);
+  assert.match(e.message, /context holds \d+ tokens/);
+  const m = await chat({ messages: [{ role: 'user', content: long }], max_tokens: 4 });
+  assert.equal(m.status, 400);
+  assert.deepEqual([m.json().error.param, m.json().error.code], ['messages', 'context_length_exceeded']);
+  // generate answers the same refusal as a 400.
+  const g = await postJson(`${s.url}/v2/models/tiny_llm/generate`, { text_input: long, max_tokens: 4 });
+  assert.equal(g.status, 400);
+  assert.match(g.json().error, /context holds/);
 });
