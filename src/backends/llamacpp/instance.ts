@@ -219,7 +219,9 @@ export class LlamaInstance implements BackendInstance {
       temperature: sampling.temperature,
       topP: sampling.topP,
       topK: sampling.topK,
-      ...(sampling.seed !== undefined ? { seed: sampling.seed } : {}),
+      // Without a seed, a fresh random one: node-llama-cpp's default is the current second, so requests sent
+      // in the same second would all draw the same text.
+      seed: sampling.seed ?? randomSeed(),
       ...(sampling.ignoreEos && this.eosBias ? { tokenBias: this.eosBias } : {}),
       repeatPenalty: false,
       // Never drop the start of the prompt to make room: prepare() has checked that everything fits.
@@ -237,6 +239,11 @@ export class LlamaInstance implements BackendInstance {
       this.unrouteLog();
     }
   }
+}
+
+/** A seed from the whole range llama.cpp takes (32 bits); not for secrets, only for independent draws. */
+function randomSeed(): number {
+  return Math.floor(Math.random() * 2 ** 32);
 }
 
 function textInput(request: BackendRequest): string {

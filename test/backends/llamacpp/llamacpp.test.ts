@@ -65,6 +65,19 @@ test('seed: the same seed gives the same text; another seed another text', async
   assert.notEqual(await ask(124), a);
 });
 
+test('no seed: each request draws its own text, as OpenAI and llama-server do; a seed stays reproducible', async () => {
+  const body = { text_input: 'The', max_tokens: 24, temperature: 1, ignore_eos: true };
+  // Sent together at the start of a wall-clock second, so that a seed taken from the current second (node-llama-cpp's
+  // default) would be the same for all four. With fresh seeds, all four texts are equal only if three independent
+  // draws of 24 tokens each repeat the first: even at a 1-in-2 chance per token (the tiny model's random weights
+  // over a 32k vocabulary give far less), 2^-72.
+  await new Promise((r) => setTimeout(r, 1000 - (Date.now() % 1000)));
+  const texts = await Promise.all([1, 2, 3, 4].map(async () => (await generate(body)).json().text_output as string));
+  assert.ok(new Set(texts).size >= 2, `four requests without a seed gave the same text: ${JSON.stringify(texts[0])}`);
+  const seeded = await Promise.all([1, 2].map(async () => (await generate({ ...body, seed: 99 })).json().text_output as string));
+  assert.equal(seeded[0], seeded[1]);
+});
+
 test('max_tokens: generation stops at the count asked for', async () => {
   for (const n of [1, 5]) {
     const j = (await generate({ text_input: 'Hello', max_tokens: n, seed: 1, ignore_eos: true })).json();
