@@ -1,5 +1,6 @@
 import type { LlamaContext, LlamaContextSequence } from 'node-llama-cpp';
 import { unavailable } from '../../errors.js';
+import { sampleWholeVocabularyUnsorted } from './whole-vocabulary.js';
 
 /**
  * The context's sequences, one per request being generated. A context holds a fixed number of them (the
@@ -19,6 +20,7 @@ export class SequencePool {
 
   constructor(context: LlamaContext) {
     while (context.sequencesLeft > 0) this.all.push(context.getSequence());
+    for (const s of this.all) sampleWholeVocabularyUnsorted(s);
     this.free.push(...this.all);
     this.size = this.all.length;
   }
