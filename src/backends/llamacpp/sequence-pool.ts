@@ -1,5 +1,6 @@
 import type { LlamaContext, LlamaContextSequence } from 'node-llama-cpp';
 import { unavailable } from '../../errors.js';
+import { decodeTogether } from './batch-gate.js';
 import { sampleWholeVocabularyUnsorted } from './whole-vocabulary.js';
 
 /**
@@ -23,6 +24,7 @@ export class SequencePool {
     for (const s of this.all) sampleWholeVocabularyUnsorted(s);
     this.free.push(...this.all);
     this.size = this.all.length;
+    decodeTogether(this.all, () => this.busy);
   }
 
   /** Sequences taken and not yet given back (cleared): for tests and statistics. */

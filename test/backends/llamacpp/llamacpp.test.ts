@@ -204,16 +204,56 @@ test('a text model that is not decoupled answers KServe infer with the whole tex
   }
 });
 
-// The instance itself, to see its sequences: a request cancelled mid-stream stops generating and gives its
-// sequence back.
-test('a cancelled request stops generating and frees its sequence', async () => {
+// The instance itself, to see its sequences and its context's batches.
+async function loadInstance(): Promise<LlamaInstance> {
   const dir = join(EXAMPLES, 'tiny_llm');
   const config = parseModelConfig(readFileSync(join(dir, 'config.pbtxt'), 'utf8'), 'config.pbtxt');
   const logger = createLogger({ info: false, warning: false, error: false, verbose: 0, format: 'default', file: '' });
-  const instance = await llamaCppBackend.createInstance({
+  return await llamaCppBackend.createInstance({
     name: 'tiny_llm', modelDir: dir, versionDir: join(dir, '1'), backendConfig: {}, version: 1, config,
     instanceName: 'tiny_llm_0', kind: 'KIND_CPU', logger,
   }) as LlamaInstance;
+}
+
+test('concurrent requests decode together: one llama.cpp batch per generated token, as llama-server\'s slots', async () => {
+  const instance = await loadInstance();
+  try {
+    // Counts the context's decodes (node-llama-cpp's binding of llama_decode).
+    const context = (instance as unknown as { context: { _ctx: Record<string, unknown> } }).context;
+    let decodes = 0;
+    const native = context._ctx;
+    context._ctx = new Proxy(native, {
+      get(target, key) {
+        const v = target[key as string];
+        if (key === 'decodeBatch') decodes++;
+        return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+      },
+    });
+    const tokens = 48;
+    const answers: Promise<Parameters | undefined>[] = [];
+    const requests: BackendRequest[] = [1, 2, 3, 4].map((seed) => {
+      let done!: (p: Parameters | undefined) => void;
+      let failed!: (e: NereidError) => void;
+      answers.push(new Promise((resolve, reject) => ((done = resolve), (failed = reject))));
+      const input: Tensor = { name: 'text_input', datatype: 'BYTES', shape: [1], data: [Buffer.from(`Story ${seed}`)] };
+      return {
+        inputs: [input], outputs: ['text_output'], parameters: { max_tokens: tokens, seed, ignore_eos: true },
+        sender: { send: (_o, final, parameters) => final && done(parameters), fail: (e) => failed(e) },
+      };
+    });
+    await instance.execute(requests);
+    for (const p of await Promise.all(answers)) assert.equal(p?.completion_tokens, tokens);
+    // The four prompts, then a token for all four per batch (the last token drawn is never decoded): 48.
+    // Batches that each missed a sequence made 64 to 66 here.
+    assert.ok(decodes <= tokens + 4, `${decodes} batches for 4 × ${tokens} tokens`);
+  } finally {
+    await instance.close();
+  }
+});
+
+// A request cancelled mid-stream stops generating and gives its sequence back.
+test('a cancelled request stops generating and frees its sequence', async () => {
+  const instance = await loadInstance();
   try {
     const ac = new AbortController();
     let pieces = 0;
