@@ -39,6 +39,12 @@ interface Prepared {
  */
 export class LlamaInstance implements BackendInstance {
   private readonly pool: SequencePool;
+  /**
+   * A model that is not decoupled answers at the end of its execution, so the scheduler hands it as many
+   * requests at once as it has sequences, which then generate together; a decoupled model's execution ends as
+   * soon as its request holds a sequence.
+   */
+  readonly pipelineDepth: number;
   private chatWrapperValue: ChatWrapper | undefined;
   private readonly eosBias: TokenBias | undefined;
 
@@ -53,6 +59,7 @@ export class LlamaInstance implements BackendInstance {
     private readonly unrouteLog: () => void = () => undefined,
   ) {
     this.pool = new SequencePool(context);
+    this.pipelineDepth = decoupled ? 1 : context.totalSequences;
     this.eosBias = endOfSequenceBias(model);
     // The weights' tensors (llama.cpp's model size: the GGUF's tensor data, less its metadata and vocabulary)
     // and the context's buffers as node-llama-cpp reserves them (KV cache, output and compute buffers: the

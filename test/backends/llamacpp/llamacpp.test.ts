@@ -204,6 +204,30 @@ test('a text model that is not decoupled answers KServe infer with the whole tex
   }
 });
 
+test('a text model that is not decoupled generates concurrent requests together, up to its sequences', async () => {
+  const repo = await tempRepository([{ from: join(EXAMPLES, 'tiny_llm'), name: 'tiny_llm_whole' }]);
+  const config = join(repo.dir, 'tiny_llm_whole', 'config.pbtxt');
+  await writeFile(config, (await readFile(config, 'utf8')).replace('name: "tiny_llm"', 'name: "tiny_llm_whole"').replace('decoupled: True', 'decoupled: False'));
+  const whole = await startTestServer({ modelRepositories: [repo.dir] });
+  try {
+    const ask = async (seed: number): Promise<number> => {
+      const r = await postJson(`${whole.url}/v2/models/tiny_llm_whole/generate`, { text_input: `Story ${seed}`, max_tokens: 128, seed, ignore_eos: true });
+      assert.equal(r.json().completion_tokens, 128);
+      return performance.now();
+    };
+    const t0 = performance.now();
+    const alone = (await ask(9)) - t0;
+    // Four at once (the config's parallel): generated together, they end in the same batch, a few ms apart; one
+    // after another, the last would end about three times one request's time after the first.
+    const ends = await Promise.all([1, 2, 3, 4].map(ask));
+    const spread = Math.max(...ends) - Math.min(...ends);
+    assert.ok(spread < alone / 2, `four requests ended ${spread.toFixed(0)} ms apart; one alone takes ${alone.toFixed(0)} ms`);
+  } finally {
+    await whole.close();
+    await repo.remove();
+  }
+});
+
 // The instance itself, to see its sequences and its context's batches.
 async function loadInstance(): Promise<LlamaInstance> {
   const dir = join(EXAMPLES, 'tiny_llm');
