@@ -1,18 +1,23 @@
 #!/usr/bin/env node
-// The llamacpp backend's cost: tokens/s and time to first token streaming through Nereid's OpenAI endpoint
-// (/v1/completions, stream) vs node-llama-cpp called in this process (LlamaCompletion on a context sequence,
-// as the backend uses it), at concurrency 1 and 4, on the example tiny_llm: a fixed number of generated
-// tokens (end of sequence ignored), greedy everywhere. (Sampling from the whole vocabulary would measure
-// node-llama-cpp's sampler instead: it sorts all 32k candidates per token, about 3 ms.), one thread and 4 parallel sequences on both paths. When
-// llama.cpp's own llama-server has been built (node scripts/build-llama-server.mjs) it runs beside them,
-// started the same way (-t 1 -np 4), and is reported as a ratio too. Rounds alternate the paths; figures
-// are medians of the rounds. Goal: Nereid ≥ 0.95× node-llama-cpp. Nereid runs as `nereid serve` in its own
-// process, as deployed; the client here reads the streams with node:http. The same completions without
-// stream (one answer with the whole text) show the backend's cost apart from one socket write per token.
+// The llamacpp backend's cost, in two parts.
+// 1. Streaming overhead: tokens/s and time to first token through Nereid's OpenAI endpoint (/v1/completions,
+//    stream) vs node-llama-cpp called in this process (LlamaCompletion on a context sequence, as the backend
+//    uses it), at concurrency 1 and 4, greedy, on the example tiny_llm. Goal: Nereid >= 0.95x node-llama-cpp.
+//    The same completions without stream (one answer with the whole text) show the backend's cost apart from
+//    one socket write per token.
+// 2. Against llama.cpp's own llama-server (when built: node scripts/build-llama-server.mjs), with the same slots
+//    (-np 4, the config's parallel) and threads (-t 1), with sampling as OpenAI's default (temperature 1, top_p 1,
+//    the whole vocabulary: top_k 0 and llama-server's min_p 0) and with top_k 40: CPU per generated token of each
+//    server's process (/proc utime + stime, client excluded) at 1 stream, and aggregate tokens/s at 8 streams.
+//    Goals: CPU per token <= 1.5x llama-server's for the same sampling; tokens/s at 8 streams >= 0.6x.
+// Each run generates a fixed number of tokens (end of sequence ignored). Rounds alternate the paths; figures
+// are medians of the rounds; the load average is printed before and after, as two cores are easily shared.
+// Nereid runs as `nereid serve` in its own process, as deployed; the client reads the streams with node:http.
 // Usage: ./node_modules/.bin/tsc -p . && node bench/llm.mjs [--quick]
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import http from 'node:http';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import { loadavg } from 'node:os';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -117,6 +122,7 @@ const nereidWhole = (i) => openAiStream(openAiPort, { ...completionBody('tiny_ll
 
 // --- llama-server, when built.
 let llamaServer;
+let llamaServerPort;
 const { bin } = llamaServerPath();
 if (existsSync(bin)) {
   const port = await new Promise((resolve) => {
@@ -132,6 +138,7 @@ if (existsSync(bin)) {
     await sleep(100);
   }
   llamaServer = (i) => openAiStream(port, completionBody('tiny', i));
+  llamaServerPort = port;
 }
 
 /** tokens/s of `concurrency` streams at once, and their median time to first token. */
@@ -145,6 +152,7 @@ async function round(run, concurrency, seed) {
 
 const paths = [['node-llama-cpp', inProcess], ['Nereid OpenAI', nereid], ['Nereid OpenAI no stream', nereidWhole], ...(llamaServer ? [['llama-server', llamaServer]] : [])];
 for (const [, run] of paths) await round(run, 2, 0); // warm-up
+console.log(`load average before: ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
 console.log(`== llamacpp backend: ${TOKENS} tokens per stream, tiny_llm, ${THREADS} thread, ${PARALLEL} sequences; medians of ${ROUNDS} alternating rounds ==`);
 if (!llamaServer) console.log('(llama-server not built: node scripts/build-llama-server.mjs to add it)');
 for (const c of [1, 4]) {
@@ -166,6 +174,51 @@ for (const c of [1, 4]) {
     if (off.length > 0) console.log(`  note: ${name} rounds streamed ${off.join(', ')} tokens instead of ${TOKENS * c}`);
   }
 }
+
+// --- Part 2: sampling settings against llama-server, CPU per token of each server's own process.
+const TICK_MS = 1000 / Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim());
+/** CPU milliseconds a process has used (user + system), from /proc: the server's own work, not the client's. */
+function cpuMs(pid) {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(fields[11]) + Number(fields[12])) * TICK_MS;
+}
+const SAMPLINGS = [
+  ['whole vocabulary', { temperature: 1, top_p: 1, top_k: 0, min_p: 0 }],
+  ['top_k 40', { temperature: 1, top_p: 1, top_k: 40, min_p: 0 }],
+];
+const sampled = (port, modelName, settings) => (i) => openAiStream(port, { ...completionBody(modelName, i), ...settings, seed: i });
+
+/** A round of `concurrency` streams: tokens/s, and the server process's CPU milliseconds per token. */
+async function cpuRound(run, pid, concurrency, seed) {
+  const c0 = cpuMs(pid);
+  const r = await round(run, concurrency, seed);
+  return { ...r, cpu: (cpuMs(pid) - c0) / r.tokens };
+}
+
+if (llamaServer) {
+  console.log(`== against llama-server: ${PARALLEL} slots, ${THREADS} thread; CPU per token of each server process; medians of ${ROUNDS} alternating rounds ==`);
+  for (const [label, settings] of SAMPLINGS) {
+    const servers = [['Nereid', sampled(openAiPort, 'tiny_llm', settings), nereidProcess.pid], ['llama-server', sampled(llamaServerPort, 'tiny', settings), engine.pid]];
+    for (const [, run] of servers) await round(run, 2, 0); // warm-up
+    for (const c of [1, 8]) {
+      const results = new Map(servers.map(([name]) => [name, []]));
+      for (let i = 0; i < ROUNDS; i++) {
+        const order = i % 2 === 0 ? servers : [...servers].reverse();
+        for (const [name, run, pid] of order) results.get(name).push(await cpuRound(run, pid, c, i + 1));
+      }
+      const m = new Map([...results].map(([name, rs]) => [name, { tps: median(rs.map((r) => r.tps)), cpu: median(rs.map((r) => r.cpu)), ttft: median(rs.map((r) => r.ttft)) }]));
+      const n = m.get('Nereid');
+      const l = m.get('llama-server');
+      const cpuRatio = n.cpu / l.cpu;
+      const tpsRatio = n.tps / l.tps;
+      console.log(`${label}, c=${c}: Nereid ${n.tps.toFixed(0)} tok/s, ${n.cpu.toFixed(3)} ms CPU/token (TTFT ${n.ttft.toFixed(1)} ms); llama-server ${l.tps.toFixed(0)} tok/s, ${l.cpu.toFixed(3)} ms CPU/token (TTFT ${l.ttft.toFixed(1)} ms)`);
+      const goal = c === 1 ? `CPU/token ${cpuRatio.toFixed(2)}x ${cpuRatio <= 1.5 ? 'pass' : 'FAIL'} (goal <= 1.5x)` : `CPU/token ${cpuRatio.toFixed(2)}x`;
+      const tpsGoal = c === 8 ? ` ${tpsRatio >= 0.6 ? 'pass' : 'FAIL'} (goal >= 0.6x)` : '';
+      console.log(`  Nereid / llama-server: ${goal}; tokens/s ${tpsRatio.toFixed(2)}x${tpsGoal}`);
+    }
+  }
+}
+console.log(`load average after: ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
 nereidProcess.kill('SIGTERM');
 engine?.kill('SIGKILL');
 await context.dispose();

@@ -40,6 +40,12 @@ interface Prepared {
  */
 export class LlamaInstance implements BackendInstance {
   private readonly pool: SequencePool;
+  /**
+   * A model that is not decoupled answers at the end of its execution, so the scheduler hands it as many
+   * requests at once as it has sequences, which then generate together; a decoupled model's execution ends as
+   * soon as its request holds a sequence.
+   */
+  readonly pipelineDepth: number;
   private chatWrapperValue: ChatWrapper | undefined;
   private readonly eosBias: TokenBias | undefined;
 
@@ -54,6 +60,7 @@ export class LlamaInstance implements BackendInstance {
     private readonly unrouteLog: () => void = () => undefined,
   ) {
     this.pool = new SequencePool(context);
+    this.pipelineDepth = decoupled ? 1 : context.totalSequences;
     this.eosBias = endOfSequenceBias(model);
     // The weights' tensors (llama.cpp's model size: the GGUF's tensor data, less its metadata and vocabulary)
     // and the context's buffers as node-llama-cpp reserves them (KV cache, output and compute buffers: the
@@ -220,7 +227,9 @@ export class LlamaInstance implements BackendInstance {
       temperature: sampling.temperature,
       topP: sampling.topP,
       topK: sampling.topK,
-      ...(sampling.seed !== undefined ? { seed: sampling.seed } : {}),
+      // Without a seed, a fresh random one: node-llama-cpp's default is the current second, so requests sent
+      // in the same second would all draw the same text.
+      seed: sampling.seed ?? randomSeed(),
       ...(sampling.ignoreEos && this.eosBias ? { tokenBias: this.eosBias } : {}),
       repeatPenalty: false,
       // Never drop the start of the prompt to make room: prepare() has checked that everything fits.
@@ -239,6 +248,11 @@ export class LlamaInstance implements BackendInstance {
       this.unrouteLog();
     }
   }
+}
+
+/** A seed from the whole range llama.cpp takes (32 bits); not for secrets, only for independent draws. */
+function randomSeed(): number {
+  return Math.floor(Math.random() * 2 ** 32);
 }
 
 function textInput(request: BackendRequest): string {

@@ -1,5 +1,7 @@
 import type { LlamaContext, LlamaContextSequence } from 'node-llama-cpp';
 import { unavailable } from '../../errors.js';
+import { decodeTogether } from './batch-gate.js';
+import { sampleWholeVocabularyUnsorted } from './whole-vocabulary.js';
 
 /**
  * The context's sequences, one per request being generated. A context holds a fixed number of them (the
@@ -19,8 +21,10 @@ export class SequencePool {
 
   constructor(context: LlamaContext) {
     while (context.sequencesLeft > 0) this.all.push(context.getSequence());
+    for (const s of this.all) sampleWholeVocabularyUnsorted(s);
     this.free.push(...this.all);
     this.size = this.all.length;
+    decodeTogether(this.all, () => this.busy);
   }
 
   /** Sequences taken and not yet given back (cleared): for tests and statistics. */
