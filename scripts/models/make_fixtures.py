@@ -624,6 +624,9 @@ gives `forward()` beyond the config's inputs.
   `python/response_parameters` answers with the parameters given as JSON.
   `python/string_state` keeps a running concatenation as a TYPE_STRING
   implicit state (INPUT_STATE / OUTPUT_STATE).
+- `memory/ballast`: a JavaScript model that holds `nereid_test_ballast_mb` MiB
+  (written, so resident) while loaded and answers `OUT = IN` after `IN` ms:
+  the memory-budget and load-on-demand tests copy it under other names and sizes.
 - `shm/simple_client.py`: a shared-memory client for the `simple` model.
 """
 
