@@ -43,14 +43,15 @@ const CONNECT_ERRORS = new Set(['ECONNREFUSED', 'ECONNRESET', 'EHOSTUNREACH', 'E
  * says is mapped to a NereidError naming the engine, so a client can tell a bad request from a broken engine.
  */
 export class Engine {
-  private readonly pool: Pool;
-  private readonly root: URL;
+  private pool: Pool;
+  private root: URL;
   private readonly headers: Record<string, string>;
   private lastLoad: { at: number; value: Promise<EngineMetrics | undefined> } | undefined;
 
-  constructor(readonly settings: EngineSettings) {
-    this.root = new URL(settings.baseUrl.replace(/\/+$/, '').replace(/\/v1$/, ''));
-    this.pool = new Pool(this.root.origin, { connections: settings.connections, headersTimeout: settings.timeoutMs, bodyTimeout: settings.timeoutMs });
+  /** `healthPath`: the one path that tells the engine's health (an engine Nereid starts); absent: /health, else /v1/models. */
+  constructor(readonly settings: EngineSettings, private readonly healthPath?: string) {
+    this.root = rootOf(settings.baseUrl);
+    this.pool = this.connect();
     this.headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
     if (settings.apiKey) this.headers['authorization'] = `Bearer ${settings.apiKey}`;
   }
@@ -59,9 +60,24 @@ export class Engine {
     return `engine ${this.root.origin}${this.root.pathname === '/' ? '' : this.root.pathname} (model '${this.settings.modelId}')`;
   }
 
+  /**
+   * Talks to the engine at another address from now on (an engine Nereid restarted on another port); requests
+   * still on the old connections fail.
+   */
+  retarget(baseUrl: string): void {
+    const old = this.pool;
+    this.root = rootOf(baseUrl);
+    this.pool = this.connect();
+    void old.destroy().catch(() => undefined);
+  }
+
+  private connect(): Pool {
+    return new Pool(this.root.origin, { connections: this.settings.connections, headersTimeout: this.settings.timeoutMs, bodyTimeout: this.settings.timeoutMs });
+  }
+
   /** True when the engine answers its health check (GET /health, else GET /v1/models) with a 2xx. */
   async healthy(signal?: AbortSignal): Promise<boolean> {
-    for (const path of ['/health', '/v1/models']) {
+    for (const path of this.healthPath ? [this.healthPath] : ['/health', '/v1/models']) {
       try {
         const r = await this.pool.request({ method: 'GET', path: this.path(path), headers: this.headers, signal, headersTimeout: 5000, bodyTimeout: 5000 });
         await r.body.dump();
@@ -201,6 +217,10 @@ export class Engine {
       throw engineError(r.statusCode, json, this.description);
     }
   }
+}
+
+function rootOf(baseUrl: string): URL {
+  return new URL(baseUrl.replace(/\/+$/, '').replace(/\/v1$/, ''));
 }
 
 function parseJson(text: string, engine: string): unknown {

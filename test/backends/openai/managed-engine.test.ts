@@ -1,0 +1,204 @@
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { copyFile, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { LLAMA_MODEL, llamaServer } from '../../helpers/llama-server.js';
+import { startTestServer, type TestServer } from '../../helpers/server.js';
+import { postJson, request } from '../../helpers/http.js';
+import { until } from '../../helpers/until.js';
+
+// The gateway backend running its engine itself: a real llama-server started, watched, restarted and stopped
+// by Nereid for a model whose config names the llama-server preset. What is checked is what the processes do
+// (found in /proc by their process group), not what Nereid says of them.
+
+const { bin, skip, missing } = llamaServer();
+const ENGINE_ARGS = '-t 1 -c 1024 -np 2 --no-webui --no-warmup';
+
+let repo: string;
+let s: TestServer;
+
+async function managedModel(name: string, params: Record<string, string>, file = true): Promise<void> {
+  await mkdir(join(repo, name, '1'), { recursive: true });
+  if (file) await copyFile(LLAMA_MODEL, join(repo, name, '1', 'model.gguf'));
+  const lines = Object.entries(params).map(([k, v]) => `parameters { key: "${k}" value { string_value: ${JSON.stringify(v)} } }`);
+  await writeFile(join(repo, name, 'config.pbtxt'), `name: "${name}"
+backend: "openai"
+max_batch_size: 0
+model_transaction_policy { decoupled: true }
+instance_group [ { count: 4 kind: KIND_CPU } ]
+${lines.join('\n')}
+`);
+}
+
+interface Proc {
+  readonly pid: number;
+  readonly pgid: number;
+  readonly cmdline: string;
+}
+
+/** Every process whose command line mentions `needle`, with its process group. */
+async function processes(needle: string): Promise<Proc[]> {
+  const out: Proc[] = [];
+  for (const d of await readdir('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const cmdline = (await readFile(`/proc/${d}/cmdline`, 'utf8')).split('\0').join(' ');
+      if (!cmdline.includes(needle)) continue;
+      const stat = await readFile(`/proc/${d}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (fields[0] === 'Z') continue; // a zombie is gone, its parent only has not read its status yet
+      out.push({ pid: Number(d), pgid: Number(fields[2]), cmdline });
+    } catch {
+      // the process ended while we looked
+    }
+  }
+  return out;
+}
+
+/** Processes in a process group (any command). */
+async function inGroup(pgid: number): Promise<number[]> {
+  const out: number[] = [];
+  for (const d of await readdir('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const stat = await readFile(`/proc/${d}/stat`, 'utf8');
+      const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      if (fields[0] !== 'Z' && Number(fields[2]) === pgid) out.push(Number(d));
+    } catch {
+      // gone
+    }
+  }
+  return out;
+}
+
+/** The llama-server of the model in folder `name` (its model file is the folder's). */
+async function engineOf(name: string): Promise<Proc & { port: number }> {
+  const found = (await processes(join(repo, name, '1', 'model.gguf'))).filter((p) => p.cmdline.startsWith(bin));
+  assert.equal(found.length, 1, `one engine for ${name}: ${JSON.stringify(found)}`);
+  const port = Number(/--port (\d+)/.exec(found[0]!.cmdline)![1]);
+  return { ...found[0]!, port };
+}
+
+const events = (text: string): any[] => text.split('\n\n').filter((e) => e.startsWith('data: ')).map((e) => JSON.parse(e.slice(6)));
+const ready = async (name: string): Promise<boolean> => (await request(`${s.url}/v2/models/${name}/ready`)).status === 200;
+
+before(async () => {
+  if (skip) return;
+  if (missing) throw new Error(missing);
+  repo = await mkdtemp(join(tmpdir(), 'nereid-managed-'));
+  const preset = { engine: 'llama-server', engine_binary: bin, engine_args: ENGINE_ARGS, model_id: 'tiny' };
+  await managedModel('llm', preset);
+  await managedModel('llm_unload', preset);
+  // The engine answers /health only once it listens: two seconds after it is started here.
+  await managedModel('llm_slow', { engine_command: `sh -c "sleep 2 && exec ${bin} --model {model_file} --port {port} ${ENGINE_ARGS}"`, model_id: 'tiny' });
+  await managedModel('llm_bad_flag', { engine: 'llama-server', engine_binary: bin, engine_args: '--no-such-flag' });
+  await managedModel('llm_no_binary', { engine: 'llama-server', engine_binary: '/nonexistent/llama-server' });
+  s = await startTestServer({ modelRepositories: [repo], modelControlMode: 'explicit', loadModels: ['llm'] });
+});
+
+after(async () => {
+  if (skip) return;
+  await s?.close();
+  await rm(repo, { recursive: true, force: true });
+});
+
+test('the model is ready once its engine answers /health, and streams through Nereid', { skip }, async () => {
+  assert.equal(await ready('llm'), true);
+  const e = await engineOf('llm');
+  assert.equal((await fetch(`http://127.0.0.1:${e.port}/health`)).status, 200);
+  assert.equal(e.pgid, e.pid, 'the engine leads a process group of its own');
+  assert.doesNotMatch(e.cmdline, /--host 0\.0\.0\.0/);
+  const r = await postJson(`${s.url}/v2/models/llm/generate_stream`, { text_input: 'Once upon', max_tokens: 12, temperature: 0 });
+  assert.equal(r.status, 200);
+  const ev = events(r.body.toString());
+  assert.ok(ev.length >= 3, `only ${ev.length} events`);
+  assert.equal(ev.at(-1).completion_tokens, 12);
+});
+
+test('a slow engine: the load waits for its /health, and the model is ready only then', { skip }, async () => {
+  const t0 = Date.now();
+  const loading = s.server.loadModel('llm_slow', {});
+  let sawStarting = false;
+  let settled = false;
+  void loading.finally(() => (settled = true)).catch(() => undefined);
+  while (!settled) {
+    const shell = await processes(`sleep 2 && exec ${bin}`);
+    if (shell.length > 0 && !settled) {
+      // The engine's process runs but does not listen yet: the model must not be ready.
+      assert.equal(await ready('llm_slow'), false);
+      sawStarting ||= !settled;
+    }
+    await sleep(100);
+  }
+  await loading;
+  assert.ok(sawStarting, 'the engine was seen starting while the model was not ready');
+  assert.ok(Date.now() - t0 >= 1900, `loaded after ${Date.now() - t0} ms, before the engine could answer`);
+  assert.equal(await ready('llm_slow'), true);
+  const e = await engineOf('llm_slow');
+  assert.equal((await fetch(`http://127.0.0.1:${e.port}/health`)).status, 200);
+  await s.server.unloadModel('llm_slow');
+});
+
+test('kill -9 of the engine mid-stream: the stream fails UNAVAILABLE, the model is unready, then a new engine serves', { skip }, async () => {
+  const before = await engineOf('llm');
+  const u = `${s.url}/v2/models/llm/generate_stream`;
+  const streaming = fetch(u, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ text_input: 'A long story', max_tokens: 100000, ignore_eos: true }) });
+  const res = await streaming;
+  assert.equal(res.status, 200);
+  const reader = res.body!.getReader();
+  const first = await reader.read();
+  assert.ok(!first.done && first.value.byteLength > 0, 'tokens stream before the kill');
+  process.kill(before.pid, 'SIGKILL');
+  let rest = '';
+  const dec = new TextDecoder();
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    rest += dec.decode(value, { stream: true });
+  }
+  const last = events(rest).at(-1);
+  assert.match(last.error, /Failed to process the request\(s\) for model instance '.*', message: Engine process .* is not healthy/, rest.slice(-500));
+  // Not ready until the new engine answers its health check; a request sent meanwhile waits for it.
+  await until(async () => !(await ready('llm')), 'the model to turn unready');
+  const waiting = postJson(`${s.url}/v2/models/llm/generate_stream`, { text_input: 'x', max_tokens: 3 });
+  await until(() => ready('llm'), 'the model to be ready again', 60_000);
+  const after = await engineOf('llm');
+  assert.notEqual(after.pid, before.pid);
+  assert.equal((await fetch(`http://127.0.0.1:${after.port}/health`)).status, 200);
+  const queued = await waiting;
+  assert.equal(queued.status, 200, queued.body.toString());
+  assert.equal(events(queued.body.toString()).at(-1).completion_tokens, 3, queued.body.toString());
+  const again = await postJson(`${s.url}/v2/models/llm/generate_stream`, { text_input: 'Again', max_tokens: 5 });
+  assert.equal(events(again.body.toString()).at(-1).completion_tokens, 5);
+  assert.deepEqual(await inGroup(before.pgid), [], 'nothing left of the killed engine\'s group');
+});
+
+test('unload stops the engine and its whole process group', { skip }, async () => {
+  await s.server.loadModel('llm_unload', {});
+  const e = await engineOf('llm_unload');
+  assert.deepEqual(await inGroup(e.pgid), [e.pid]);
+  await s.server.unloadModel('llm_unload');
+  await until(async () => (await inGroup(e.pgid)).length === 0, 'the engine\'s group to be gone', 15_000);
+  assert.deepEqual(await processes(join(repo, 'llm_unload', '1')), []);
+});
+
+test('shutdown stops the engines it started: no process is left', { skip }, async () => {
+  const s2 = await startTestServer({ modelRepositories: [repo], modelControlMode: 'explicit', loadModels: ['llm_unload'] });
+  const e = await engineOf('llm_unload');
+  await s2.close();
+  assert.deepEqual(await inGroup(e.pgid), []);
+  assert.deepEqual(await processes(join(repo, 'llm_unload', '1')), []);
+});
+
+test('an engine command that cannot start is a load error naming its failure', { skip }, async () => {
+  await assert.rejects(s.server.loadModel('llm_bad_flag', {}), (e: Error) => {
+    assert.match(e.message, /the engine command '.*llama-server' exited with code \d+ before it answered \/health; its last output: .*no-such-flag/);
+    return true;
+  });
+  await assert.rejects(s.server.loadModel('llm_no_binary', {}), /the engine command '\/nonexistent\/llama-server' could not start: spawn \/nonexistent\/llama-server ENOENT/);
+  const r = await request(`${s.url}/v2/models/llm_bad_flag/ready`);
+  assert.equal(r.status, 400);
+  assert.deepEqual(await processes(join(repo, 'llm_bad_flag', '1')), []);
+});
