@@ -93,6 +93,10 @@ before(async () => {
   await managedModel('llm_unload', preset);
   // The engine answers /health only once it listens: two seconds after it is started here.
   await managedModel('llm_slow', { engine_command: `sh -c "sleep 2 && exec ${bin} --model {model_file} --port {port} ${ENGINE_ARGS}"`, model_id: 'tiny' });
+  // A shell that ignores SIGTERM and keeps starting llama-server again: only SIGKILL ends it.
+  await managedModel('llm_stubborn', { engine_command: `sh -c "trap '' TERM; while true; do ${bin} --model {model_file} --port {port} ${ENGINE_ARGS}; sleep 0.2; done"` });
+  // An engine that leaves a process behind in its group when it ends, one that SIGTERM does not end.
+  await managedModel('llm_orphan', { engine_command: `sh -c "(trap '' TERM; exec sleep 1000) & exec ${bin} --model {model_file} --port {port} ${ENGINE_ARGS}"` });
   await managedModel('llm_bad_flag', { engine: 'llama-server', engine_binary: bin, engine_args: '--no-such-flag' });
   await managedModel('llm_no_binary', { engine: 'llama-server', engine_binary: '/nonexistent/llama-server' });
   s = await startTestServer({ modelRepositories: [repo], modelControlMode: 'explicit', loadModels: ['llm'] });
@@ -184,12 +188,50 @@ test('unload stops the engine and its whole process group', { skip }, async () =
   assert.deepEqual(await processes(join(repo, 'llm_unload', '1')), []);
 });
 
-test('shutdown stops the engines it started: no process is left', { skip }, async () => {
-  const s2 = await startTestServer({ modelRepositories: [repo], modelControlMode: 'explicit', loadModels: ['llm_unload'] });
-  const e = await engineOf('llm_unload');
-  await s2.close();
-  assert.deepEqual(await inGroup(e.pgid), []);
-  assert.deepEqual(await processes(join(repo, 'llm_unload', '1')), []);
+test('an engine that leaves a process in its group: the group goes with the engine, without waiting for the grace', { skip }, async () => {
+  await s.server.loadModel('llm_orphan', {});
+  const e = await engineOf('llm_orphan');
+  assert.equal((await inGroup(e.pgid)).length, 2);
+  const t0 = Date.now();
+  await s.server.unloadModel('llm_orphan');
+  await until(async () => (await inGroup(e.pgid)).length === 0, 'the engine\'s group to be gone', 15_000);
+  // SIGTERM ends llama-server, not its sleep; the 10 s grace before SIGKILL is not waited for.
+  assert.ok(Date.now() - t0 < 8000, `took ${Date.now() - t0} ms`);
+});
+
+test('a reload with another engine command starts the new engine and stops the old one', { skip }, async () => {
+  await s.server.loadModel('llm_unload', {});
+  const old = await engineOf('llm_unload');
+  await managedModel('llm_unload', { engine: 'llama-server', engine_binary: bin, engine_args: ENGINE_ARGS.replace('-np 2', '-np 3'), model_id: 'tiny' }, false);
+  await s.server.loadModel('llm_unload', {});
+  await until(async () => (await inGroup(old.pgid)).length === 0, 'the old engine\'s group to be gone', 15_000);
+  const now = await engineOf('llm_unload');
+  assert.notEqual(now.pid, old.pid);
+  assert.match(now.cmdline, /-np 3/);
+  const r = await postJson(`${s.url}/v2/models/llm_unload/generate_stream`, { text_input: 'x', max_tokens: 2 });
+  assert.equal(events(r.body.toString()).at(-1).completion_tokens, 2);
+  await s.server.unloadModel('llm_unload');
+  await until(async () => (await inGroup(now.pgid)).length === 0, 'the engine\'s group to be gone', 15_000);
+});
+
+test('shutdown stops the engines it started within --exit-timeout-secs: no process is left, stubborn or orphaned', { skip }, async () => {
+  const s2 = await startTestServer({ modelRepositories: [repo], modelControlMode: 'explicit', loadModels: ['llm_unload', 'llm_stubborn', 'llm_orphan'] });
+  const plain = await engineOf('llm_unload');
+  const stubborn = (await processes(join(repo, 'llm_stubborn', '1'))).filter((p) => p.cmdline.startsWith('sh '));
+  const orphan = [await engineOf('llm_orphan')]; // the shell became llama-server (exec), its sleep stays beside it
+  assert.equal(stubborn.length, 1);
+  assert.ok((await inGroup(orphan[0]!.pgid)).length >= 2, 'the orphan engine left a sleep in its group');
+  const t0 = Date.now();
+  const clean = await s2.server.close(2);
+  const took = Date.now() - t0;
+  await s2.http.close();
+  // The stubborn engine ignores SIGTERM: the exit timeout (2 s), not the 10 s grace, ends it.
+  assert.equal(clean, false);
+  assert.ok(took >= 1500 && took < 9000, `shutdown took ${took} ms`);
+  for (const pgid of [plain.pgid, stubborn[0]!.pgid, orphan[0]!.pgid]) {
+    await until(async () => (await inGroup(pgid)).length === 0, `group ${pgid} to be gone`, 5000);
+  }
+  for (const name of ['llm_unload', 'llm_stubborn', 'llm_orphan']) assert.deepEqual(await processes(join(repo, name, '1')), []);
 });
 
 test('an engine command that cannot start is a load error naming its failure', { skip }, async () => {
