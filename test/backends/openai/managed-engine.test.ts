@@ -6,6 +6,8 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { LLAMA_MODEL, llamaServer } from '../../helpers/llama-server.js';
 import { startTestServer, type TestServer } from '../../helpers/server.js';
+import { InferenceServer } from '../../../src/server/inference-server.js';
+import { createLogger } from '../../../src/observability/logger.js';
 import { postJson, request } from '../../helpers/http.js';
 import { until } from '../../helpers/until.js';
 
@@ -232,6 +234,20 @@ test('shutdown stops the engines it started within --exit-timeout-secs: no proce
     await until(async () => (await inGroup(pgid)).length === 0, `group ${pgid} to be gone`, 5000);
   }
   for (const name of ['llm_unload', 'llm_stubborn', 'llm_orphan']) assert.deepEqual(await processes(join(repo, name, '1')), []);
+});
+
+test("the engine's output is in Nereid's log under the model's name", { skip }, async () => {
+  const file = join(repo, 'nereid.log');
+  const logger = createLogger({ info: true, warning: true, error: true, verbose: 0, format: 'default', file });
+  const server = await InferenceServer.create({ modelRepositories: [repo], modelControlMode: 'explicit', loadModels: ['llm_unload'] }, { logger });
+  await server.close(5);
+  await logger.close();
+  const log = await readFile(file, 'utf8');
+  // llama-server's own words, one record per line of its output, each under the model's name.
+  const lines = log.split('\n').filter((l) => l.includes("model 'llm_unload' engine: "));
+  assert.ok(lines.some((l) => /listening on http:\/\/127\.0\.0\.1:\d+/.test(l)), log.slice(-3000));
+  assert.ok(lines.length >= 5, `${lines.length} lines`);
+  assert.match(log, /model 'llm_unload': started the engine \(pid \d+\) on 127\.0\.0\.1:\d+: /);
 });
 
 test('an engine command that cannot start is a load error naming its failure', { skip }, async () => {
