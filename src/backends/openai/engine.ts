@@ -35,6 +35,9 @@ export type EngineBody = Record<string, unknown>;
  */
 const LOAD_REUSE_MS = 250;
 
+/** Longest /metrics text read from an engine: a runaway engine cannot make a scrape hold more. */
+const MAX_METRICS_TEXT = 4 * 1024 * 1024;
+
 const CONNECT_ERRORS = new Set(['ECONNREFUSED', 'ECONNRESET', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'ENOTFOUND', 'UND_ERR_SOCKET', 'UND_ERR_CONNECT_TIMEOUT']);
 
 /**
@@ -46,7 +49,7 @@ export class Engine {
   private pool: Pool;
   private root: URL;
   private readonly headers: Record<string, string>;
-  private lastLoad: { at: number; value: Promise<EngineMetrics | undefined> } | undefined;
+  private lastMetrics: { at: number; value: Promise<string | undefined> } | undefined;
 
   /** `healthPath`: the one path that tells the engine's health (an engine Nereid starts); absent: /health, else /v1/models. */
   constructor(readonly settings: EngineSettings, private readonly healthPath?: string) {
@@ -93,24 +96,42 @@ export class Engine {
   /**
    * The load the engine reports on GET /metrics (vLLM, SGLang, TGI, TensorRT-LLM; llama-server with --metrics),
    * for the model this engine serves: undefined when there is no such endpoint or it says nothing of requests.
-   * Never rejects; one reading serves every caller for LOAD_REUSE_MS.
+   * Never rejects.
    */
-  load(): Promise<EngineMetrics | undefined> {
+  async load(): Promise<EngineMetrics | undefined> {
+    const text = await this.metricsText();
+    return text === undefined ? undefined : engineMetrics(text, this.settings.modelId);
+  }
+
+  /**
+   * The text of the engine's GET /metrics (undefined when it has none), at most MAX_METRICS_TEXT
+   * characters. Never rejects; one reading serves every caller for LOAD_REUSE_MS (a scrape asks for the load
+   * and, of an engine Nereid runs, the whole text).
+   */
+  metricsText(): Promise<string | undefined> {
     const now = Date.now();
-    if (this.lastLoad && now - this.lastLoad.at < LOAD_REUSE_MS) return this.lastLoad.value;
-    const value = this.readLoad();
-    this.lastLoad = { at: now, value };
+    if (this.lastMetrics && now - this.lastMetrics.at < LOAD_REUSE_MS) return this.lastMetrics.value;
+    const value = this.readMetrics();
+    this.lastMetrics = { at: now, value };
     return value;
   }
 
-  private async readLoad(): Promise<EngineMetrics | undefined> {
+  private async readMetrics(): Promise<string | undefined> {
     try {
       const r = await this.pool.request({ method: 'GET', path: this.path('/metrics'), headers: this.headers, headersTimeout: 2000, bodyTimeout: 2000 });
       if (r.statusCode < 200 || r.statusCode >= 300) {
         await r.body.dump();
         return undefined;
       }
-      return engineMetrics(await r.body.text(), this.settings.modelId);
+      let text = '';
+      for await (const chunk of r.body) {
+        text += (chunk as Buffer).toString('utf8');
+        if (text.length > MAX_METRICS_TEXT) {
+          r.body.destroy();
+          break;
+        }
+      }
+      return text.slice(0, MAX_METRICS_TEXT);
     } catch {
       return undefined;
     }

@@ -93,6 +93,13 @@ export class GatewayInstance implements BackendInstance {
     };
   }
 
+  /** The whole /metrics text of the engine Nereid runs for this model; none for an engine run elsewhere. */
+  async engineMetrics(): Promise<{ engine: object; text: string } | undefined> {
+    if (!this.managed) return undefined;
+    const text = await this.engine.metricsText();
+    return text === undefined ? undefined : { engine: this.engine, text };
+  }
+
   async execute(requests: readonly BackendRequest[]): Promise<ExecutionTimes> {
     const start = process.hrtime.bigint();
     const calls = requests.map((r) => this.run(r));

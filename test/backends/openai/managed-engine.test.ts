@@ -250,6 +250,25 @@ test("the engine's output is in Nereid's log under the model's name", { skip }, 
   assert.match(log, /model 'llm_unload': started the engine \(pid \d+\) on 127\.0\.0\.1:\d+: /);
 });
 
+test("the engine's own metrics are re-exported under the model's labels, and feed the inference-extension gauges", { skip }, async () => {
+  const server = await InferenceServer.create({ modelRepositories: [repo], modelControlMode: 'explicit', loadModels: ['llm_unload'], metrics: { cpu: false } }, {});
+  try {
+    const e = await engineOf('llm_unload');
+    const direct = await (await fetch(`http://127.0.0.1:${e.port}/metrics`)).text();
+    assert.match(direct, /^llamacpp:prompt_tokens_total \d+/m, 'llama-server serves its metrics (the preset turns them on)');
+    const text = await server.metricsText();
+    // Beside Nereid's own families, the engine's, each sample under the model's labels, with HELP and TYPE.
+    assert.match(text, /^nv_inference_request_success\{model="llm_unload",version="1"\} 0$/m);
+    assert.match(text, /^# TYPE llamacpp:prompt_tokens_total counter$/m);
+    assert.match(text, /^llamacpp:prompt_tokens_total\{model="llm_unload",version="1"\} \d+/m);
+    assert.match(text, /^llamacpp:requests_processing\{model="llm_unload",version="1"\} 0/m);
+    assert.match(text, /^nv_trt_llm_request_metrics\{model="llm_unload",request_type="scheduled",version="1"\} 0$/m);
+    assert.equal(text.match(/^# TYPE llamacpp:prompt_tokens_total /gm)?.length, 1);
+  } finally {
+    await server.close(5);
+  }
+});
+
 test('an engine command that cannot start is a load error naming its failure', { skip }, async () => {
   await assert.rejects(s.server.loadModel('llm_bad_flag', {}), (e: Error) => {
     assert.match(e.message, /the engine command '.*llama-server' exited with code \d+ before it answered \/health; its last output: .*no-such-flag/);
