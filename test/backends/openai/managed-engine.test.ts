@@ -2,7 +2,8 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { copyFile, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { ROOT } from '../../helpers/paths.js';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { LLAMA_MODEL, llamaServer } from '../../helpers/llama-server.js';
 import { startTestServer, type TestServer } from '../../helpers/server.js';
@@ -267,6 +268,24 @@ test("the engine's own metrics are re-exported under the model's labels, and fee
   } finally {
     await server.close(5);
   }
+});
+
+test('the llama-server config of docs/llm-serving.md serves as written, with llama-server on PATH', { skip }, async () => {
+  const doc = await readFile(join(ROOT, 'docs', 'llm-serving.md'), 'utf8');
+  const config = /```\n(name: "llama_local"\n[\s\S]*?)```/.exec(doc)![1]!;
+  await mkdir(join(repo, 'llama_local', '1'), { recursive: true });
+  await copyFile(LLAMA_MODEL, join(repo, 'llama_local', '1', 'model.gguf'));
+  await writeFile(join(repo, 'llama_local', 'config.pbtxt'), config);
+  const path = process.env['PATH'];
+  process.env['PATH'] = `${dirname(bin)}:${path ?? ''}`;
+  try {
+    await s.server.loadModel('llama_local', {});
+  } finally {
+    process.env['PATH'] = path;
+  }
+  const r = await postJson(`${s.url}/v2/models/llama_local/generate_stream`, { text_input: 'Hello', max_tokens: 4 });
+  assert.equal(events(r.body.toString()).at(-1).completion_tokens, 4);
+  await s.server.unloadModel('llama_local');
 });
 
 test('an engine command that cannot start is a load error naming its failure', { skip }, async () => {
