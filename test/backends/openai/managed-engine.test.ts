@@ -219,19 +219,27 @@ test('a reload with another engine command starts the new engine and stops the o
 
 test('shutdown stops the engines it started within --exit-timeout-secs: no process is left, stubborn or orphaned', { skip }, async () => {
   const s2 = await startTestServer({ modelRepositories: [repo], modelControlMode: 'explicit', loadModels: ['llm_unload', 'llm_stubborn', 'llm_orphan'] });
-  const plain = await engineOf('llm_unload');
-  const stubborn = (await processes(join(repo, 'llm_stubborn', '1'))).filter((p) => p.cmdline.startsWith('sh '));
-  const orphan = [await engineOf('llm_orphan')]; // the shell became llama-server (exec), its sleep stays beside it
-  assert.equal(stubborn.length, 1);
-  assert.ok((await inGroup(orphan[0]!.pgid)).length >= 2, 'the orphan engine left a sleep in its group');
-  const t0 = Date.now();
-  const clean = await s2.server.close(2);
-  const took = Date.now() - t0;
-  await s2.http.close();
+  let clean: boolean | undefined;
+  let took = 0;
+  const groups: number[] = [];
+  try {
+    groups.push((await engineOf('llm_unload')).pgid);
+    const stubborn = (await processes(join(repo, 'llm_stubborn', '1'))).filter((p) => p.cmdline.startsWith('sh '));
+    assert.equal(stubborn.length, 1);
+    groups.push(stubborn[0]!.pgid);
+    const orphan = await engineOf('llm_orphan'); // the shell became llama-server (exec), its sleep stays beside it
+    groups.push(orphan.pgid);
+    assert.ok((await inGroup(orphan.pgid)).length >= 2, 'the orphan engine left a sleep in its group');
+  } finally {
+    const t0 = Date.now();
+    clean = await s2.server.close(2);
+    took = Date.now() - t0;
+    await s2.http.close();
+  }
   // The stubborn engine ignores SIGTERM: the exit timeout (2 s), not the 10 s grace, ends it.
   assert.equal(clean, false);
   assert.ok(took >= 1500 && took < 9000, `shutdown took ${took} ms`);
-  for (const pgid of [plain.pgid, stubborn[0]!.pgid, orphan[0]!.pgid]) {
+  for (const pgid of groups) {
     await until(async () => (await inGroup(pgid)).length === 0, `group ${pgid} to be gone`, 5000);
   }
   for (const name of ['llm_unload', 'llm_stubborn', 'llm_orphan']) assert.deepEqual(await processes(join(repo, name, '1')), []);
