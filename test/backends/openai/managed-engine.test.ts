@@ -182,6 +182,26 @@ test('kill -9 of the engine mid-stream: the stream fails UNAVAILABLE, the model 
   assert.deepEqual(await inGroup(before.pgid), [], 'nothing left of the killed engine\'s group');
 });
 
+test('an engine that keeps dying is started again after 1, 2, then 4 s', { skip }, async () => {
+  await s.server.loadModel('llm_unload', {});
+  try {
+    const gaps: number[] = [];
+    for (let i = 0; i < 3; i++) {
+      const e = await engineOf('llm_unload');
+      const t0 = Date.now();
+      process.kill(e.pid, 'SIGKILL');
+      await until(async () => !(await ready('llm_unload')), 'the model to turn unready');
+      await until(() => ready('llm_unload'), 'the model to be ready again', 60_000);
+      gaps.push(Date.now() - t0);
+      assert.notEqual((await engineOf('llm_unload')).pid, e.pid);
+    }
+    // Lower bounds only: a timer never fires early, however busy the machine; it may fire late.
+    assert.ok(gaps[0]! >= 950 && gaps[1]! >= 1950 && gaps[2]! >= 3950, `restarted after ${gaps.join(', ')} ms`);
+  } finally {
+    await s.server.unloadModel('llm_unload');
+  }
+});
+
 test('unload stops the engine and its whole process group', { skip }, async () => {
   await s.server.loadModel('llm_unload', {});
   const e = await engineOf('llm_unload');
