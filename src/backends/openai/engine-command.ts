@@ -53,6 +53,8 @@ export async function engineCommandOf(files: ModelFiles, config: ModelConfig, mo
   const presetName = p('engine');
   const own = p('engine_command');
   if (presetName === undefined && own === undefined) return undefined;
+  // A command is code the server runs: only the repository, never a client's load request, may give one.
+  if (files.configFromRequest) throw invalidArg(`model '${model}': a config given with a load request cannot start an engine (engine, engine_command); put it in the repository's config.pbtxt`);
   if (p('base_url') !== undefined) throw invalidArg(`model '${model}': base_url and engine/engine_command exclude each other: Nereid picks the address of an engine it starts`);
   const preset = presetName === undefined ? undefined : PRESETS[presetName];
   if (presetName !== undefined && !preset) throw invalidArg(`model '${model}': unknown engine '${presetName}'; the presets are ${Object.keys(PRESETS).join(', ')}`);

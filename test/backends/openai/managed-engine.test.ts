@@ -101,6 +101,7 @@ before(async () => {
   // An engine that leaves a process behind in its group when it ends, one that SIGTERM does not end.
   await managedModel('llm_orphan', { engine_command: `sh -c "(trap '' TERM; exec sleep 1000) & exec ${bin} --model {model_file} --port {port} ${ENGINE_ARGS}"` });
   await managedModel('llm_bad_flag', { engine: 'llama-server', engine_binary: bin, engine_args: '--no-such-flag' });
+  await mkdir(join(repo, 'llm_sent', '1'), { recursive: true });
   await managedModel('llm_no_binary', { engine: 'llama-server', engine_binary: '/nonexistent/llama-server' });
   s = await startTestServer({ modelRepositories: [repo], modelControlMode: 'explicit', loadModels: ['llm'] });
 });
@@ -322,6 +323,10 @@ test('an engine command that cannot start is a load error naming its failure', {
     return true;
   });
   await assert.rejects(s.server.loadModel('llm_no_binary', {}), /the engine command '\/nonexistent\/llama-server' could not start: spawn \/nonexistent\/llama-server ENOENT/);
+  // A client that may load models must not be able to make the server run a command of its choosing.
+  const sent = await postJson(`${s.url}/v2/repository/models/llm_sent/load`, { parameters: { config: JSON.stringify({ name: 'llm_sent', backend: 'openai', parameters: { engine_command: { string_value: 'touch {model_dir}/owned --port {port}' } } }) } });
+  assert.equal(sent.status, 400, sent.body.toString());
+  assert.match(sent.json().error, /a config given with a load request cannot start an engine/);
   const r = await request(`${s.url}/v2/models/llm_bad_flag/ready`);
   assert.equal(r.status, 400);
   assert.deepEqual(await processes(join(repo, 'llm_bad_flag', '1')), []);
