@@ -134,7 +134,10 @@ export class GatewayInstance implements BackendInstance {
     let generation = 0;
     try {
       const { kind, body } = engineRequest(r);
-      if (managed) generation = await this.engineUp(managed, r);
+      if (managed) {
+        if (!managed.ready()) await this.engineUp(managed, r);
+        generation = managed.generation;
+      }
       const traceparent = trace === undefined ? undefined : trace.traceparent();
       if (!this.decoupled) {
         const c = await this.engine.complete(kind, body, r.signal, traceparent);
@@ -152,7 +155,7 @@ export class GatewayInstance implements BackendInstance {
     } catch (e) {
       if (!isNereidError(e) || e.code !== 'CANCELLED') this.noteFailure(e);
       if (managed && lostConnection(e) && await managed.diedSince(generation, DEATH_NOTICE_MS)) {
-        r.sender.fail(unavailable(`Failed to process the request(s) for model instance '${this.instanceName}', message: Engine process of model instance '${this.instanceName}' is not healthy.`));
+        r.sender.fail(unavailable(`Failed to process the request(s) for model instance '${this.instanceName}', message: Engine process '${this.instanceName}' is not healthy.`));
         return;
       }
       r.sender.fail(isNereidError(e) ? e : new NereidError('INTERNAL', (e as Error).message));
@@ -161,13 +164,9 @@ export class GatewayInstance implements BackendInstance {
     }
   }
 
-  /**
-   * Waits for an engine Nereid runs to be ready (it is starting again), within the request's timeout or else
-   * the engine timeout; returns the engine's generation the request runs under.
-   */
-  private async engineUp(managed: ManagedEngine, r: BackendRequest): Promise<number> {
-    if (!managed.ready()) await managed.whenReady(r.timeoutUs ? Math.ceil(r.timeoutUs / 1000) : this.engine.settings.timeoutMs, r.signal);
-    return managed.generation;
+  /** Waits for an engine Nereid runs to be ready again, within the request's timeout or else the engine timeout. */
+  private engineUp(managed: ManagedEngine, r: BackendRequest): Promise<void> {
+    return managed.whenReady(r.timeoutUs ? Math.ceil(r.timeoutUs / 1000) : this.engine.settings.timeoutMs, r.signal);
   }
 
   /** A request that could not reach the engine makes the model unready until the next health check passes. */
