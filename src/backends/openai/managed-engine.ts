@@ -43,6 +43,7 @@ export class ManagedEngine {
   private readonly healthTimer: NodeJS.Timeout;
   private checking = false;
   private launching = false;
+  private freshPort = false;
 
   private constructor(private readonly command: EngineCommand, settings: EngineSettings, private port: number, private readonly name: string, private readonly logger: Logger) {
     this.engine = new Engine({ ...settings, baseUrl: `http://${ENGINE_HOST}:${port}` }, command.healthPath);
@@ -222,11 +223,11 @@ export class ManagedEngine {
     if (this.child !== child || this.stopped()) return;
     this.generation++;
     for (const f of [...this.deaths]) f();
-    const wasReady = this.state === 'ready';
-    if (wasReady && Date.now() - this.readyAt >= STABLE_MS) this.backoffMs = RESTART_MIN_MS;
+    if (this.state === 'ready' && Date.now() - this.readyAt >= STABLE_MS) this.backoffMs = RESTART_MIN_MS;
     this.state = 'down';
     this.why = `the engine ${how}; starting it again`;
-    if (!wasReady) return; // a start that failed: launch() reports it, or restart() tries again
+    // A start that failed: launch() reports it, and restart() tries again (or the load fails).
+    if (this.launching || this.restartTimer !== undefined) return;
     this.logger.error(`model '${this.name}': the engine ${how}; starting it again in ${this.backoffMs / 1000} s`);
     this.scheduleRestart();
   }
@@ -234,23 +235,37 @@ export class ManagedEngine {
   private scheduleRestart(): void {
     const wait = this.backoffMs;
     this.backoffMs = Math.min(RESTART_MAX_MS, this.backoffMs * 2);
-    this.restartTimer = setTimeout(() => void this.restart(), wait);
+    this.restartTimer = setTimeout(() => {
+      this.restartTimer = undefined;
+      void this.restart();
+    }, wait);
   }
 
-  /** Starts the engine again; a start that fails tries once more after a longer wait, on a fresh port. */
+  /**
+   * Starts the engine again; a start that fails tries again after a longer wait, on a fresh port (the old one
+   * may be what failed). `launching` covers the whole attempt, so that the failed process's exit schedules
+   * nothing more.
+   */
   private async restart(): Promise<void> {
     if (this.stopped()) return;
+    this.launching = true;
     try {
-      await this.launch();
+      if (this.freshPort) {
+        this.port = await freePort();
+        this.engine.retarget(`http://${ENGINE_HOST}:${this.port}`);
+        this.freshPort = false;
+      }
+      await this.spawnAndWait();
     } catch (e) {
       if (this.stopped()) return;
-      const pid = this.child?.pid;
-      if (pid !== undefined) signalGroup(pid, 'SIGKILL');
       this.why = `the engine could not start again: ${(e as Error).message}`;
       this.logger.error(`model '${this.name}': ${this.why}; trying again in ${this.backoffMs / 1000} s`);
-      this.port = await freePort();
-      this.engine.retarget(`http://${ENGINE_HOST}:${this.port}`);
+      this.freshPort = true;
+      const pid = this.child?.pid;
+      if (pid !== undefined) signalGroup(pid, 'SIGKILL');
       this.scheduleRestart();
+    } finally {
+      this.launching = false;
     }
   }
 

@@ -100,6 +100,8 @@ before(async () => {
   await managedModel('llm_stubborn', { engine_command: `sh -c "trap '' TERM; while true; do ${bin} --model {model_file} --port {port} ${ENGINE_ARGS}; sleep 0.2; done"` });
   // An engine that leaves a process behind in its group when it ends, one that SIGTERM does not end.
   await managedModel('llm_orphan', { engine_command: `sh -c "(trap '' TERM; exec sleep 1000) & exec ${bin} --model {model_file} --port {port} ${ENGINE_ARGS}"` });
+  // Starts llama-server unless the model folder holds a file named 'broken'.
+  await managedModel('llm_flaky', { engine_command: `sh -c "test -e {model_dir}/broken && exit 3; exec ${bin} --model {model_file} --port {port} ${ENGINE_ARGS}"` });
   await managedModel('llm_bad_flag', { engine: 'llama-server', engine_binary: bin, engine_args: '--no-such-flag' });
   await mkdir(join(repo, 'llm_sent', '1'), { recursive: true });
   await managedModel('llm_no_binary', { engine: 'llama-server', engine_binary: '/nonexistent/llama-server' });
@@ -200,6 +202,29 @@ test('an engine that keeps dying is started again after 1, 2, then 4 s', { skip 
     assert.ok(gaps[0]! >= 950 && gaps[1]! >= 1950 && gaps[2]! >= 3950, `restarted after ${gaps.join(', ')} ms`);
   } finally {
     await s.server.unloadModel('llm_unload');
+  }
+});
+
+test('an engine that hangs turns the model unready; killed then, it is started again, past starts that fail', { skip }, async () => {
+  await s.server.loadModel('llm_flaky', {});
+  try {
+    const e = await engineOf('llm_flaky');
+    // Stopped, it neither answers nor exits: the periodic health check (every 5 s) turns the model unready.
+    process.kill(e.pid, 'SIGSTOP');
+    await until(async () => !(await ready('llm_flaky')), 'the hung engine to make the model unready', 60_000);
+    // The next starts fail (exit 3) until the file goes: the model stays unready, and the starts go on.
+    await writeFile(join(repo, 'llm_flaky', 'broken'), '');
+    process.kill(e.pid, 'SIGKILL');
+    await sleep(4000);
+    assert.equal(await ready('llm_flaky'), false);
+    await rm(join(repo, 'llm_flaky', 'broken'));
+    await until(() => ready('llm_flaky'), 'the model to be ready again', 60_000);
+    const now = await engineOf('llm_flaky');
+    assert.notEqual(now.pid, e.pid);
+    const r = await postJson(`${s.url}/v2/models/llm_flaky/generate_stream`, { text_input: 'x', max_tokens: 2 });
+    assert.equal(events(r.body.toString()).at(-1).completion_tokens, 2);
+  } finally {
+    await s.server.unloadModel('llm_flaky');
   }
 });
 
