@@ -16,10 +16,20 @@ const HEALTH_INTERVAL_MS = 5000;
 /** SIGTERM's grace before SIGKILL on unload; shutdown past --exit-timeout-secs kills at once (kill()). */
 const STOP_GRACE_MS = 10_000;
 
-/** Process groups of engines still running, killed if Nereid's process exits before it could stop them. */
+/**
+ * Process groups of engines still running, killed if Nereid's process exits before it could stop them; the
+ * exit hook is there only while the set is not empty.
+ */
 const groups = new Set<number>();
 function killGroups(): void {
   for (const g of groups) signalGroup(g, 'SIGKILL');
+}
+function watchGroup(pgid: number): void {
+  if (groups.size === 0) process.on('exit', killGroups);
+  groups.add(pgid);
+}
+function forgetGroup(pgid: number): void {
+  if (groups.delete(pgid) && groups.size === 0) process.off('exit', killGroups);
 }
 
 /**
@@ -134,7 +144,7 @@ export class ManagedEngine {
       await groupGone(child.pid, graceMs);
       signalGroup(child.pid, 'SIGKILL');
       await groupGone(child.pid, 2000);
-      groups.delete(child.pid);
+      forgetGroup(child.pid);
     }
     await this.engine.close();
   }
@@ -180,10 +190,7 @@ export class ManagedEngine {
         resolve();
       });
     });
-    if (child.pid !== undefined) {
-      if (groups.size === 0) process.once('exit', killGroups);
-      groups.add(child.pid);
-    }
+    if (child.pid !== undefined) watchGroup(child.pid);
     child.stdout!.on('data', (b: Buffer) => output.push(b));
     child.stderr!.on('data', (b: Buffer) => output.push(b));
     void exited.then(() => this.exited(child, exit!, output));
@@ -218,7 +225,7 @@ export class ManagedEngine {
     if (child.pid !== undefined) {
       // What it left in its group goes with it: no orphans hold the port or the GPU.
       signalGroup(child.pid, 'SIGKILL');
-      groups.delete(child.pid);
+      forgetGroup(child.pid);
     }
     if (this.child !== child || this.stopped()) return;
     this.generation++;

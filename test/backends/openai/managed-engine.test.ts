@@ -1,5 +1,6 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { copyFile, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -289,6 +290,27 @@ test('shutdown stops the engines it started within --exit-timeout-secs: no proce
     await until(async () => (await inGroup(pgid)).length === 0, `group ${pgid} to be gone`, 5000);
   }
   for (const name of ['llm_unload', 'llm_stubborn', 'llm_orphan']) assert.deepEqual(await processes(join(repo, name, '1')), []);
+});
+
+test('a process that exits without stopping its server takes its engines with it', { skip }, async () => {
+  const server = new URL('../../../src/server/inference-server.js', import.meta.url).href;
+  const program = `const { InferenceServer } = await import(${JSON.stringify(server)});
+await InferenceServer.create({ modelRepositories: [${JSON.stringify(repo)}], modelControlMode: 'explicit', loadModels: ['llm_unload'] });
+process.stdout.write('loaded\\n');
+setTimeout(() => process.exit(0), 200);`;
+  const child = spawn(process.execPath, ['--input-type=module', '-e', program], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  child.stdout!.on('data', (b: Buffer) => (out += b.toString()));
+  let pgid = 0;
+  await until(async () => {
+    const found = (await processes(join(repo, 'llm_unload', '1', 'model.gguf'))).filter((p) => p.cmdline.startsWith(bin));
+    if (found.length === 1) pgid = found[0]!.pgid;
+    return pgid !== 0 || child.exitCode !== null;
+  }, 'the engine to start');
+  await new Promise((resolve) => (child.exitCode !== null ? resolve(undefined) : child.once('exit', resolve)));
+  assert.match(out, /loaded/);
+  assert.ok(pgid > 0, 'the engine was seen running');
+  await until(async () => (await inGroup(pgid)).length === 0, "the engine's group to be gone", 5000);
 });
 
 test("the engine's output is in Nereid's log under the model's name", { skip }, async () => {
