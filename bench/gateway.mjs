@@ -1,18 +1,20 @@
 #!/usr/bin/env node
 // The gateway backend's cost: tokens/s streaming through Nereid (backend "openai") vs straight to the same
-// llama-server, at concurrency 1 and 4, on the tiny example LLM with a fixed number of generated tokens (end of
-// sequence ignored, greedy), one llama.cpp thread, 4 parallel slots. Nereid runs as it is deployed, `nereid
-// serve` in its own process, and is measured on both of its streaming surfaces: its OpenAI endpoint
-// (/v1/completions, the same request the direct path sends) and Triton's generate_stream. One client, node:http
-// without keep-alive (llama-server closes each stream's connection anyway), the same code for every path.
-// Rounds rotate the order of the paths; figures are medians of the rounds and their ratio. Goal: ≥ 0.95×.
+// llama-server, at concurrency 1 and 8, on the tiny example LLM with a fixed number of generated tokens (end of
+// sequence ignored, greedy), one llama.cpp thread, 8 parallel slots. Nereid runs as it is deployed, `nereid
+// serve` in its own process, and starts the engine itself (the llama-server preset); the direct path talks to
+// that same engine process on the port Nereid gave it. Nereid is measured on both of its streaming surfaces:
+// its OpenAI endpoint (/v1/completions, the same request the direct path sends) and Triton's generate_stream.
+// One client, node:http without keep-alive (llama-server closes each stream's connection anyway), the same code
+// for every path. Rounds rotate the order of the paths; figures are medians of the rounds and their ratio.
+// Goals: tokens/s ≥ 0.95× direct, time to first token within 1 ms of direct. CPU per token is each process's
+// own (utime + stime from /proc): the engine's, and the hop's (the pipe proxy's, or Nereid's).
 // Needs llama-server (node scripts/build-llama-server.mjs).
 // Usage: ./node_modules/.bin/tsc -p . && node bench/gateway.mjs [--quick] [--tokens N] [--rounds N]
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
-import { createServer } from 'node:net';
-import { loadavg, tmpdir } from 'node:os';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
@@ -34,38 +36,32 @@ if (!existsSync(bin)) {
   process.exit(1);
 }
 
-function freePort() {
-  return new Promise((resolve) => {
-    const srv = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = srv.address();
-      srv.close(() => resolve(port));
-    });
-  });
-}
-
 const children = [];
 const repo = mkdtempSync(join(tmpdir(), 'nereid-bench-gateway-'));
-// The servers this script starts go with it, also when it fails half-way.
+let enginePid = 0;
+// The servers this script starts go with it, also when it fails half-way: Nereid's engine with its group.
 process.on('exit', () => {
   for (const c of children) c.kill('SIGKILL');
+  if (enginePid) {
+    try {
+      process.kill(-enginePid, 'SIGKILL');
+    } catch {
+      // gone already
+    }
+  }
   rmSync(repo, { recursive: true, force: true });
 });
 
-const enginePort = await freePort();
-const engine = spawn(bin, ['-m', MODEL, '--host', '127.0.0.1', '--port', String(enginePort), '-t', '1', '-c', '4096', '-np', '4', '--no-webui'], { stdio: 'ignore' });
-children.push(engine);
-for (let i = 0; ; i++) {
-  if (await fetch(`http://127.0.0.1:${enginePort}/health`).then((r) => r.ok, () => false)) break;
-  if (i > 300) throw new Error('llama-server did not start');
-  await sleep(100);
-}
-
+const SLOTS = 8;
 mkdirSync(join(repo, 'llm', '1'), { recursive: true });
+copyFileSync(MODEL, join(repo, 'llm', '1', 'model.gguf'));
 writeFileSync(join(repo, 'llm', 'config.pbtxt'), `name: "llm"
 backend: "openai"
 max_batch_size: 0
 model_transaction_policy { decoupled: true }
-parameters { key: "base_url" value { string_value: "http://127.0.0.1:${enginePort}" } }
+parameters { key: "engine" value { string_value: "llama-server" } }
+parameters { key: "engine_binary" value { string_value: "${bin}" } }
+parameters { key: "engine_args" value { string_value: "-t 1 -c ${512 * SLOTS} -np ${SLOTS} --no-webui" } }
 parameters { key: "model_id" value { string_value: "tiny" } }
 `);
 const nereid = spawn(process.execPath, [join(ROOT, 'bin/nereid.js'), 'serve', '--model-repository', repo, '--http-port=0', '--http-address=127.0.0.1',
@@ -78,15 +74,25 @@ const ports = await new Promise((resolve, reject) => {
     out += b.toString();
     found.http ??= /Started HTTPService at [^:]+:(\d+)/.exec(out)?.[1];
     found.openai ??= /Started OpenAI-compatible service at [^:]+:(\d+)/.exec(out)?.[1];
-    if (found.http && found.openai) resolve({ http: Number(found.http), openai: Number(found.openai) });
+    found.engine ??= /started the engine \(pid (\d+)\) on 127\.0\.0\.1:(\d+)/.exec(out)?.slice(1);
+    if (found.http && found.openai && found.engine) {
+      nereid.stdout.off('data', onData);
+      nereid.stderr.off('data', onData);
+      // Nereid's log (and the engine's output in it) is not read further: drained, not kept.
+      nereid.stdout.resume();
+      nereid.stderr.resume();
+      resolve({ http: Number(found.http), openai: Number(found.openai), enginePid: Number(found.engine[0]), engine: Number(found.engine[1]) });
+    }
   };
   nereid.stdout.on('data', onData);
   nereid.stderr.on('data', onData);
   nereid.once('exit', (code) => reject(new Error(`nereid exited with ${code}:\n${out}`)));
 });
+enginePid = ports.enginePid;
+const enginePort = ports.engine;
 for (let i = 0; ; i++) {
   if (await fetch(`http://127.0.0.1:${ports.http}/v2/models/llm/ready`).then((r) => r.ok, () => false)) break;
-  if (i > 300) throw new Error('the gateway model did not become ready');
+  if (i > 600) throw new Error('the gateway model did not become ready');
   await sleep(50);
 }
 
@@ -133,30 +139,35 @@ const paths = [
 
 /** CPU seconds a process has used, all its threads (utime + stime from /proc, in clock ticks of 10 ms). */
 function cpuSeconds(pid) {
-  const f = readFileSync(`/proc/${pid}/stat`, 'utf8').slice(readFileSync(`/proc/${pid}/stat`, 'utf8').lastIndexOf(')') + 2).split(' ');
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return (Number(f[11]) + Number(f[12])) / 100;
 }
 
 /**
- * tokens/s of `concurrency` streams at once, their median time to first token, and the CPU seconds llama-server
- * and Nereid used meanwhile.
+ * tokens/s of `concurrency` streams at once, their median time to first token, and the CPU seconds llama-server,
+ * Nereid and the pipe proxy used meanwhile.
  */
 async function round(run, concurrency, seed) {
-  const e0 = cpuSeconds(engine.pid);
-  const n0 = cpuSeconds(nereid.pid) + cpuSeconds(proxy.pid);
+  const cpu = () => [cpuSeconds(enginePid), cpuSeconds(nereid.pid), cpuSeconds(proxy.pid)];
+  const c0 = cpu();
   const t0 = performance.now();
   const rs = await Promise.all(Array.from({ length: concurrency }, (_, k) => run(seed * 10 + k)));
   const seconds = (performance.now() - t0) / 1000;
+  const c1 = cpu();
   const tokens = rs.reduce((n, r) => n + r.tokens, 0);
-  return { tps: tokens / seconds, ttft: median(rs.map((r) => r.first)), tokens, engineCpu: cpuSeconds(engine.pid) - e0, proxyCpu: cpuSeconds(nereid.pid) + cpuSeconds(proxy.pid) - n0 };
+  return { tps: tokens / seconds, ttft: median(rs.map((r) => r.first)), tokens, engineCpu: c1[0] - c0[0], nereidCpu: c1[1] - c0[1], proxyCpu: c1[2] - c0[2] };
 }
 const sum = (xs) => xs.reduce((a, b) => a + b, 0);
 const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 for (const [, run] of paths) await round(run, 2, 0); // warm-up
-const load0 = loadavg()[0];
-console.log(`== gateway: ${TOKENS} tokens per stream, tiny_llm, llama-server -t 1 -np 4; medians of ${ROUNDS} rounds, order rotating ==`);
-for (const c of [1, 4]) {
+const load0 = loadavg();
+console.log(`== gateway: ${TOKENS} tokens per stream, tiny_llm, llama-server -t 1 -np ${SLOTS} started by Nereid; medians of ${ROUNDS} rounds, order rotating ==`);
+/** The hop's own CPU on each path: none direct, the pipe proxy's, Nereid's. */
+const hopCpu = { direct: () => 0, 'pipe proxy': (r) => r.proxyCpu, 'nereid openai': (r) => r.nereidCpu, 'nereid generate_stream': (r) => r.nereidCpu };
+const table = [];
+for (const c of [1, SLOTS]) {
   const results = new Map(paths.map(([name]) => [name, []]));
   for (let i = 0; i < ROUNDS; i++) {
     for (let k = 0; k < paths.length; k++) {
@@ -164,21 +175,23 @@ for (const c of [1, 4]) {
       results.get(name).push(await round(run, c, i + 1));
     }
   }
-  const s = new Map([...results].map(([name, rs]) => [name, { tps: median(rs.map((r) => r.tps)), ttft: median(rs.map((r) => r.ttft)) }]));
-  const d = s.get('direct');
-  console.log(`c=${c}: ${[...s].map(([name, x]) => `${name} ${x.tps.toFixed(0)} tok/s (TTFT ${x.ttft.toFixed(2)} ms)`).join(', ')}`);
+  const d = { tps: median(results.get('direct').map((r) => r.tps)), ttft: median(results.get('direct').map((r) => r.ttft)) };
   for (const [name, rs] of results) {
     const tokens = sum(rs.map((r) => r.tokens));
-    console.log(`  ${name}: CPU per token, llama-server ${(1e6 * sum(rs.map((r) => r.engineCpu)) / tokens).toFixed(0)} µs, proxy ${(1e6 * sum(rs.map((r) => r.proxyCpu)) / tokens).toFixed(0)} µs`);
-  }
-  for (const name of ['pipe proxy', 'nereid openai', 'nereid generate_stream']) {
-    const ratio = s.get(name).tps / d.tps;
-    console.log(`  ${name} / direct: ${ratio.toFixed(3)} ${ratio >= 0.95 ? 'pass' : 'FAIL'} (goal >= 0.95); TTFT +${(s.get(name).ttft - d.ttft).toFixed(2)} ms${name === 'pipe proxy' ? '' : `; vs the pipe proxy ${(s.get(name).tps / s.get('pipe proxy').tps).toFixed(3)}`}`);
-  }
-  for (const [name, rs] of results) {
+    const tps = median(rs.map((r) => r.tps));
+    const ttft = median(rs.map((r) => r.ttft));
     const off = rs.map((r) => r.tokens).filter((n) => n !== TOKENS * c);
-    if (off.length > 0) console.log(`  note: ${name} rounds streamed ${off.join(', ')} tokens instead of ${TOKENS * c}`);
+    table.push({
+      streams: c, path: name, 'tok/s': tps.toFixed(0), 'x direct': (tps / d.tps).toFixed(3), 'TTFT ms': ttft.toFixed(2), 'TTFT +ms': (ttft - d.ttft).toFixed(2),
+      'engine µs/tok': (1e6 * sum(rs.map((r) => r.engineCpu)) / tokens).toFixed(0), 'hop µs/tok': (1e6 * sum(rs.map(hopCpu[name])) / tokens).toFixed(0),
+      goals: name === 'direct' ? '' : `${tps / d.tps >= 0.95 ? 'pass' : 'FAIL'} tok/s, ${ttft - d.ttft <= 1 ? 'pass' : 'FAIL'} TTFT${off.length ? `; ${off.length} rounds short of ${TOKENS * c} tokens` : ''}`,
+    });
   }
 }
-console.log(`load average ${load0.toFixed(2)} before, ${loadavg()[0].toFixed(2)} after`);
+console.table(table);
+const load1 = loadavg();
+console.log(`load average (1, 5, 15 min): ${load0.map((x) => x.toFixed(2)).join(' ')} before, ${load1.map((x) => x.toFixed(2)).join(' ')} after; ${cpus().length} CPUs`);
+// Nereid stops the engine it started (SIGTERM, then its group): no llama-server is left behind.
+nereid.kill('SIGTERM');
+await new Promise((resolve) => nereid.once('exit', resolve));
 process.exit(0);

@@ -224,6 +224,12 @@ export interface BackendInstance {
    */
   engineLoad?(): Promise<EngineLoad | undefined>;
   /**
+   * The Prometheus exposition text of an engine the server runs for this instance (a managed engine), which the
+   * server's metrics re-export under the model's labels; `engine` identifies it, so that instances sharing one
+   * are read once. Absent, or undefined, where there is none. Never rejects.
+   */
+  engineMetrics?(): Promise<{ readonly engine: object; readonly text: string } | undefined>;
+  /**
    * What the instance holds in memory as its engine reports it, read once the instance is loaded: `bytes`,
    * and `external` true when they live outside Nereid's process (a Python stub's process, an engine run
    * elsewhere) so that the process's RSS does not show them. Absent where the engine reports nothing.

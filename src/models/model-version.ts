@@ -163,6 +163,15 @@ export class ModelVersion {
     return { waiting, running, kvCacheUsage: kvCapacity > 0 ? kvUsed / kvCapacity : undefined };
   }
 
+  /** The exposition texts of the engines the server runs for its instances (each once); [] when none. */
+  async engineMetrics(): Promise<string[]> {
+    if (!this.instances.some((i) => i.engineMetrics)) return [];
+    const read = await Promise.all(this.instances.map((i) => i.engineMetrics?.()));
+    const engines = new Map<object, string>();
+    for (const r of read) if (r && !engines.has(r.engine)) engines.set(r.engine, r.text);
+    return [...engines.values()];
+  }
+
   infer(request: InferenceRequest): Promise<InferenceResponse> {
     return new Promise((resolve, reject) => this.inferTo(request, resolve, reject));
   }

@@ -114,10 +114,12 @@ class LimitedInstance implements BackendInstance {
     // What the engine reports passes through, present only where the inner instance has it.
     if (inner.memory) this.memory = () => inner.memory!();
     if (inner.engineLoad) this.engineLoad = () => inner.engineLoad!();
+    if (inner.engineMetrics) this.engineMetrics = () => inner.engineMetrics!();
   }
 
   readonly memory?: () => InstanceMemory;
   readonly engineLoad?: () => Promise<EngineLoad | undefined>;
+  readonly engineMetrics?: BackendInstance['engineMetrics'];
 
   async execute(requests: readonly BackendRequest[]): Promise<ExecutionTimes> {
     await this.limiter.acquire(this);

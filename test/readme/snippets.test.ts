@@ -25,6 +25,8 @@ const NOT_RUN: { has: string; why: string }[] = [
   { has: '--model-repository /path/to/models', why: 'a placeholder path; the flags are tested in test/cli' },
   { has: 'scrape_configs:', why: "Prometheus's config, not Nereid's; test/frontends/metrics/prometheus.test.ts scrapes with one like it" },
   { has: 'llama_vllm/generate_stream', why: 'needs a vLLM engine at http://vllm:8000' },
+  { has: 'name: "llama_vllm_managed"', why: 'starts vLLM, which needs its GPU build; test/backends/openai/managed-engine.test.ts runs the llama-server preset' },
+  { has: 'name: "qwen_sglang_managed"', why: 'starts SGLang, which needs its GPU build; test/backends/openai/managed-engine.test.ts runs the llama-server preset' },
   { has: 'docker build -f deploy/Dockerfile', why: 'no container engine on the test machines; test/deploy/dockerfile.test.ts checks the Dockerfile and test/scripts/runtime-tree.test.ts serves its runtime tree' },
   { has: 'kubectl apply', why: 'needs a Kubernetes cluster; test/deploy/kubernetes.test.ts renders and validates every kustomization' },
   { has: 'npx nereid perf -m simple --concurrency-range 1:8:1', why: 'sweeps that measure for minutes against the default ports (gRPC included); test/tools/perf/perf-command.test.ts runs each of these modes with short windows' },

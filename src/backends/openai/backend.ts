@@ -2,7 +2,9 @@ import { invalidArg } from '../../errors.js';
 import type { ModelConfig } from '../../config/types.js';
 import type { Backend, BackendInstance, InstanceSpec, ModelFiles } from '../backend.js';
 import { Engine, type EngineSettings } from './engine.js';
-import { GatewayInstance } from './instance.js';
+import { engineCommandOf } from './engine-command.js';
+import { GatewayInstance, type SharedEngine } from './instance.js';
+import { ManagedEngine } from './managed-engine.js';
 
 /**
  * Backend "openai": the server as a gateway to an engine that runs on its own — vLLM, SGLang, TGI, llama.cpp's
@@ -17,6 +19,10 @@ import { GatewayInstance } from './instance.js';
  * parameters { key: "timeout_ms" value { string_value: "600000" } }          # optional
  * parameters { key: "max_retries" value { string_value: "2" } }              # optional: connection failures only
  * ```
+ *
+ * Or Nereid runs the engine itself: `engine` names a preset (llama-server, vllm, sglang, tgi) or
+ * `engine_command` gives a command line with placeholders ({port}, {model_dir}, {model_file}, …); see
+ * engine-command.ts and managed-engine.ts. base_url is then Nereid's own choice and must not be given.
  *
  * Requests use Triton's LLM tensors: `text_input` in, `text_output` out, sampling as request parameters
  * (max_tokens, temperature, top_p, top_k, seed, stop, …); a `messages` parameter (chat messages as JSON) makes it
@@ -40,44 +46,61 @@ export function createOpenAiBackend(): Backend {
     },
 
     async createInstance(spec: InstanceSpec): Promise<BackendInstance> {
-      return GatewayInstance.create(spec, engines.share(spec));
+      return GatewayInstance.create(spec, await engines.share(spec));
     },
   };
 }
 
 /**
- * One engine (one connection pool) per model version and settings, shared by its instances; it closes with the
- * last of them. The settings are part of the key: a model reloaded with another base_url (or key, or timeout)
- * gets a new engine while the old version's instances still serve on theirs.
+ * One engine (one connection pool, and the engine's process when Nereid runs it) per model version and
+ * settings, shared by its instances; it closes with the last of them. The settings are part of the key: a model
+ * reloaded with another base_url (or command, or key, or timeout) gets a new engine while the old version's
+ * instances still serve on theirs.
  */
 class EngineShares {
-  private readonly engines = new Map<string, { engine: Engine; users: number }>();
+  private readonly engines = new Map<string, { started: Promise<{ engine: Engine; managed?: ManagedEngine }>; users: number }>();
 
-  share(spec: InstanceSpec): { engine: Engine; release(): Promise<void> } {
-    const settings = settingsOf(spec.config, spec.name);
-    const key = `${spec.modelDir}\u0000${spec.version}\u0000${JSON.stringify(settings)}`;
+  async share(spec: InstanceSpec): Promise<SharedEngine> {
+    const managedConfig = spec.config.parameters?.['engine'] !== undefined || spec.config.parameters?.['engine_command'] !== undefined;
+    const settings = settingsOf(spec.config, spec.name, managedConfig);
+    const key = `${spec.modelDir}\u0000${spec.version}\u0000${JSON.stringify(settings)}\u0000${JSON.stringify(spec.config.parameters ?? {})}`;
     let e = this.engines.get(key);
     if (!e) {
-      e = { engine: new Engine(settings), users: 0 };
+      e = { started: start(spec, settings), users: 0 };
       this.engines.set(key, e);
     }
     e.users++;
     const entry = e;
-    return {
-      engine: entry.engine,
-      release: async () => {
-        if (--entry.users > 0) return;
-        this.engines.delete(key);
-        await entry.engine.close();
-      },
+    const release = async (): Promise<void> => {
+      if (--entry.users > 0) return;
+      if (this.engines.get(key) === entry) this.engines.delete(key);
+      const started = await entry.started.catch(() => undefined);
+      await (started?.managed ? started.managed.stop() : started?.engine.close());
     };
+    try {
+      const started = await entry.started;
+      return { ...started, release };
+    } catch (err) {
+      // A start that failed is not kept: the next load starts afresh.
+      if (this.engines.get(key) === entry) this.engines.delete(key);
+      entry.users--;
+      throw err;
+    }
   }
 }
 
+async function start(spec: InstanceSpec, settings: EngineSettings): Promise<{ engine: Engine; managed?: ManagedEngine }> {
+  const command = await engineCommandOf(spec, spec.config, settings.modelId);
+  if (!command) return { engine: new Engine(settings) };
+  const managed = await ManagedEngine.start(command, settings, spec.name, spec.logger);
+  return { engine: managed.engine, managed };
+}
+
 /** The engine settings from the config's parameters; the API key from the environment variable they name. */
-export function settingsOf(config: ModelConfig, model: string): EngineSettings {
+export function settingsOf(config: ModelConfig, model: string, managed = false): EngineSettings {
   const p = (k: string): string | undefined => config.parameters?.[k]?.string_value;
-  const baseUrl = p('base_url');
+  // An engine Nereid starts gets its address when it starts: a placeholder until then.
+  const baseUrl = managed && p('base_url') === undefined ? 'http://127.0.0.1' : p('base_url');
   if (!baseUrl) throw invalidArg(`model '${model}' (backend openai) needs the parameter base_url, the engine's address`);
   let url: URL;
   try {

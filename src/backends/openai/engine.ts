@@ -36,6 +36,9 @@ export type EngineBody = Record<string, unknown>;
  */
 const LOAD_REUSE_MS = 250;
 
+/** Longest /metrics text read from an engine: a runaway engine cannot make a scrape hold more. */
+const MAX_METRICS_TEXT = 4 * 1024 * 1024;
+
 const CONNECT_ERRORS = new Set(['ECONNREFUSED', 'ECONNRESET', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'ENOTFOUND', 'UND_ERR_SOCKET', 'UND_ERR_CONNECT_TIMEOUT']);
 
 /**
@@ -44,14 +47,15 @@ const CONNECT_ERRORS = new Set(['ECONNREFUSED', 'ECONNRESET', 'EHOSTUNREACH', 'E
  * says is mapped to a NereidError naming the engine, so a client can tell a bad request from a broken engine.
  */
 export class Engine {
-  private readonly pool: Pool;
-  private readonly root: URL;
+  private pool: Pool;
+  private root: URL;
   private readonly headers: Record<string, string>;
-  private lastLoad: { at: number; value: Promise<EngineMetrics | undefined> } | undefined;
+  private lastMetrics: { at: number; value: Promise<string | undefined> } | undefined;
 
-  constructor(readonly settings: EngineSettings) {
-    this.root = new URL(settings.baseUrl.replace(/\/+$/, '').replace(/\/v1$/, ''));
-    this.pool = new Pool(this.root.origin, { connections: settings.connections, headersTimeout: settings.timeoutMs, bodyTimeout: settings.timeoutMs });
+  /** `healthPath`: the one path that tells the engine's health (an engine Nereid starts); absent: /health, else /v1/models. */
+  constructor(readonly settings: EngineSettings, private readonly healthPath?: string) {
+    this.root = rootOf(settings.baseUrl);
+    this.pool = this.connect();
     this.headers = { 'content-type': 'application/json', accept: 'application/json, text/event-stream' };
     if (settings.apiKey) this.headers['authorization'] = `Bearer ${settings.apiKey}`;
   }
@@ -60,9 +64,24 @@ export class Engine {
     return `engine ${this.root.origin}${this.root.pathname === '/' ? '' : this.root.pathname} (model '${this.settings.modelId}')`;
   }
 
+  /**
+   * Talks to the engine at another address from now on (an engine Nereid restarted on another port); requests
+   * still on the old connections fail.
+   */
+  retarget(baseUrl: string): void {
+    const old = this.pool;
+    this.root = rootOf(baseUrl);
+    this.pool = this.connect();
+    void old.destroy().catch(() => undefined);
+  }
+
+  private connect(): Pool {
+    return new Pool(this.root.origin, { connections: this.settings.connections, headersTimeout: this.settings.timeoutMs, bodyTimeout: this.settings.timeoutMs });
+  }
+
   /** True when the engine answers its health check (GET /health, else GET /v1/models) with a 2xx. */
   async healthy(signal?: AbortSignal): Promise<boolean> {
-    for (const path of ['/health', '/v1/models']) {
+    for (const path of this.healthPath ? [this.healthPath] : ['/health', '/v1/models']) {
       try {
         const r = await this.pool.request({ method: 'GET', path: this.path(path), headers: this.headers, signal, headersTimeout: 5000, bodyTimeout: 5000 });
         await r.body.dump();
@@ -78,24 +97,42 @@ export class Engine {
   /**
    * The load the engine reports on GET /metrics (vLLM, SGLang, TGI, TensorRT-LLM; llama-server with --metrics),
    * for the model this engine serves: undefined when there is no such endpoint or it says nothing of requests.
-   * Never rejects; one reading serves every caller for LOAD_REUSE_MS.
+   * Never rejects.
    */
-  load(): Promise<EngineMetrics | undefined> {
+  async load(): Promise<EngineMetrics | undefined> {
+    const text = await this.metricsText();
+    return text === undefined ? undefined : engineMetrics(text, this.settings.modelId);
+  }
+
+  /**
+   * The text of the engine's GET /metrics (undefined when it has none), at most MAX_METRICS_TEXT
+   * characters. Never rejects; one reading serves every caller for LOAD_REUSE_MS (a scrape asks for the load
+   * and, of an engine Nereid runs, the whole text).
+   */
+  metricsText(): Promise<string | undefined> {
     const now = Date.now();
-    if (this.lastLoad && now - this.lastLoad.at < LOAD_REUSE_MS) return this.lastLoad.value;
-    const value = this.readLoad();
-    this.lastLoad = { at: now, value };
+    if (this.lastMetrics && now - this.lastMetrics.at < LOAD_REUSE_MS) return this.lastMetrics.value;
+    const value = this.readMetrics();
+    this.lastMetrics = { at: now, value };
     return value;
   }
 
-  private async readLoad(): Promise<EngineMetrics | undefined> {
+  private async readMetrics(): Promise<string | undefined> {
     try {
       const r = await this.pool.request({ method: 'GET', path: this.path('/metrics'), headers: this.headers, headersTimeout: 2000, bodyTimeout: 2000 });
       if (r.statusCode < 200 || r.statusCode >= 300) {
         await r.body.dump();
         return undefined;
       }
-      return engineMetrics(await r.body.text(), this.settings.modelId);
+      let text = '';
+      for await (const chunk of r.body) {
+        text += (chunk as Buffer).toString('utf8');
+        if (text.length > MAX_METRICS_TEXT) {
+          r.body.destroy();
+          break;
+        }
+      }
+      return text.slice(0, MAX_METRICS_TEXT);
     } catch {
       return undefined;
     }
@@ -202,6 +239,10 @@ export class Engine {
       throw engineError(r.statusCode, json, this.description);
     }
   }
+}
+
+function rootOf(baseUrl: string): URL {
+  return new URL(baseUrl.replace(/\/+$/, '').replace(/\/v1$/, ''));
 }
 
 function parseJson(text: string, engine: string): unknown {

@@ -1,10 +1,18 @@
-import { NereidError, invalidArg, isNereidError } from '../../errors.js';
+import { NereidError, invalidArg, isNereidError, unavailable } from '../../errors.js';
 import { NO_RESPONSE, type Parameters } from '../../inference/index.js';
 import type { Logger } from '../../observability/logger.js';
 import { utf8 } from '../../tensor/bytes.js';
 import type { Tensor } from '../../tensor/tensor.js';
-import type { BackendInstance, BackendRequest, EngineLoad, ExecutionTimes, InstanceMemory, InstanceSpec } from '../backend.js';
+import { READY_INSTANCE, type BackendInstance, type BackendRequest, type EngineLoad, type ExecutionTimes, type InstanceMemory, type InstanceSpec, type InstanceStatus } from '../backend.js';
 import type { Completion, Engine, EngineBody } from './engine.js';
+import type { ManagedEngine } from './managed-engine.js';
+
+/** The engine an instance talks to, shared by the model's instances; `managed` when Nereid runs it. */
+export interface SharedEngine {
+  readonly engine: Engine;
+  readonly managed?: ManagedEngine | undefined;
+  release(): Promise<void>;
+}
 
 /** Request parameters passed to the engine as they are (OpenAI's names); the engine honours or refuses each. */
 const SAMPLING = ['max_tokens', 'temperature', 'top_p', 'top_k', 'seed', 'presence_penalty', 'frequency_penalty', 'repetition_penalty', 'min_p', 'best_of', 'ignore_eos'] as const;
@@ -12,6 +20,8 @@ const SAMPLING = ['max_tokens', 'temperature', 'top_p', 'top_k', 'seed', 'presen
 const NO_PLACE = ['logprobs', 'top_logprobs'] as const;
 
 const HEALTH_INTERVAL_MS = 5000;
+/** How long a failed request waits to learn whether its engine died (the broken connection comes first). */
+const DEATH_NOTICE_MS = 2000;
 const ELSEWHERE: InstanceMemory = Object.freeze({ bytes: 0, external: true });
 const decoder = new TextDecoder();
 
@@ -22,32 +32,50 @@ const decoder = new TextDecoder();
  */
 export class GatewayInstance implements BackendInstance {
   private healthy = true;
-  private readonly timer: NodeJS.Timeout;
+  private readonly timer: NodeJS.Timeout | undefined;
   private checking = false;
+  private readonly managed: ManagedEngine | undefined;
 
   private constructor(
     private readonly engine: Engine,
-    private readonly release: () => Promise<void>,
+    shared: SharedEngine,
     private readonly decoupled: boolean,
     private readonly outputName: string,
     private readonly logger: Logger,
+    private readonly instanceName: string,
   ) {
-    this.timer = setInterval(() => void this.check(), HEALTH_INTERVAL_MS).unref();
+    this.release = () => shared.release();
+    this.managed = shared.managed;
+    // An engine Nereid runs is watched by its supervisor; one that runs elsewhere by each instance.
+    this.timer = this.managed ? undefined : setInterval(() => void this.check(), HEALTH_INTERVAL_MS).unref();
   }
 
-  static async create(spec: InstanceSpec, shared: { engine: Engine; release(): Promise<void> }): Promise<GatewayInstance> {
+  private readonly release: () => Promise<void>;
+
+  static async create(spec: InstanceSpec, shared: SharedEngine): Promise<GatewayInstance> {
     const decoupled = spec.config.model_transaction_policy?.decoupled ?? false;
     const output = spec.config.output.find((o) => o.data_type === 'TYPE_STRING');
     if (!output) throw invalidArg(`model '${spec.name}' (backend openai) needs a TYPE_STRING output for the text (text_output)`);
     if (!spec.config.input.some((i) => i.data_type === 'TYPE_STRING')) throw invalidArg(`model '${spec.name}' (backend openai) needs a TYPE_STRING input for the prompt (text_input)`);
-    const instance = new GatewayInstance(shared.engine, () => shared.release(), decoupled, output.name, spec.logger);
+    const instance = new GatewayInstance(shared.engine, shared, decoupled, output.name, spec.logger, spec.instanceName);
+    if (instance.managed) return instance;
     await instance.check();
     if (!instance.healthy) spec.logger.warn(`model '${spec.name}': ${shared.engine.description} does not answer its health check; the model is not ready until it does`);
     return instance;
   }
 
   ready(): boolean {
-    return this.healthy;
+    return this.managed ? this.managed.ready() : this.healthy;
+  }
+
+  status(): InstanceStatus {
+    if (this.ready()) return READY_INSTANCE;
+    return { ready: false, hung: false, reason: this.managed ? this.managed.reason() : `${this.engine.description} does not answer its health check` };
+  }
+
+  /** Shutdown past --exit-timeout-secs: the engine Nereid runs is killed with its whole process group. */
+  kill(): void {
+    this.managed?.kill();
   }
 
   /** Nothing in this process: the engine runs elsewhere and holds the model there. */
@@ -67,6 +95,13 @@ export class GatewayInstance implements BackendInstance {
     };
   }
 
+  /** The whole /metrics text of the engine Nereid runs for this model; none for an engine run elsewhere. */
+  async engineMetrics(): Promise<{ engine: object; text: string } | undefined> {
+    if (!this.managed) return undefined;
+    const text = await this.engine.metricsText();
+    return text === undefined ? undefined : { engine: this.engine, text };
+  }
+
   async execute(requests: readonly BackendRequest[]): Promise<ExecutionTimes> {
     const start = process.hrtime.bigint();
     const calls = requests.map((r) => this.run(r));
@@ -77,7 +112,7 @@ export class GatewayInstance implements BackendInstance {
   }
 
   async close(): Promise<void> {
-    clearInterval(this.timer);
+    if (this.timer) clearInterval(this.timer);
     await this.release();
   }
 
@@ -97,8 +132,14 @@ export class GatewayInstance implements BackendInstance {
   private async run(r: BackendRequest): Promise<void> {
     const trace = r.trace;
     const started = trace === undefined ? 0n : process.hrtime.bigint();
+    const managed = this.managed;
+    let generation = 0;
     try {
       const { kind, body } = engineRequest(r);
+      if (managed) {
+        if (!managed.ready()) await this.engineUp(managed, r);
+        generation = managed.generation;
+      }
       const traceparent = trace === undefined ? undefined : trace.traceparent();
       if (!this.decoupled) {
         const c = await this.engine.complete(kind, body, r.signal, traceparent);
@@ -115,10 +156,19 @@ export class GatewayInstance implements BackendInstance {
       else r.sender.send(NO_RESPONSE, true);
     } catch (e) {
       if (!isNereidError(e) || e.code !== 'CANCELLED') this.noteFailure(e);
+      if (managed && lostConnection(e) && await managed.diedSince(generation, DEATH_NOTICE_MS)) {
+        r.sender.fail(unavailable(`Failed to process the request(s) for model instance '${this.instanceName}', message: Engine process '${this.instanceName}' is not healthy.`));
+        return;
+      }
       r.sender.fail(isNereidError(e) ? e : new NereidError('INTERNAL', (e as Error).message));
     } finally {
       if (trace !== undefined) trace.phase?.('engine', started, process.hrtime.bigint());
     }
+  }
+
+  /** Waits for an engine Nereid runs to be ready again, within the request's timeout or else the engine timeout. */
+  private engineUp(managed: ManagedEngine, r: BackendRequest): Promise<void> {
+    return managed.whenReady(r.timeoutUs ? Math.ceil(r.timeoutUs / 1000) : this.engine.settings.timeoutMs, r.signal);
   }
 
   /** A request that could not reach the engine makes the model unready until the next health check passes. */
@@ -129,6 +179,11 @@ export class GatewayInstance implements BackendInstance {
   private text(s: string): Tensor {
     return { name: this.outputName, datatype: 'BYTES', shape: [1], data: [utf8(s)] };
   }
+}
+
+/** A failure of the connection to the engine (rather than an answer of the engine's). */
+function lostConnection(e: unknown): boolean {
+  return isNereidError(e) && e.code === 'UNAVAILABLE' && /unreachable|broke off|stopped streaming|did not answer/.test(e.message);
 }
 
 /**

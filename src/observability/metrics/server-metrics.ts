@@ -2,6 +2,7 @@ import { Gauge, Registry, type Metric } from 'prom-client';
 import type { ModelStatistics } from '../statistics.js';
 import { CpuPoller } from './cpu.js';
 import { cacheFamilies, engineLoadFamilies, histogramFamilies, inferenceFamilies, limitRefusalFamily, modelLoadFamilies, nereidFamilies, summaryFamilies, type EngineGauges, type ScrapeFamily, type ScrapedLoad, type ScrapedVersion } from './families.js';
+import { relabelledExposition } from './engine-exposition.js';
 import { MetricModelReporter, type VersionInfo } from './reporter.js';
 import { DEFAULT_METRICS_SETTINGS, type MetricsSettings } from './settings.js';
 import { AGE_BUCKETS, SUMMARY_MAX_AGE_MS } from './summary.js';
@@ -22,6 +23,8 @@ export interface MetricsVersion {
   status(): { readonly hung: number };
   /** A text model's engine load (see engineLoadFamilies); absent or undefined: not reported. */
   engineLoad?(): Promise<EngineGauges | undefined>;
+  /** Exposition texts of the engines the server runs for it, re-exported under its labels; absent: none. */
+  engineMetrics?(): Promise<string[]>;
 }
 
 export interface MetricsOptions {
@@ -93,7 +96,8 @@ export class ServerMetrics {
   /** The exposition text (Prometheus text format 0.0.4). */
   async text(): Promise<string> {
     await this.cpu?.settled();
-    return this.registry.metrics();
+    const [own, engines] = await Promise.all([this.registry.metrics(), this.engineTexts()]);
+    return engines.length === 0 ? own : own + relabelledExposition(engines);
   }
 
   get contentType(): string {
@@ -124,6 +128,17 @@ export class ServerMetrics {
       asked.push(v.engineLoad().then((gauges) => (gauges ? { labels: reporter.labels, gauges } : undefined), () => undefined));
     }
     return (await Promise.all(asked)).filter((l): l is ScrapedLoad => l !== undefined);
+  }
+
+  /** The engines' own metrics, with the labels of the model version each serves; asked at scrape time. */
+  private async engineTexts(): Promise<{ labels: Readonly<Record<string, string>>; text: string }[]> {
+    const asked: Promise<{ labels: Readonly<Record<string, string>>; text: string }[]>[] = [];
+    for (const v of this.versions()) {
+      const reporter = this.reporters.get(v.stats);
+      if (!reporter || !v.engineMetrics) continue;
+      asked.push(v.engineMetrics().then((texts) => texts.map((text) => ({ labels: reporter.labels, text })), () => []));
+    }
+    return (await Promise.all(asked)).flat();
   }
 
   private rotate(): void {
