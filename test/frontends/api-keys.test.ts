@@ -286,9 +286,14 @@ test('quota: past its rate a key is answered 429 with Retry-After, on every port
 test('quota: a key at its concurrency limit is refused until its request in flight is over', async () => {
   const url = `${p.url}/v2/models/simple/infer`;
   // A request whose body has not all arrived is in flight from its head on.
+  const admitted = async (): Promise<number> => Number(/^nereid_key_request_count\{key_id="single",outcome="admitted"\} (\d+)$/m.exec(await (await fetch(metricsUrl)).text())?.[1] ?? 0);
+  const before = await admitted();
   const held = netConnect(Number(new URL(p.url).port), '127.0.0.1');
   await new Promise<void>((resolve) => held.once('connect', resolve));
   held.write(`POST /v2/models/simple/infer HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${key['single']!}\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"inputs":`);
+  // The held request takes the key's one slot before the others ask (else one of them could take it first and
+  // the held request be refused, with nothing left in flight to refuse the rest).
+  await until(async () => (await admitted()) === before + 1, 'the held request to be admitted');
   const k = bearer(key['single']!);
   await until(async () => {
     const r = await postJson(url, INFER, k);
