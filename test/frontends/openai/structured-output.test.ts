@@ -80,6 +80,11 @@ test('json_object: a finished answer is a JSON object; one cut by max_tokens say
   }
   // Without the grammar, random weights write no JSON at all; with it, at least some answers close.
   assert.ok(finished > 0, 'no answer finished within max_tokens');
+  // Completions take it too (as vLLM's do; the client's types know it only for chat).
+  const c = await client.completions.create({ model: 'tiny_llm', prompt: 'JSON:', max_tokens: 48, seed: 1, response_format: { type: 'json_object' } } as never);
+  const text = c.choices[0]!.text;
+  assert.match(text, /^\s*\{/, text);
+  if (c.choices[0]!.finish_reason === 'stop') assert.equal(typeof JSON.parse(text), 'object');
 });
 
 test('a schema keyword constrained decoding cannot honour is a 400 naming it; so is a malformed format', async () => {
@@ -114,4 +119,8 @@ test('generate takes response_format as a parameter (its JSON text), as the Open
   const bad = await postJson(`${p.url}/v2/models/tiny_llm/generate`, { text_input: 'x', parameters: { response_format: JSON.stringify({ type: 'json_schema', json_schema: { schema: { not: {} } } }) } });
   assert.equal(bad.status, 400);
   assert.match(bad.json().error, /'not'/);
+  // Once the JSON is complete only the end may follow, which ignore_eos forbids.
+  const endless = await postJson(`${p.url}/v2/models/tiny_llm/generate`, { text_input: 'x', parameters: { ignore_eos: true, response_format: '{"type":"json_object"}' } });
+  assert.equal(endless.status, 400);
+  assert.match(endless.json().error, /'ignore_eos'/);
 });
