@@ -88,7 +88,7 @@ function checkSchema(s: unknown, at: string, defs: ReadonlySet<string>, depth: n
       continue;
     }
     if (!allowed.has(k)) throw unsupported(k, at, kind === 'union' || kind === 'ref' ? `cannot stand beside '${kind === 'ref' ? '$ref' : 'anyOf/oneOf'}' for constrained decoding` : undefined);
-    out[k === 'anyOf' ? 'oneOf' : k] = keyword(k, v, `${at}/${k}`, inScope, depth);
+    out[k === 'anyOf' ? 'oneOf' : k] = keyword(k, v, at, inScope, depth);
   }
   if (kind === 'ref') checkRef(s['$ref'], at, inScope);
   if (kind === 'object') checkRequired(s, at);
@@ -108,18 +108,20 @@ function kindOf(s: Json, at: string): string {
   if (t === undefined || types.length === 0) throw unsupported('type', at, "is missing: each schema needs 'type', 'const', 'enum', 'anyOf', 'oneOf' or '$ref'");
   for (const x of types) {
     if (typeof x !== 'string' || !PRIMITIVE_TYPES.has(x)) {
-      throw unsupported('type', at, `${JSON.stringify(x)} is not supported${Array.isArray(t) ? ' in a list of types (use anyOf)' : ''}`);
+      throw unsupported('type', at, `cannot be ${JSON.stringify(x)}${Array.isArray(t) ? ' in a list of types (anyOf can say it)' : ''}`);
     }
   }
   return 'primitive';
 }
 
+/** Keyword `k` of the schema at `at`, checked; a subschema's place is `at/k`. */
 function keyword(k: string, v: unknown, at: string, defs: ReadonlySet<string>, depth: number): unknown {
+  const inner = `${at}/${k}`;
   switch (k) {
-    case 'properties': return mapValues(object(v, k, at), at, defs, depth);
-    case 'items': return checkSchema(v, at, defs, depth + 1);
-    case 'additionalProperties': return typeof v === 'boolean' ? v : checkSchema(v, at, defs, depth + 1);
-    case 'prefixItems': case 'anyOf': case 'oneOf': return list(v, k, at).map((x, i) => checkSchema(x, `${at}/${i}`, defs, depth + 1));
+    case 'properties': return mapValues(object(v, k, at), inner, defs, depth);
+    case 'items': return checkSchema(v, inner, defs, depth + 1);
+    case 'additionalProperties': return typeof v === 'boolean' ? v : checkSchema(v, inner, defs, depth + 1);
+    case 'prefixItems': case 'anyOf': case 'oneOf': return list(v, k, at).map((x, i) => checkSchema(x, `${inner}/${i}`, defs, depth + 1));
     case 'minItems': case 'maxItems': case 'minLength': case 'maxLength': case 'minProperties': case 'maxProperties': return count(v, k, at);
     case 'format':
       if (typeof v !== 'string' || !FORMATS.has(v)) throw unsupported('format', at, `${JSON.stringify(v)} is not supported (date-time, date and time are)`);
