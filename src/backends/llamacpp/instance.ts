@@ -1,4 +1,4 @@
-import { LlamaCompletion, TokenBias, resolveChatWrapper, type ChatWrapper, type LlamaCompletionGenerationOptions, type LlamaContext, type LlamaContextSequence, type LlamaModel, type LlamaText, type Token } from 'node-llama-cpp';
+import { LlamaCompletion, TokenBias, resolveChatWrapper, type ChatWrapper, type LlamaCompletionGenerationOptions, type LlamaContext, type LlamaContextSequence, type LlamaGrammar, type LlamaModel, type LlamaText, type Token } from 'node-llama-cpp';
 import { NereidError, invalidArg, toNereidError } from '../../errors.js';
 import type { Parameters, RequestTrace } from '../../inference/index.js';
 import type { Logger } from '../../observability/logger.js';
@@ -11,6 +11,8 @@ import { extraOptions } from './extra-sampling.js';
 import { SequencePool } from './sequence-pool.js';
 import { StopMatcher } from './stop-matcher.js';
 import { DeferredText } from './deferred-text.js';
+import { GrammarCache } from './grammar-cache.js';
+import { RESPONSE_FORMAT_PARAMETER } from './response-format.js';
 
 export const TEXT_INPUT = 'text_input';
 export const TEXT_OUTPUT = 'text_output';
@@ -25,6 +27,8 @@ interface Prepared {
   /** Where the chat template ends the assistant's turn; the request's own stop strings are in sampling. */
   readonly templateStops: readonly LlamaText[];
   readonly sampling: Sampling;
+  /** The grammar of the request's response_format; null for plain text (most requests). */
+  readonly grammar: Promise<LlamaGrammar> | null;
 }
 
 /**
@@ -48,6 +52,7 @@ export class LlamaInstance implements BackendInstance {
   readonly pipelineDepth: number;
   private chatWrapperValue: ChatWrapper | undefined;
   private readonly eosBias: TokenBias | undefined;
+  private readonly grammars: GrammarCache;
 
   constructor(
     private readonly model: LlamaModel,
@@ -62,6 +67,7 @@ export class LlamaInstance implements BackendInstance {
     this.pool = new SequencePool(context);
     this.pipelineDepth = decoupled ? 1 : context.totalSequences;
     this.eosBias = endOfSequenceBias(model);
+    this.grammars = new GrammarCache(model.llama);
     // The weights' tensors (llama.cpp's model size: the GGUF's tensor data, less its metadata and vocabulary)
     // and the context's buffers as node-llama-cpp reserves them (KV cache, output and compute buffers: the
     // figure llama.cpp's own allocation matches), both allocated in full at load.
@@ -158,7 +164,16 @@ export class LlamaInstance implements BackendInstance {
     if (promptTokens + sampling.maxTokens > room) {
       throw new NereidError('CONTEXT_LENGTH_EXCEEDED', `this model's context holds ${room} tokens; the prompt has ${promptTokens} and max_tokens asks for ${sampling.maxTokens} more`);
     }
-    return { request, tokens, promptTokens, templateStops, sampling };
+    return { request, tokens, promptTokens, templateStops, sampling, grammar: this.grammar(request.parameters, sampling) };
+  }
+
+  private grammar(p: Parameters | undefined, sampling: Sampling): Promise<LlamaGrammar> | null {
+    const format = p?.[RESPONSE_FORMAT_PARAMETER];
+    if (format === undefined) return null;
+    const grammar = this.grammars.grammarFor(format);
+    // Once the grammar is complete only the end of sequence may follow, which ignore_eos forbids.
+    if (grammar !== null && sampling.ignoreEos) throw invalidArg(`parameter 'ignore_eos' cannot be combined with '${RESPONSE_FORMAT_PARAMETER}'`);
+    return grammar;
   }
 
   private async generate(p: Prepared, sequence: LlamaContextSequence): Promise<void> {
@@ -188,8 +203,10 @@ export class LlamaInstance implements BackendInstance {
     const completion = new LlamaCompletion({ contextSequence: sequence });
     try {
       const signal = request.signal ? AbortSignal.any([request.signal, stopper.signal]) : stopper.signal;
+      const grammar = p.grammar === null ? undefined : await p.grammar;
       const result = await completion.generateCompletionWithMeta(p.tokens, {
         ...this.samplingOptions(sampling),
+        grammar,
         customStopTriggers: p.templateStops,
         signal,
         stopOnAbortSignal: true,

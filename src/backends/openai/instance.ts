@@ -205,6 +205,7 @@ export function engineRequest(r: BackendRequest): { kind: 'completions' | 'chat'
   const max = body['max_tokens'];
   if (max !== undefined && (typeof max !== 'number' || !Number.isInteger(max) || max < 1)) throw invalidArg(`max_tokens must be a positive integer, got ${JSON.stringify(max)}`);
   if (p['stop'] !== undefined) body['stop'] = stopOf(p['stop']);
+  if (p['response_format'] !== undefined) body['response_format'] = responseFormatOf(p['response_format']);
   const messages = p['messages'];
   if (messages !== undefined) {
     body['messages'] = messagesOf(messages);
@@ -241,6 +242,19 @@ function logitBiasOf(v: Parameters[string]): unknown {
     }
   }
   throw invalidArg("parameter 'logit_bias' must be a JSON object of token ids to biases");
+}
+
+/** response_format travels as JSON text; the engine gets OpenAI's object as the client sent it, and checks it. */
+function responseFormatOf(v: Parameters[string]): unknown {
+  if (typeof v === 'string') {
+    try {
+      const o = JSON.parse(v) as unknown;
+      if (typeof o === 'object' && o !== null && !Array.isArray(o)) return o;
+    } catch {
+      // refused below
+    }
+  }
+  throw invalidArg("parameter 'response_format' must be the JSON text of an object");
 }
 
 function messagesOf(v: Parameters[string]): unknown[] {

@@ -7,8 +7,8 @@ import { badRequest } from './errors.js';
  * applies its own chat template: a GGUF carries one, a remote engine has its own), and the sampling fields
  * as request parameters under the names Triton's LLM backends use (max_tokens, temperature, top_p, top_k,
  * min_p, presence_penalty, frequency_penalty, repetition_penalty, logit_bias, best_of, seed, stop, stream,
- * ignore_eos): the model's backend honours each or refuses it, as it does on generate. Fields no reply here can
- * carry (several choices, log probabilities, tools) are refused rather than ignored.
+ * ignore_eos, response_format): the model's backend honours each or refuses it, as it does on generate. Fields no
+ * reply here can carry (several choices, log probabilities, tools) are refused rather than ignored.
  */
 export interface TextRequest {
   readonly kind: 'completion' | 'chat';
@@ -42,10 +42,6 @@ export function chatRequest(body: unknown): TextRequest {
   const messages = chatMessages(b['messages']);
   if (b['tools'] !== undefined && b['tools'] !== null && !(Array.isArray(b['tools']) && b['tools'].length === 0)) {
     throw badRequest("'tools' are not supported", 'tools');
-  }
-  const format = b['response_format'];
-  if (format !== undefined && format !== null && (typeof format !== 'object' || (format as Body)['type'] !== 'text')) {
-    throw badRequest("only 'response_format' {\"type\": \"text\"} is supported", 'response_format');
   }
   return textRequest('chat', b, '', { messages: JSON.stringify(messages) });
 }
@@ -82,6 +78,7 @@ function textRequest(kind: TextRequest['kind'], b: Body, prompt: string, extra: 
   set('seed', optionalNumber(b, 'seed', 0, 2 ** 32 - 1, true));
   set('ignore_eos', optionalBool(b, 'ignore_eos'));
   set('stop', stopSequences(b['stop']));
+  set('response_format', responseFormat(b['response_format']));
   return { kind, model, prompt, stream, includeUsage: stream && includeUsage(b['stream_options']), parameters: p };
 }
 
@@ -128,6 +125,31 @@ function stopSequences(v: unknown): string | undefined {
   if (Array.isArray(v) && v.length <= 4 && v.every((s) => typeof s === 'string')) return JSON.stringify(v);
   throw badRequest("'stop' must be a string or an array of at most 4 strings", 'stop');
 }
+
+/**
+ * response_format: OpenAI's object, checked in its shape and passed on as its JSON text (the model's backend
+ * reads the schema: it knows which parts it can honour); none for {"type": "text"}, which asks for nothing.
+ */
+function responseFormat(v: unknown): string | undefined {
+  if (v === undefined || v === null) return undefined;
+  const wrong = (why: string, param = 'response_format'): never => {
+    throw badRequest(`'${param}' ${why}`, param);
+  };
+  if (typeof v !== 'object' || Array.isArray(v)) wrong('must be an object');
+  const type = (v as Body)['type'];
+  if (type === 'text') return undefined;
+  if (type === 'json_object') return JSON_OBJECT_FORMAT;
+  if (type !== 'json_schema') wrong(`'type' must be one of text, json_object, json_schema; got ${JSON.stringify(type ?? null)}`);
+  const js = (v as Body)['json_schema'];
+  if (typeof js !== 'object' || js === null || Array.isArray(js)) return wrong('must be an object', 'response_format.json_schema');
+  const { name, schema, strict } = js as Body;
+  if (typeof name !== 'string' || !/^[A-Za-z0-9_-]{1,64}$/.test(name)) wrong('must be 1 to 64 letters, digits, underscores or dashes', 'response_format.json_schema.name');
+  if (typeof schema !== 'object' || schema === null || Array.isArray(schema)) wrong('is required and must be an object', 'response_format.json_schema.schema');
+  if (strict !== undefined && strict !== null && typeof strict !== 'boolean') wrong('must be a boolean', 'response_format.json_schema.strict');
+  return JSON.stringify(v);
+}
+
+const JSON_OBJECT_FORMAT = JSON.stringify({ type: 'json_object' });
 
 /** logit_bias: OpenAI's object of token ids to biases from -100 to 100, passed on as its JSON text. */
 function logitBias(v: unknown): string | undefined {
