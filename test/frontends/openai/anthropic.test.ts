@@ -125,6 +125,34 @@ test('count_tokens: the prompt tokens the chat path counts for the same conversa
   assert.ok(counted.input_tokens > (await claude.messages.countTokens({ model: 'tiny_llm', messages: HELLO })).input_tokens);
 });
 
+test('a client that drops a stream cancels its generation, counted as a failure; the model serves the next requests', async () => {
+  const inferenceStats = async (): Promise<any> => {
+    const r = await request(`${p.url}/v2/models/tiny_llm/stats`, { headers: { authorization: `Bearer ${KEY}` } });
+    return r.json().model_stats[0].inference_stats;
+  };
+  const before = await inferenceStats();
+  // Four streams (as many as the model's parallel sequences); greedy, this conversation runs the whole 900
+  // tokens (seconds), so each is still generating when its client leaves after three pieces of text.
+  await Promise.all([1, 2, 3, 4].map(async () => {
+    const stream = claude.messages.stream({ model: 'tiny_llm', max_tokens: 900, ...GREEDY, messages: HELLO });
+    let pieces = 0;
+    for await (const e of stream) {
+      if (e.type === 'content_block_delta' && ++pieces === 3) break;
+      assert.notEqual(e.type, 'message_stop', 'the stream ended before the client left');
+    }
+  }));
+  // If a dropped generation kept its sequence, these would wait for one.
+  const next = await Promise.all([1, 2, 3, 4].map(() => claude.messages.create({ model: 'tiny_llm', max_tokens: 2, ...GREEDY, messages: HELLO })));
+  for (const m of next) assert.equal(m.usage.output_tokens, 2);
+  let stats: any;
+  await until(async () => {
+    stats = await inferenceStats();
+    return stats.fail.count - before.fail.count >= 4;
+  }, 'the cancelled requests counted', 30_000);
+  assert.equal(stats.fail.count - before.fail.count, 4);
+  assert.equal(stats.success.count - before.success.count, 4);
+});
+
 /** The SDK's error for a request, which must be one. */
 async function refused(call: Promise<unknown>): Promise<InstanceType<typeof Anthropic.APIError>> {
   const e = await call.then(() => assert.fail('expected an error'), (err: unknown) => err);
