@@ -1,7 +1,7 @@
 import { type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createHttpServer, type TlsFiles } from '../tls-listener.js';
 import type { AddressInfo } from 'node:net';
-import { isNereidError } from '../../errors.js';
+import { isNereidError, NereidError } from '../../errors.js';
 import type { Logger } from '../../observability/logger.js';
 import type { InferenceServer } from '../../server/inference-server.js';
 import type { RootTrace } from '../../inference/trace.js';
@@ -96,7 +96,7 @@ async function handle(ctx: Context, req: IncomingMessage, res: ServerResponse): 
   // A preflight carries no credentials, so it is answered before any key is asked for.
   if (ctx.cors !== null && corsAnswered(ctx.cors, req, res)) return;
   if (path === '/health/ready') return ready(ctx, req, method, res);
-  if (path.startsWith('/v1/messages')) return messages(ctx, req, res, path, method).catch((e: unknown) => sendError(res, e, ctx, anthropicErrorReply));
+  if (path === '/v1/messages' || path.startsWith('/v1/messages/')) return messages(ctx, req, res, path, method).catch((e: unknown) => sendError(res, e, ctx, anthropicErrorReply));
   // The key is known before the body is read; its scope is checked once the request names its model.
   const key = ctx.keys === null ? null : authenticated(ctx.keys, req);
   if (path === '/metrics') {
@@ -138,7 +138,9 @@ async function handle(ctx: Context, req: IncomingMessage, res: ServerResponse): 
  * Anthropic's clients send it, `x-api-key`, as well as `Authorization: Bearer`.
  */
 async function messages(ctx: Context, req: IncomingMessage, res: ServerResponse, path: string, method: string): Promise<void> {
-  const key = ctx.keys === null ? null : authenticated(ctx.keys, req, req.headers['x-api-key']);
+  const apiKey = req.headers['x-api-key'];
+  if (ctx.keys !== null && apiKey === undefined && req.headers.authorization === undefined) throw new NereidError('UNAUTHENTICATED', 'x-api-key header is required');
+  const key = ctx.keys === null ? null : authenticated(ctx.keys, req, apiKey);
   const count = path === '/v1/messages/count_tokens';
   if (!count && path !== '/v1/messages') throw new OpenAiError('NOT_FOUND', `Unknown request URL: ${method} ${path}`);
   allow(method, 'POST');

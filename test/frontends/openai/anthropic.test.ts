@@ -187,6 +187,9 @@ test('the API key: x-api-key or Authorization: Bearer; a wrong one is authentica
   const wrong = await refused(new Anthropic({ apiKey: 'not-a-key', baseURL: base, maxRetries: 0 }).messages.create({ model: 'tiny_llm', max_tokens: 2, messages: HELLO }));
   assert.ok(wrong instanceof Anthropic.AuthenticationError);
   assert.equal((wrong.error as any).error.type, 'authentication_error');
+  const none = await fetch(`${base}/v1/messages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'tiny_llm', max_tokens: 2, messages: HELLO }) });
+  assert.equal(none.status, 401);
+  assert.deepEqual(await none.json(), { type: 'error', error: { type: 'authentication_error', message: 'x-api-key header is required' } });
   const reader = await refused(new Anthropic({ apiKey: READER_KEY, baseURL: base, maxRetries: 0 }).messages.create({ model: 'tiny_llm', max_tokens: 2, messages: HELLO }));
   assert.ok(reader instanceof Anthropic.PermissionDeniedError);
   assert.equal((reader.error as any).error.type, 'permission_error');
