@@ -27,7 +27,7 @@ before(async () => {
   dir = await mkdtemp(join(tmpdir(), 'nereid-anthropic-'));
   const keys = join(dir, 'keys');
   await writeFile(keys, `admin * ${sha256(KEY)}\nreader metadata ${sha256(READER_KEY)}\n`, { mode: 0o600 });
-  p = await spawnServer(['--model-repository', EXAMPLES, '--model-control-mode=explicit', '--load-model=tiny_llm', '--openai-port=0', '--openai-address=127.0.0.1', `--api-keys-file=${keys}`]);
+  p = await spawnServer(['--model-repository', EXAMPLES, '--model-control-mode=explicit', '--load-model=tiny_llm', '--openai-port=0', '--openai-address=127.0.0.1', `--api-keys-file=${keys}`, '--allow-metrics=true', '--metrics-port=0']);
   const started = /Started OpenAI-compatible service at [^:]+:(\d+)/;
   await until(() => started.test(p.output()), 'the OpenAI port');
   base = `http://127.0.0.1:${started.exec(p.output())![1]}`;
@@ -115,6 +115,20 @@ test('stop_sequences: the text ends before the first stop string; stop_reason st
   assert.equal(streamed.stop_reason, 'stop_sequence');
   assert.equal(streamed.stop_sequence, stop);
   assert.equal((streamed.content[0] as Anthropic.TextBlock).text, full.slice(0, full.indexOf(stop)));
+});
+
+test('a streamed message\'s tokens count in nereid_*_token_count, as a chat completion\'s do', async () => {
+  const sample = (text: string, name: string): number => {
+    const line = text.split('\n').find((l) => l.startsWith(`${name}{`) && l.includes('model="tiny_llm"'));
+    return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(' ') + 1));
+  };
+  const metrics = async (): Promise<string> => (await request(`${base}/metrics`, { headers: { authorization: `Bearer ${KEY}` } })).body.toString();
+  const before = await metrics();
+  const m = await claude.messages.stream({ model: 'tiny_llm', max_tokens: 7, ...GREEDY, messages: HELLO }).finalMessage();
+  const after = await metrics();
+  assert.equal(sample(after, 'nereid_generated_token_count') - sample(before, 'nereid_generated_token_count'), m.usage.output_tokens);
+  assert.equal(sample(after, 'nereid_prompt_token_count') - sample(before, 'nereid_prompt_token_count'), m.usage.input_tokens);
+  assert.ok(m.usage.input_tokens > 0 && m.usage.output_tokens > 0);
 });
 
 test('count_tokens: the prompt tokens the chat path counts for the same conversation', async () => {
