@@ -188,6 +188,12 @@ test('errors in Anthropic\'s shape: a missing max_tokens, an unknown model, fiel
   assert.match((image.error as any).error.message, /^messages\.0\.content\.0\.type: content blocks of type "image" are not supported/);
   const meta = await refused(claude.messages.create({ model: 'tiny_llm', max_tokens: 4, messages: HELLO, metadata: { tenant: 'x' } as Anthropic.Metadata }));
   assert.match((meta.error as any).error.message, /^metadata\.tenant: not supported/);
+  // A prompt and max_tokens past the model's context (1024 tokens), asked for whole or streamed.
+  for (const call of [claude.messages.create({ model: 'tiny_llm', max_tokens: 1020, messages: HELLO }), claude.messages.stream({ model: 'tiny_llm', max_tokens: 1020, messages: HELLO }).finalMessage()]) {
+    const big = await refused(call);
+    assert.ok(big instanceof Anthropic.BadRequestError);
+    assert.match((big.error as any).error.message, /context holds \d+ tokens/);
+  }
   // An unknown path under /v1/messages is Anthropic's 404 too.
   const r = await postJson(`${base}/v1/messages/batches`, {}, { 'x-api-key': KEY });
   assert.equal(r.status, 404);
