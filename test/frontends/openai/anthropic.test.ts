@@ -189,8 +189,9 @@ test('errors in Anthropic\'s shape: a missing max_tokens, an unknown model, fiel
   const meta = await refused(claude.messages.create({ model: 'tiny_llm', max_tokens: 4, messages: HELLO, metadata: { tenant: 'x' } as Anthropic.Metadata }));
   assert.match((meta.error as any).error.message, /^metadata\.tenant: not supported/);
   // A prompt and max_tokens past the model's context (1024 tokens), asked for whole or streamed.
-  for (const call of [claude.messages.create({ model: 'tiny_llm', max_tokens: 1020, messages: HELLO }), claude.messages.stream({ model: 'tiny_llm', max_tokens: 1020, messages: HELLO }).finalMessage()]) {
-    const big = await refused(call);
+  const tooLong = { model: 'tiny_llm', max_tokens: 1020, messages: HELLO };
+  for (const call of [() => claude.messages.create(tooLong), () => claude.messages.stream(tooLong).finalMessage()]) {
+    const big = await refused(call());
     assert.ok(big instanceof Anthropic.BadRequestError);
     assert.match((big.error as any).error.message, /context holds \d+ tokens/);
   }
