@@ -40,7 +40,8 @@ interface Prepared {
  * Responses: with `stream` true (decoupled models only), one per piece of text as it is generated, then a
  * last one with an empty text_output; otherwise one with the whole text, which is what a model that is not
  * decoupled always answers (KServe /infer serves it). The last response carries the parameters
- * finish_reason ("stop" or "length"), prompt_tokens and completion_tokens.
+ * finish_reason ("stop" or "length"), prompt_tokens and completion_tokens, and stop_sequence when one of
+ * the request's stop strings ended the text.
  */
 export class LlamaInstance implements BackendInstance {
   private readonly pool: SequencePool;
@@ -225,6 +226,7 @@ export class LlamaInstance implements BackendInstance {
         prompt_tokens: p.promptTokens,
         completion_tokens: length ? sampling.maxTokens : generatedTokens(sequence, p.promptTokens),
       };
+      if (stops.matched !== undefined) parameters['stop_sequence'] = stops.matched;
       sender.send([textTensor(text)], true, parameters);
     } catch (e) {
       streamed.discard();

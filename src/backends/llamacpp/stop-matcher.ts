@@ -10,6 +10,7 @@
 export class StopMatcher {
   private held = '';
   private stoppedValue = false;
+  private matchedValue: string | undefined;
   private readonly longest: number;
 
   constructor(private readonly stops: readonly string[]) {
@@ -20,18 +21,28 @@ export class StopMatcher {
     return this.stoppedValue;
   }
 
+  /** The stop string that ended the text, once one has (Anthropic's API names it in stop_sequence). */
+  get matched(): string | undefined {
+    return this.matchedValue;
+  }
+
   /** The text that can go out now, given the next piece. */
   push(piece: string): string {
     if (this.stoppedValue) return '';
     if (this.longest === 0) return piece;
     const text = this.held + piece;
     let cut = -1;
+    let matched: string | undefined;
     for (const s of this.stops) {
       const at = text.indexOf(s);
-      if (at >= 0 && (cut < 0 || at < cut)) cut = at;
+      if (at >= 0 && (cut < 0 || at < cut)) {
+        cut = at;
+        matched = s;
+      }
     }
     if (cut >= 0) {
       this.stoppedValue = true;
+      this.matchedValue = matched;
       this.held = '';
       return text.slice(0, cut);
     }

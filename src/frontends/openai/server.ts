@@ -1,7 +1,7 @@
 import { type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { createHttpServer, type TlsFiles } from '../tls-listener.js';
 import type { AddressInfo } from 'node:net';
-import { isNereidError } from '../../errors.js';
+import { isNereidError, NereidError } from '../../errors.js';
 import type { Logger } from '../../observability/logger.js';
 import type { InferenceServer } from '../../server/inference-server.js';
 import type { RootTrace } from '../../inference/trace.js';
@@ -13,6 +13,9 @@ import { badRequest, errorReply, isOpenAiError, OpenAiError } from './errors.js'
 import { chatRequest, completionRequest } from './requests.js';
 import { corsAnswered, corsPolicy, type CorsPolicy } from './cors.js';
 import { textModel, textModels } from './text-models.js';
+import { handleCountTokens, handleMessages } from './anthropic.js';
+import { countTokensRequest, messagesRequest } from './anthropic-requests.js';
+import { anthropicErrorReply } from './anthropic-replies.js';
 import { isRefusal, refusalError, type ApiKey, type ApiKeys } from '../api-keys.js';
 
 export interface OpenAiOptions {
@@ -38,7 +41,8 @@ const DEFAULT_MAX_INPUT_SIZE = 64 * 1024 * 1024;
 /**
  * The OpenAI-compatible frontend (the surface of Triton's OpenAI frontend): GET /v1/models, GET
  * /v1/models/{id}, POST /v1/completions and /v1/chat/completions, over the text models of the server, and
- * Triton's GET /health/ready and /metrics beside them. Every GET also answers HEAD; with --openai-cors-origin,
+ * Triton's GET /health/ready and /metrics beside them, and Anthropic's POST /v1/messages and
+ * /v1/messages/count_tokens. Every GET also answers HEAD; with --openai-cors-origin,
  * browsers at those origins get CORS headers and their preflights are answered. Errors answer in OpenAI's
  * shape with the status from the one table in errors.ts.
  */
@@ -92,6 +96,7 @@ async function handle(ctx: Context, req: IncomingMessage, res: ServerResponse): 
   // A preflight carries no credentials, so it is answered before any key is asked for.
   if (ctx.cors !== null && corsAnswered(ctx.cors, req, res)) return;
   if (path === '/health/ready') return ready(ctx, req, method, res);
+  if (path === '/v1/messages' || path.startsWith('/v1/messages/')) return messages(ctx, req, res, path, method).catch((e: unknown) => sendError(res, e, ctx, anthropicErrorReply));
   // The key is known before the body is read; its scope is checked once the request names its model.
   const key = ctx.keys === null ? null : authenticated(ctx.keys, req);
   if (path === '/metrics') {
@@ -128,9 +133,28 @@ async function handle(ctx: Context, req: IncomingMessage, res: ServerResponse): 
   throw new OpenAiError('NOT_FOUND', `Unknown request URL: ${method} ${path}`, null, 'unknown_url');
 }
 
-/** The request's API key (`Authorization: Bearer`); throws UNAUTHENTICATED without a valid one. */
-function authenticated(keys: ApiKeys, req: IncomingMessage): ApiKey {
-  const key = keys.authenticate(req.headers.authorization);
+/**
+ * Anthropic's Messages API (see anthropic.ts), answering errors in Anthropic's shape. The key may come as
+ * Anthropic's clients send it, `x-api-key`, as well as `Authorization: Bearer`.
+ */
+async function messages(ctx: Context, req: IncomingMessage, res: ServerResponse, path: string, method: string): Promise<void> {
+  const apiKey = req.headers['x-api-key'];
+  if (ctx.keys !== null && apiKey === undefined && req.headers.authorization === undefined) throw new NereidError('UNAUTHENTICATED', 'x-api-key header is required');
+  const key = ctx.keys === null ? null : authenticated(ctx.keys, req, apiKey);
+  const count = path === '/v1/messages/count_tokens';
+  if (!count && path !== '/v1/messages') throw new OpenAiError('NOT_FOUND', `Unknown request URL: ${method} ${path}`);
+  allow(method, 'POST');
+  const body = await readJson(ctx, req);
+  const request = count ? countTokensRequest(body) : messagesRequest(body);
+  if (key !== null) permitted(ctx, key, 'inference', request.model, res);
+  const gone = clientGone(res);
+  if (ctx.server.loadsOnDemand) await ctx.server.whenLoaded(request.model, { signal: gone });
+  return (count ? handleCountTokens : handleMessages)(ctx.server, request, res, gone, traceOf(ctx.server, request.model, req, res), key?.id);
+}
+
+/** The request's API key (`Authorization: Bearer`, or `apiKey` when given); throws UNAUTHENTICATED without a valid one. */
+function authenticated(keys: ApiKeys, req: IncomingMessage, apiKey?: string | string[]): ApiKey {
+  const key = keys.authenticate(typeof apiKey === 'string' ? `Bearer ${apiKey}` : req.headers.authorization);
   if (isRefusal(key)) throw refusalError(key);
   return key;
 }
@@ -232,14 +256,14 @@ function sendJson(res: ServerResponse, status: number, body: string): void {
   res.end(body);
 }
 
-function sendError(res: ServerResponse, e: unknown, ctx: Context): void {
+function sendError(res: ServerResponse, e: unknown, ctx: Context, reply = errorReply): void {
   ctx.server.reportError(e);
   if (!isOpenAiError(e) && !isNereidError(e)) ctx.logger.error(`OpenAI frontend: ${String((e as Error)?.stack ?? e)}`);
   if (res.headersSent) {
     if (!res.destroyed) res.end();
     return;
   }
-  const { status, body } = errorReply(e);
+  const { status, body } = reply(e);
   if (isOpenAiError(e) && e.allow !== undefined) res.setHeader('Allow', e.allow);
   if (status === 401) res.setHeader('WWW-Authenticate', 'Bearer');
   if (isNereidError(e) && e.retryAfterSecs !== undefined) res.setHeader('Retry-After', e.retryAfterSecs);

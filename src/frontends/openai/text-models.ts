@@ -1,6 +1,7 @@
 import { isNereidError } from '../../errors.js';
 import type { InferenceServer, ResolvedModel } from '../../server/inference-server.js';
 import type { Tensor } from '../../tensor/tensor.js';
+import type { InferenceResponse } from '../../inference/index.js';
 import { badRequest, modelNotFound } from './errors.js';
 
 /**
@@ -47,4 +48,13 @@ export function textModel(server: InferenceServer, name: string): ResolvedModel 
 export function textInput(model: ResolvedModel, text: string): Tensor {
   const shape = model.inputs.get(TEXT_INPUT)!.shape.map((d) => (d < 0 ? 1 : d));
   return { name: TEXT_INPUT, datatype: 'BYTES', shape, data: [Buffer.from(text, 'utf8')] };
+}
+
+/** The text a response carries in text_output ('' when it carries none). */
+export function textOf(r: InferenceResponse): string {
+  const t = r.outputs.find((o) => o.name === TEXT_OUTPUT);
+  if (!t || t.datatype !== 'BYTES') return '';
+  let s = '';
+  for (const e of t.data) s += Buffer.from(e.buffer, e.byteOffset, e.byteLength).toString('utf8');
+  return s;
 }

@@ -26,3 +26,13 @@ test('a tail that turns out not to be a stop string goes out with the next piece
 test('the earliest of several stop strings wins, inside one piece too', () => {
   assert.deepEqual(run(['zz', 'b'], ['a b zz']), { out: ['a '], stopped: true, rest: '' });
 });
+
+test('matched names the stop string that ended the text: the earliest, not the first listed', () => {
+  const m = new StopMatcher(['zz', 'b']);
+  assert.equal(m.matched, undefined);
+  m.push('a b zz');
+  assert.equal(m.matched, 'b');
+  const none = new StopMatcher(['END']);
+  none.push('abc');
+  assert.equal(none.matched, undefined);
+});
