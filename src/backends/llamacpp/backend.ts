@@ -4,6 +4,7 @@ import { resolveModelFileOnly, withoutServerPaths } from '../../config/model-fil
 import { versionFolder, type Backend, type BackendInstance, type InstanceSpec } from '../backend.js';
 import { routeLlamaLog, startLlama } from './engine.js';
 import { LlamaInstance } from './instance.js';
+import { EmbeddingInstance, checkEmbeddingConfig } from './embedding-instance.js';
 
 /**
  * Backend "llamacpp": GGUF language models run in this process by llama.cpp, through node-llama-cpp. The
@@ -20,6 +21,8 @@ import { LlamaInstance } from './instance.js';
  * - `context_size`: tokens each request may hold, prompt and generated text together, default 2048 or the
  *   size the model was trained with if smaller.
  * - `batch_size`: tokens evaluated in one llama.cpp batch, default 512.
+ * - `embedding`: "true" makes the model an embedding model (see embedding-instance.ts): it answers each
+ *   text with a vector in its output `embedding` (TYPE_FP32) instead of generating; `parallel` then has no use.
  */
 export const llamaCppBackend: Backend = {
   name: 'llamacpp',
@@ -32,6 +35,7 @@ export const llamaCppBackend: Backend = {
   async createInstance(spec: InstanceSpec): Promise<BackendInstance> {
     const file = await findModelFile(spec);
     const settings = readSettings(spec.config, spec.name);
+    if (settings.embedding) checkEmbeddingConfig(spec.config, spec.name);
     const unroute = routeLlamaLog(spec.logger);
     try {
       const engine = await startLlama();
@@ -39,6 +43,11 @@ export const llamaCppBackend: Backend = {
         throw invalidArg(`failed to load model '${spec.name}': llama.cpp error: ${withoutServerPaths(e.message, spec.modelDir)}`);
       });
       try {
+        if (settings.embedding) {
+          const contextSize = Math.min(settings.contextSize, model.trainContextSize);
+          const context = await model.createEmbeddingContext({ contextSize, batchSize: settings.batchSize, threads: settings.threads });
+          return new EmbeddingInstance(model, context, contextSize, unroute);
+        }
         const context = await model.createContext({
           sequences: settings.parallel,
           contextSize: Math.min(settings.contextSize, model.trainContextSize),
@@ -62,6 +71,7 @@ interface Settings {
   readonly parallel: number;
   readonly contextSize: number;
   readonly batchSize: number;
+  readonly embedding: boolean;
 }
 
 function readSettings(config: ModelConfig, name: string): Settings {
@@ -72,7 +82,12 @@ function readSettings(config: ModelConfig, name: string): Settings {
     if (!Number.isInteger(n) || n < min) throw invalidArg(`parameter '${key}' of model '${name}' must be an integer of at least ${min}, got '${v}'`);
     return n;
   };
-  return { threads: int('threads', 1, 1), parallel: int('parallel', 4, 1), contextSize: int('context_size', 2048, 16), batchSize: int('batch_size', 512, 1) };
+  const embedding = config.parameters['embedding']?.string_value ?? 'false';
+  if (embedding !== 'true' && embedding !== 'false') throw invalidArg(`parameter 'embedding' of model '${name}' must be "true" or "false", got '${embedding}'`);
+  return {
+    threads: int('threads', 1, 1), parallel: int('parallel', 4, 1), contextSize: int('context_size', 2048, 16), batchSize: int('batch_size', 512, 1),
+    embedding: embedding === 'true',
+  };
 }
 
 /** The model file: the configured name, else model.gguf; never outside the version folder. */

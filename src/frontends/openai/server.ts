@@ -9,6 +9,7 @@ import { readBody } from '../http/body.js';
 import { JsonParser } from '../http/json-parse.js';
 import { originForm } from '../request-target.js';
 import { handleCompletion } from './completions.js';
+import { embeddingRequest, handleEmbeddings } from './embeddings.js';
 import { badRequest, errorReply, isOpenAiError, OpenAiError } from './errors.js';
 import { chatRequest, completionRequest } from './requests.js';
 import { corsAnswered, corsPolicy, type CorsPolicy } from './cors.js';
@@ -40,7 +41,8 @@ const DEFAULT_MAX_INPUT_SIZE = 64 * 1024 * 1024;
 
 /**
  * The OpenAI-compatible frontend (the surface of Triton's OpenAI frontend): GET /v1/models, GET
- * /v1/models/{id}, POST /v1/completions and /v1/chat/completions, over the text models of the server, and
+ * /v1/models/{id}, POST /v1/completions and /v1/chat/completions, over the text models of the server, POST
+ * /v1/embeddings over its embedding models (embeddings.ts), and
  * Triton's GET /health/ready and /metrics beside them, and Anthropic's POST /v1/messages and
  * /v1/messages/count_tokens. Every GET also answers HEAD; with --openai-cors-origin,
  * browsers at those origins get CORS headers and their preflights are answered. Errors answer in OpenAI's
@@ -129,6 +131,14 @@ async function handle(ctx: Context, req: IncomingMessage, res: ServerResponse): 
     // A model not loaded loads first with --model-load-on-demand.
     if (ctx.server.loadsOnDemand) await ctx.server.whenLoaded(request.model, { signal: gone });
     return handleCompletion(ctx.server, request, res, gone, traceOf(ctx.server, request.model, req, res), key?.id);
+  }
+  if (path === '/v1/embeddings') {
+    allow(method, 'POST');
+    const request = embeddingRequest(await readJson(ctx, req));
+    if (key !== null) permitted(ctx, key, 'inference', request.model, res);
+    const gone = clientGone(res);
+    if (ctx.server.loadsOnDemand) await ctx.server.whenLoaded(request.model, { signal: gone });
+    return handleEmbeddings(ctx.server, request, res, gone, traceOf(ctx.server, request.model, req, res), key?.id);
   }
   throw new OpenAiError('NOT_FOUND', `Unknown request URL: ${method} ${path}`, null, 'unknown_url');
 }

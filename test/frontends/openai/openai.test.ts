@@ -221,7 +221,7 @@ test('bad input answers in OpenAI\'s error shape with the right status', async (
   assert.match(malformed.json().error.message, /parse the JSON/);
   const wrongMethod = await request(`${base}/completions`);
   assert.equal(wrongMethod.status, 405);
-  const unknownPath = await request(`${base}/embeddings`, { body: '{}' });
+  const unknownPath = await request(`${base}/audio/speech`, { body: '{}' });
   assert.equal(unknownPath.status, 404);
   assert.equal(unknownPath.json().error.type, 'invalid_request_error');
 });

@@ -1,0 +1,138 @@
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { copyFile, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import OpenAI from 'openai';
+import { LLAMA_MODEL, llamaServer } from '../../helpers/llama-server.js';
+import { EXAMPLES } from '../../helpers/paths.js';
+import { postJson } from '../../helpers/http.js';
+import { spawnServer, type ServerProcess } from '../../helpers/server.js';
+
+// /v1/embeddings with the official openai client against `nereid serve`: tiny_embed is the example tiny_llm's
+// GGUF served with parameter embedding "true". Its vectors are compared with llama.cpp's own server, run with
+// --embeddings on the same file (built by scripts/build-llama-server.mjs; without it that test skips, and
+// fails under CI). The GGUF names no pooling, so llama-server is told `--pooling last`, what llama.cpp gives
+// such a model in process; both scale the vector to unit length.
+
+const { bin, skip, missing } = llamaServer();
+
+let repo: string;
+let p: ServerProcess;
+let client: OpenAI;
+let base: string;
+
+before(async () => {
+  repo = await mkdtemp(join(tmpdir(), 'nereid-embeddings-'));
+  await mkdir(join(repo, 'tiny_embed', '1'), { recursive: true });
+  await copyFile(LLAMA_MODEL, join(repo, 'tiny_embed', '1', 'model.gguf'));
+  await writeFile(join(repo, 'tiny_embed', 'config.pbtxt'), `backend: "llamacpp"
+max_batch_size: 0
+input [ { name: "text_input" data_type: TYPE_STRING dims: [ 1 ] } ]
+output [ { name: "embedding" data_type: TYPE_FP32 dims: [ -1 ] } ]
+parameters { key: "embedding" value { string_value: "true" } }
+parameters { key: "context_size" value { string_value: "256" } }
+`);
+  p = await spawnServer(['--model-repository', repo, '--model-repository', EXAMPLES, '--model-control-mode=explicit', '--load-model=tiny_embed', '--load-model=tiny_llm', '--openai-port=0', '--openai-address=127.0.0.1']);
+  let port = 0;
+  for (let i = 0; i < 200 && port === 0; i++) {
+    port = Number(/Started OpenAI-compatible service at 127\.0\.0\.1:(\d+)/.exec(p.output())?.[1] ?? 0);
+    if (port === 0) await sleep(50);
+  }
+  assert.ok(port > 0, p.output());
+  base = `http://127.0.0.1:${port}/v1`;
+  client = new OpenAI({ baseURL: base, apiKey: 'unused', maxRetries: 0 });
+});
+
+after(async () => {
+  p.child.kill('SIGTERM');
+  await p.exited;
+  await rm(repo, { recursive: true, force: true });
+});
+
+const norm = (v: readonly number[]): number => Math.sqrt(v.reduce((s, x) => s + x * x, 0));
+
+test('string and list input: one unit vector per string, in order, with usage; base64 decodes to the same floats', async () => {
+  const one = await client.embeddings.create({ model: 'tiny_embed', input: 'The quick brown fox', encoding_format: 'float' });
+  assert.equal(one.object, 'list');
+  assert.equal(one.model, 'tiny_embed');
+  assert.equal(one.data.length, 1);
+  const v = one.data[0]!.embedding;
+  assert.ok(v.length > 0);
+  assert.ok(Math.abs(norm(v) - 1) < 1e-5, String(norm(v)));
+  assert.ok(one.usage.prompt_tokens > 0);
+  assert.equal(one.usage.total_tokens, one.usage.prompt_tokens);
+
+  const list = await client.embeddings.create({ model: 'tiny_embed', input: ['jumps over', 'The quick brown fox', 'the lazy dog'], encoding_format: 'float', user: 'u1' });
+  assert.deepEqual(list.data.map((d) => [d.object, d.index]), [['embedding', 0], ['embedding', 1], ['embedding', 2]]);
+  assert.deepEqual(list.data[1]!.embedding, v);
+  assert.notDeepEqual(list.data[0]!.embedding, v);
+  assert.ok(list.usage.prompt_tokens > one.usage.prompt_tokens);
+
+  // The client asks for base64 by default and decodes it; the raw answer is little-endian float32 bytes.
+  const decoded = await client.embeddings.create({ model: 'tiny_embed', input: 'The quick brown fox' });
+  assert.deepEqual(decoded.data[0]!.embedding, v);
+  const raw = await postJson(`${base}/embeddings`, { model: 'tiny_embed', input: 'The quick brown fox', encoding_format: 'base64' });
+  const bytes = Buffer.from(raw.json().data[0].embedding as string, 'base64');
+  assert.equal(bytes.length, v.length * 4);
+  assert.deepEqual(Array.from({ length: v.length }, (_, i) => bytes.readFloatLE(i * 4)), v);
+});
+
+test('dimensions other than the model size, a text model, and bad inputs are refused by name', async () => {
+  const size = (await client.embeddings.create({ model: 'tiny_embed', input: 'x', encoding_format: 'float' })).data[0]!.embedding.length;
+  const same = await client.embeddings.create({ model: 'tiny_embed', input: 'x', encoding_format: 'float', dimensions: size });
+  assert.equal(same.data[0]!.embedding.length, size);
+  const refused = async (body: Record<string, unknown>, param: string, message: RegExp): Promise<void> => {
+    await assert.rejects(client.embeddings.create(body as never), (e: InstanceType<typeof OpenAI.BadRequestError>) => {
+      assert.ok(e instanceof OpenAI.BadRequestError, String(e));
+      assert.equal(e.param, param);
+      assert.match(e.message, message);
+      return true;
+    });
+  };
+  await refused({ model: 'tiny_embed', input: 'x', dimensions: 8 }, 'dimensions', /'dimensions' is not supported/);
+  await refused({ model: 'tiny_llm', input: 'x' }, 'model', /not an embedding model/);
+  await refused({ model: 'tiny_embed', input: [1, 2, 3] }, 'input', /token ids is not supported/);
+  await refused({ model: 'tiny_embed', input: Array(2049).fill('a') }, 'input', /at most 2048/);
+  await refused({ model: 'tiny_embed', input: 'x', encoding_format: 'int8' }, 'encoding_format', /'float' or 'base64'/);
+  await refused({ model: 'tiny_embed', input: 'word '.repeat(400) }, 'input', /context/);
+  await assert.rejects(client.embeddings.create({ model: 'no_such_model', input: 'x' }), OpenAI.NotFoundError);
+});
+
+test('the vectors equal llama.cpp server\'s own for the same GGUF and text', { skip }, async () => {
+  if (missing) throw new Error(missing);
+  const port = await freePort();
+  const engine: ChildProcess = spawn(bin, ['-m', LLAMA_MODEL, '--host', '127.0.0.1', '--port', String(port), '-t', '1', '-c', '256', '--embeddings', '--pooling', 'last', '--no-webui', '--no-warmup'], { stdio: 'ignore' });
+  try {
+    for (let i = 0; !(await fetch(`http://127.0.0.1:${port}/health`).then((r) => r.ok, () => false)); i++) {
+      if (i > 200) throw new Error('llama-server did not start');
+      await sleep(100);
+    }
+    const input = ['The quick brown fox', 'jumps over the lazy dog'];
+    const theirs = (await postJson(`http://127.0.0.1:${port}/v1/embeddings`, { model: 'tiny', input })).json();
+    const ours = await client.embeddings.create({ model: 'tiny_embed', input, encoding_format: 'float' });
+    assert.equal(ours.usage.prompt_tokens, theirs.usage.prompt_tokens);
+    for (let i = 0; i < input.length; i++) {
+      const a = ours.data[i]!.embedding;
+      const b = theirs.data[i].embedding as number[];
+      assert.equal(a.length, b.length);
+      const cosine = a.reduce((s, x, j) => s + x * b[j]!, 0) / (norm(a) * norm(b));
+      assert.ok(cosine > 0.9999, `cosine ${cosine}`);
+      assert.ok(a.every((x, j) => Math.abs(x - b[j]!) < 1e-4), 'vectors differ by more than 1e-4');
+    }
+  } finally {
+    engine.kill('SIGKILL');
+  }
+});
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve) => {
+    const srv = createServer().listen(0, '127.0.0.1', () => {
+      const { port } = srv.address() as { port: number };
+      srv.close(() => resolve(port));
+    });
+  });
+}
