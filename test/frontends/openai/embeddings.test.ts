@@ -1,6 +1,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import { copyFile, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -19,6 +20,9 @@ import { spawnServer, type ServerProcess } from '../../helpers/server.js';
 // such a model in process; both scale the vector to unit length.
 
 const { bin, skip, missing } = llamaServer();
+const KEY = 'embeddings-test-key';
+const READER_KEY = 'embeddings-test-reader';
+const sha256 = (s: string): string => createHash('sha256').update(s).digest('hex');
 
 let repo: string;
 let p: ServerProcess;
@@ -36,7 +40,18 @@ output [ { name: "embedding" data_type: TYPE_FP32 dims: [ -1 ] } ]
 parameters { key: "embedding" value { string_value: "true" } }
 parameters { key: "context_size" value { string_value: "256" } }
 `);
-  p = await spawnServer(['--model-repository', repo, '--model-repository', EXAMPLES, '--model-control-mode=explicit', '--load-model=tiny_embed', '--load-model=tiny_llm', '--openai-port=0', '--openai-address=127.0.0.1']);
+  // An embedding model that does not declare its vector output: refused at load.
+  await mkdir(join(repo, 'bad_embed', '1'), { recursive: true });
+  await copyFile(LLAMA_MODEL, join(repo, 'bad_embed', '1', 'model.gguf'));
+  await writeFile(join(repo, 'bad_embed', 'config.pbtxt'), `backend: "llamacpp"
+max_batch_size: 0
+input [ { name: "text_input" data_type: TYPE_STRING dims: [ 1 ] } ]
+output [ { name: "text_output" data_type: TYPE_STRING dims: [ -1 ] } ]
+parameters { key: "embedding" value { string_value: "true" } }
+`);
+  const keys = join(repo, 'keys');
+  await writeFile(keys, `admin * ${sha256(KEY)}\nreader metadata ${sha256(READER_KEY)}\n`, { mode: 0o600 });
+  p = await spawnServer(['--model-repository', repo, '--model-repository', EXAMPLES, '--model-control-mode=explicit', '--load-model=tiny_embed', '--load-model=tiny_llm', '--openai-port=0', '--openai-address=127.0.0.1', `--api-keys-file=${keys}`]);
   let port = 0;
   for (let i = 0; i < 200 && port === 0; i++) {
     port = Number(/Started OpenAI-compatible service at 127\.0\.0\.1:(\d+)/.exec(p.output())?.[1] ?? 0);
@@ -44,7 +59,7 @@ parameters { key: "context_size" value { string_value: "256" } }
   }
   assert.ok(port > 0, p.output());
   base = `http://127.0.0.1:${port}/v1`;
-  client = new OpenAI({ baseURL: base, apiKey: 'unused', maxRetries: 0 });
+  client = new OpenAI({ baseURL: base, apiKey: KEY, maxRetries: 0 });
 });
 
 after(async () => {
@@ -75,10 +90,16 @@ test('string and list input: one unit vector per string, in order, with usage; b
   // The client asks for base64 by default and decodes it; the raw answer is little-endian float32 bytes.
   const decoded = await client.embeddings.create({ model: 'tiny_embed', input: 'The quick brown fox' });
   assert.deepEqual(decoded.data[0]!.embedding, v);
-  const raw = await postJson(`${base}/embeddings`, { model: 'tiny_embed', input: 'The quick brown fox', encoding_format: 'base64' });
+  const raw = await postJson(`${base}/embeddings`, { model: 'tiny_embed', input: 'The quick brown fox', encoding_format: 'base64' }, { authorization: `Bearer ${KEY}` });
   const bytes = Buffer.from(raw.json().data[0].embedding as string, 'base64');
   assert.equal(bytes.length, v.length * 4);
   assert.deepEqual(Array.from({ length: v.length }, (_, i) => bytes.readFloatLE(i * 4)), v);
+  // The same model on KServe infer: the vector in its output 'embedding'.
+  const kserve = await postJson(`${p.url}/v2/models/tiny_embed/infer`, { inputs: [{ name: 'text_input', datatype: 'BYTES', shape: [1], data: ['The quick brown fox'] }] }, { authorization: `Bearer ${KEY}` });
+  assert.equal(kserve.status, 200, kserve.body.toString());
+  const out = kserve.json().outputs[0];
+  assert.deepEqual([out.name, out.datatype, out.shape], ['embedding', 'FP32', [v.length]]);
+  assert.deepEqual(out.data, v);
 });
 
 test('dimensions other than the model size, a text model, and bad inputs are refused by name', async () => {
@@ -100,6 +121,22 @@ test('dimensions other than the model size, a text model, and bad inputs are ref
   await refused({ model: 'tiny_embed', input: 'x', encoding_format: 'int8' }, 'encoding_format', /'float' or 'base64'/);
   await refused({ model: 'tiny_embed', input: 'word '.repeat(400) }, 'input', /context/);
   await assert.rejects(client.embeddings.create({ model: 'no_such_model', input: 'x' }), OpenAI.NotFoundError);
+});
+
+test('a model marked embedding without an FP32 output \'embedding\' fails to load, saying so', async () => {
+  const r = await postJson(`${p.url}/v2/repository/models/bad_embed/load`, {}, { authorization: `Bearer ${KEY}` });
+  assert.equal(r.status, 400, r.body.toString());
+  assert.match(r.json().error, /needs an output 'embedding' of TYPE_FP32/);
+});
+
+test('under --api-keys-file the scope is inference: a metadata-only key is refused', async () => {
+  const reader = new OpenAI({ baseURL: base, apiKey: READER_KEY, maxRetries: 0 });
+  await assert.rejects(reader.embeddings.create({ model: 'tiny_embed', input: 'x' }), (e: Error) => {
+    assert.ok(e instanceof OpenAI.PermissionDeniedError, String(e));
+    assert.match(e.message, /inference/);
+    return true;
+  });
+  await assert.rejects(new OpenAI({ baseURL: base, apiKey: 'wrong', maxRetries: 0 }).embeddings.create({ model: 'tiny_embed', input: 'x' }), OpenAI.AuthenticationError);
 });
 
 test('the vectors equal llama.cpp server\'s own for the same GGUF and text', { skip }, async () => {
