@@ -1,5 +1,7 @@
 import { readdir, stat } from 'node:fs/promises';
 import { join } from 'node:path';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import type { ModelVersion } from './model-version.js';
 import { trimHeap } from './heap-trim.js';
 
@@ -15,17 +17,29 @@ export class LoadMeter {
   /** Backends that have loaded a model here: the first load of each also pays for the backend's runtime. */
   private readonly backendsSeen = new Set<string>();
 
+  /** V8's full collection, under a budget (see the constructor). */
+  private readonly collect: (() => void) | undefined;
+
   /**
-   * `trim`: the C heap is trimmed before each reading (heap-trim.ts), so that what a load allocated and freed
-   * again (an engine's copy of the file it read) does not count, and what other models left free is not reused
-   * unseen. Set under a memory budget, where loads run alone and the figure decides what fits.
+   * `trim`: before each reading the JavaScript heap is collected and the C heap trimmed (heap-trim.ts), so that
+   * what a load allocated and freed again (an engine's copy of the file it read) does not count, and what a
+   * model unloaded just before leaves (a JavaScript model's buffers, freed at V8's next collection) is not
+   * taken off the new model's growth. Set under a memory budget, where loads run alone and the figure decides
+   * what fits; a collection costs a pause of the event loop per load there.
    */
-  constructor(private readonly trim = false) {}
+  constructor(private readonly trim = false) {
+    this.collect = trim ? fullCollection() : undefined;
+  }
+
+  private settle(): void {
+    this.collect?.();
+    trimHeap();
+  }
   /** Loads running now; each is marked when another one overlaps it. */
   private readonly open = new Set<Measure>();
 
   begin(): Measure {
-    if (this.trim) trimHeap();
+    if (this.trim) this.settle();
     const m = new Measure(process.memoryUsage.rss());
     this.running++;
     if (this.running > 1) for (const other of this.open) other.overlapped = true;
@@ -46,7 +60,7 @@ export class LoadMeter {
     // pools: some 25 MB): that growth is the backend's, so its engine's report is taken where there is one.
     const first = !this.backendsSeen.has(backend);
     this.backendsSeen.add(backend);
-    if (this.trim && !m.overlapped) trimHeap();
+    if (this.trim && !m.overlapped) this.settle();
     const growth = m.overlapped ? undefined : Math.max(0, process.memoryUsage.rss() - m.rssBefore) / versions.length;
     let total = 0;
     for (const v of versions) {
@@ -59,6 +73,15 @@ export class LoadMeter {
     }
     return total;
   }
+}
+
+/** V8's full garbage collection as a function: the process's own when it runs with --expose-gc, else one V8 gives. */
+function fullCollection(): (() => void) | undefined {
+  const own = (globalThis as { gc?: () => void }).gc;
+  if (typeof own === 'function') return own;
+  setFlagsFromString('--expose-gc');
+  const gc: unknown = runInNewContext('gc');
+  return typeof gc === 'function' ? (gc as () => void) : undefined;
 }
 
 /** One load's measure: the RSS before it, and whether another load ran beside it. */

@@ -8,7 +8,7 @@ import { until } from '../helpers/until.js';
 
 // --model-load-on-demand through `nereid serve` in mode none: nothing loads at start; a request, metadata,
 // config or ready call naming a model of the repository loads it (one shared load per model) over HTTP and
-// gRPC; a load slower than --model-load-wait-secs (4 s here) is answered 503 / UNAVAILABLE with Retry-After; names not
+// gRPC; a load slower than --model-load-wait-secs (8 s here) is answered 503 / UNAVAILABLE with Retry-After; names not
 // in the repository get the usual answer; a failed load is not tried again at once.
 
 let repo: { dir: string; remove(): Promise<void> };
@@ -18,10 +18,10 @@ let client: Client;
 before(async () => {
   repo = await repository([
     { name: 'm1', mb: 1 }, { name: 'm2', mb: 1 }, { name: 'm3', mb: 1 }, { name: 'm4', mb: 1 }, { name: 'm5', mb: 1 }, { name: 'm6', mb: 1 },
-    { name: 'sleepy', mb: 1, params: { nereid_test_load_ms: '8000' } },
+    { name: 'sleepy', mb: 1, params: { nereid_test_load_ms: '25000' } },
     { name: 'broken', mb: 1, params: { nereid_test_ballast_mb: '-1' } },
   ]);
-  s = await serve(repo.dir, ['--model-control-mode=none', '--model-load-wait-secs=4', '--allow-grpc=true', '--grpc-port=0', '--grpc-address=127.0.0.1']);
+  s = await serve(repo.dir, ['--model-control-mode=none', '--model-load-wait-secs=8', '--allow-grpc=true', '--grpc-port=0', '--grpc-address=127.0.0.1']);
   await until(() => /Started GRPCInferenceService at [^:]+:(\d+)/.test(s.p.output()), 'the gRPC port');
   client = connect(Number(/Started GRPCInferenceService at [^:]+:(\d+)/.exec(s.p.output())![1]));
 });
@@ -77,7 +77,8 @@ test('a load that takes longer than --model-load-wait-secs answers 503 with Retr
   const r = await infer(s.p.url, 'sleepy');
   assert.equal(r.status, 503, r.body.toString());
   assert.equal(r.headers.get('retry-after'), '1');
-  assert.match(r.json().error, /model 'sleepy' is loading and was not ready within 4000 ms/);
+  assert.match(r.json().error, /model 'sleepy' is loading and was not ready within 8000 ms/);
+  // Still loading 16 s into its 25 s load: the gRPC call's wait runs out too.
   const g = await failure(unary(client, 'ModelMetadata', { name: 'sleepy' }));
   assert.equal(g.code, grpc.status.UNAVAILABLE);
   await until(async () => (await loaded(s.p.url)).has('sleepy'), 'sleepy to finish loading');

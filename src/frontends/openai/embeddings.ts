@@ -2,8 +2,8 @@ import type { ServerResponse } from 'node:http';
 import { isNereidError } from '../../errors.js';
 import type { RootTrace } from '../../inference/index.js';
 import type { InferenceServer, ResolvedModel } from '../../server/inference-server.js';
-import { badRequest, modelNotFound, OpenAiError } from './errors.js';
-import { TEXT_INPUT, textInput } from './text-models.js';
+import { badRequest, OpenAiError } from './errors.js';
+import { TEXT_INPUT, openAiModel, textInput } from './text-models.js';
 
 /**
  * POST /v1/embeddings. An embedding model is one with a TYPE_STRING input `text_input` and a TYPE_FP32 output
@@ -76,13 +76,7 @@ export async function handleEmbeddings(server: InferenceServer, request: Embeddi
 
 /** The model, if it is a ready embedding model; OpenAI's 404 for no such model, 400 for a model of another kind. */
 function embeddingModel(server: InferenceServer, name: string): ResolvedModel {
-  let model: ResolvedModel;
-  try {
-    model = server.resolveModel(name);
-  } catch (e) {
-    if (isNereidError(e) && (e.code === 'INVALID_ARG' || e.code === 'NOT_FOUND')) throw modelNotFound(name);
-    throw e;
-  }
+  const model = openAiModel(server, name);
   if (model.inputs.get(TEXT_INPUT)?.datatype !== 'BYTES' || model.outputs.get(EMBEDDING_OUTPUT)?.datatype !== 'FP32') {
     throw badRequest(`model '${name}' is not an embedding model: it needs a TYPE_STRING input '${TEXT_INPUT}' and a TYPE_FP32 output '${EMBEDDING_OUTPUT}'`, 'model');
   }

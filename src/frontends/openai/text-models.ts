@@ -29,17 +29,21 @@ export async function textModels(server: InferenceServer): Promise<string[]> {
   return [...new Set(names)].sort();
 }
 
-/** The model, looked up once for the request, if it is a ready text model; OpenAI's 404 if there is no such model. */
-export function textModel(server: InferenceServer, name: string): ResolvedModel {
-  let model: ResolvedModel;
+/** The model a request names, looked up once; OpenAI's 404 if there is no such model. */
+export function openAiModel(server: InferenceServer, name: string): ResolvedModel {
   try {
-    model = server.resolveModel(name);
+    return server.resolveModel(name);
   } catch (e) {
     // A name the server does not know, or a model with no ready version, is one OpenAI's API does not have; a
     // server that is stopping answers for itself.
     if (isNereidError(e) && (e.code === 'INVALID_ARG' || e.code === 'NOT_FOUND')) throw modelNotFound(name);
     throw e;
   }
+}
+
+/** The model, looked up once for the request, if it is a ready text model; OpenAI's 404 if there is no such model. */
+export function textModel(server: InferenceServer, name: string): ResolvedModel {
+  const model = openAiModel(server, name);
   if (!isTextModel(model)) throw badRequest(`model '${name}' is not a text model: it needs a TYPE_STRING input '${TEXT_INPUT}' and output '${TEXT_OUTPUT}'`, 'model');
   return model;
 }

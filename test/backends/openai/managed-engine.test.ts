@@ -246,7 +246,7 @@ test('an engine that leaves a process in its group: the group goes with the engi
   await s.server.unloadModel('llm_orphan');
   await until(async () => (await inGroup(e.pgid)).length === 0, 'the engine\'s group to be gone', 15_000);
   // SIGTERM ends llama-server, not its sleep; the 10 s grace before SIGKILL is not waited for.
-  assert.ok(Date.now() - t0 < 8000, `took ${Date.now() - t0} ms`);
+  assert.ok(Date.now() - t0 < 9500, `took ${Date.now() - t0} ms: the grace was waited for`);
 });
 
 test('a reload with another engine command starts the new engine and stops the old one', { skip }, async () => {
