@@ -9,7 +9,8 @@ import { readdirSync, statSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { buildLlamaServer, llamaServerPath } from './build-llama-server.mjs';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -56,5 +57,13 @@ function prepareLlamaServer() {
 
 if (files.some((f) => NEEDS_LLAMA_SERVER.some((n) => f.endsWith(n)))) prepareLlamaServer();
 
-const r = spawnSync(process.execPath, ['--test', '--test-concurrency=2', ...files], { cwd: root, stdio: 'inherit' });
+const failures = join(mkdtempSync(join(tmpdir(), 'nereid-tests-')), 'failed.txt');
+const reporters = [
+  '--test-reporter=tap', '--test-reporter-destination=stdout',
+  `--test-reporter=${join(root, 'scripts', 'failed-tests-reporter.mjs')}`, `--test-reporter-destination=${failures}`,
+];
+const r = spawnSync(process.execPath, ['--test', '--test-concurrency=2', ...reporters, ...files], { cwd: root, stdio: 'inherit' });
+const failed = existsSync(failures) ? readFileSync(failures, 'utf8') : '';
+if (failed !== '') console.log(`\nfailed tests:\n${failed}`);
+rmSync(join(failures, '..'), { recursive: true, force: true });
 process.exit(r.status ?? 1);
