@@ -67,6 +67,9 @@ export async function startOpenAiFrontend(server: InferenceServer, options: Open
   await new Promise<void>((resolve, reject) => {
     http.once('error', reject);
     http.listen(options.port, options.address, () => resolve());
+  }).catch(async (e: unknown) => {
+    await ctx.responses.close();
+    throw e;
   });
   const port = (http.address() as AddressInfo).port;
   logger.info(`Started OpenAI-compatible service${options.tls === undefined ? '' : ' over TLS'} at ${options.address}:${port}`);

@@ -1,7 +1,9 @@
-import { after, before, test } from 'node:test';
+import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import OpenAI from 'openai';
@@ -314,4 +316,54 @@ test('a client that drops a stream cancels its generation, counted as a failure;
   // A dropped response is not stored.
   assert.equal(ids.length, 4);
   for (const id of ids) assert.ok(await refused(client.responses.retrieve(id)) instanceof OpenAI.NotFoundError);
+});
+
+const redisMissing = spawnSync('redis-server', ['--version']).error ? 'redis-server is not installed (Debian package redis-server)' : undefined;
+
+describe('--openai-response-store redis://…: servers sharing one Redis see each other\'s stored responses', { skip: redisMissing && process.env.CI !== 'true' ? redisMissing : false }, () => {
+  let redisPort: number;
+  let redis: ChildProcess;
+  let a: ServerProcess;
+  let b: ServerProcess;
+  const cli = (...args: string[]): string => spawnSync('redis-cli', ['-p', String(redisPort), '-n', '5', ...args], { encoding: 'utf8' }).stdout.trim();
+
+  before(async () => {
+    redisPort = await new Promise<number>((resolve) => {
+      const srv = createServer().listen(0, '127.0.0.1', () => {
+        const { port } = srv.address() as { port: number };
+        srv.close(() => resolve(port));
+      });
+    });
+    redis = spawn('redis-server', ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+    await until(() => cli('ping') === 'PONG', 'redis-server to answer PING');
+    const store = `--openai-response-store=redis://127.0.0.1:${redisPort}/5`;
+    // B loads no model: reading and deleting stored responses needs none.
+    [a, b] = await Promise.all([
+      spawnServer(['--model-repository', EXAMPLES, '--model-control-mode=explicit', '--load-model=tiny_llm', '--openai-port=0', '--openai-address=127.0.0.1', store]),
+      spawnServer(['--model-repository', EXAMPLES, '--model-control-mode=explicit', '--openai-port=0', '--openai-address=127.0.0.1', store]),
+    ]);
+  });
+
+  after(async () => {
+    for (const s of [a, b]) s?.child.kill('SIGTERM');
+    for (const s of [a, b]) if (s) assert.equal(await s.exited, 0, s.output());
+    redis?.kill();
+  });
+
+  test('stored on one, retrieved, continued and deleted through the other; kept in Redis with a TTL', async () => {
+    const [onA, onB] = await Promise.all([a, b].map(async (s) => new OpenAI({ apiKey: 'unused', baseURL: `${await openAiBase(s)}/v1`, maxRetries: 0 })));
+    await until(async () => (await request(`${a.url}/v2/models/tiny_llm/ready`)).status === 200, 'tiny_llm');
+    const first = await onA!.responses.create({ model: 'tiny_llm', input: HELLO, max_output_tokens: 4, temperature: 0 });
+    assert.deepEqual(await onB!.responses.retrieve(first.id), first);
+    const pttl = Number(cli('pttl', `nereid:resp:${first.id}`));
+    assert.ok(pttl > 23 * 3600 * 1000 && pttl <= 24 * 3600 * 1000, String(pttl));
+    const second = await onA!.responses.stream({ model: 'tiny_llm', input: 'And then?', previous_response_id: first.id, max_output_tokens: 4, temperature: 0 }).finalResponse();
+    assert.ok(second.usage!.input_tokens > first.usage!.input_tokens + first.usage!.output_tokens);
+    assert.equal((await onB!.responses.inputItems.list(second.id)).data.length, 1);
+    await onB!.responses.delete(first.id);
+    assert.ok(await refused(onA!.responses.retrieve(first.id)) instanceof OpenAI.NotFoundError);
+    assert.equal(cli('exists', `nereid:resp:${first.id}`), '0');
+    const unstored = await onA!.responses.create({ model: 'tiny_llm', input: HELLO, max_output_tokens: 2, store: false });
+    assert.equal(cli('exists', `nereid:resp:${unstored.id}`), '0');
+  });
 });
