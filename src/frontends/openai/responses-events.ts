@@ -75,11 +75,16 @@ export class ResponseReply {
       + this.event(whole['status'] === 'incomplete' ? 'response.incomplete' : 'response.completed', { response: whole });
   }
 
-  /** An error once the stream has begun: OpenAI's `error` event, then response.failed. */
+  /**
+   * An error once the stream has begun: OpenAI's `error` event (the code, message and param the request's
+   * error reply would have had), then response.failed with the error's class in OpenAI's words.
+   */
   failure(e: unknown): string {
-    const { code, message, param } = streamError(e);
-    return this.event('error', { code, message, param })
-      + this.event('response.failed', { response: this.response('failed', null, null, { code, message }) });
+    const { status, body } = errorReply(e);
+    const { error } = JSON.parse(body) as { error: { message: string; type: string; param: string | null; code: string | null } };
+    const failed = { code: status === 429 ? 'rate_limit_exceeded' : status < 500 ? 'invalid_prompt' : 'server_error', message: error.message };
+    return this.event('error', { code: error.code ?? error.type, message: error.message, param: error.param })
+      + this.event('response.failed', { response: this.response('failed', null, null, failed) });
   }
 
   private message(status: 'completed' | 'incomplete', text: string): Record<string, unknown> {
@@ -101,10 +106,4 @@ function usage(end: Ending): Record<string, unknown> {
     output_tokens: end.outputTokens, output_tokens_details: { reasoning_tokens: 0 },
     total_tokens: end.inputTokens + end.outputTokens,
   };
-}
-
-/** The error event's code, message and param: those of the error reply the request would have had. */
-function streamError(e: unknown): { code: string; message: string; param: string | null } {
-  const { error } = JSON.parse(errorReply(e).body) as { error: { message: string; type: string; param: string | null; code: string | null } };
-  return { code: error.code ?? error.type, message: error.message, param: error.param };
 }

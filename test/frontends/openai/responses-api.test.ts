@@ -366,4 +366,27 @@ describe('--openai-response-store redis://…: servers sharing one Redis see eac
     const unstored = await onA!.responses.create({ model: 'tiny_llm', input: HELLO, max_output_tokens: 2, store: false });
     assert.equal(cli('exists', `nereid:resp:${unstored.id}`), '0');
   });
+
+  test('a Redis gone: storing fails a whole response as 503 and a stream with the error and response.failed events', async () => {
+    const onA = new OpenAI({ apiKey: 'unused', baseURL: `${await openAiBase(a)}/v1`, maxRetries: 0 });
+    redis.kill();
+    await new Promise((r) => redis.once('exit', r));
+    const whole = await refused(onA.responses.create({ model: 'tiny_llm', input: HELLO, max_output_tokens: 2 }));
+    assert.equal(whole.status, 503);
+    assert.match(whole.message, /the response store \(--openai-response-store redis:\/\/127\.0\.0\.1:\d+\/5\) did not answer/);
+    // The text streams, then the response cannot be stored: the stream ends in an error, never in response.completed.
+    const raw = await fetch(`${await openAiBase(a)}/v1/responses`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'tiny_llm', input: HELLO, max_output_tokens: 3, stream: true }) });
+    const events = (await raw.text()).split('\n\n').filter((e) => e !== '').map((e) => JSON.parse(e.slice(e.indexOf('\ndata: ') + 7)));
+    const types = events.map((e) => e.type);
+    assert.deepEqual(types.slice(-2), ['error', 'response.failed'], types.join());
+    assert.ok(types.includes('response.output_text.delta'));
+    assert.ok(!types.includes('response.completed'));
+    assert.equal(events.at(-2).code, 'service_unavailable');
+    assert.equal(events.at(-1).response.status, 'failed');
+    assert.deepEqual(Object.keys(events.at(-1).response.error), ['code', 'message']);
+    assert.equal(events.at(-1).response.error.code, 'server_error');
+    // The SDK's stream helper rejects with the error.
+    const streamed = await refused(onA.responses.stream({ model: 'tiny_llm', input: HELLO, max_output_tokens: 2 }).finalResponse());
+    assert.match(streamed.message, /did not answer/);
+  });
 });
