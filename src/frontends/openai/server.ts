@@ -48,8 +48,8 @@ const DEFAULT_MAX_INPUT_SIZE = 64 * 1024 * 1024;
  * The OpenAI-compatible frontend (the surface of Triton's OpenAI frontend): GET /v1/models, GET
  * /v1/models/{id}, POST /v1/completions and /v1/chat/completions, over the text models of the server, POST
  * /v1/embeddings over its embedding models (embeddings.ts), and
- * Triton's GET /health/ready and /metrics beside them, and Anthropic's POST /v1/messages and
- * /v1/messages/count_tokens. Every GET also answers HEAD; with --openai-cors-origin,
+ * Triton's GET /health/ready and /metrics beside them, Anthropic's POST /v1/messages and
+ * /v1/messages/count_tokens, and OpenAI's Responses API under /v1/responses (responses-api.ts). Every GET also answers HEAD; with --openai-cors-origin,
  * browsers at those origins get CORS headers and their preflights are answered. Errors answer in OpenAI's
  * shape with the status from the one table in errors.ts.
  */
