@@ -51,6 +51,24 @@ export async function handleCreateResponse(server: InferenceServer, store: TextS
   sendJson(res, JSON.stringify(whole));
 }
 
+/**
+ * POST /v1/responses/input_tokens: the prompt tokens the conversation (with previous_response_id's and the
+ * instructions) counts after the model's chat template, found by running it for one token, as Anthropic's
+ * count_tokens is: it costs a prompt evaluation.
+ */
+export async function handleInputTokens(server: InferenceServer, store: TextStore, request: ResponsesRequest, res: ServerResponse, signal: AbortSignal, trace?: RootTrace, tenant?: string): Promise<void> {
+  const previous = request.previousResponseId === null ? [] : (await storedResponse(store, request.previousResponseId, tenant, 'previous_response_id')).conversation;
+  let last: Parameters | undefined;
+  try {
+    for await (const r of generate(server, request, [...previous, ...request.input], signal, trace, tenant)) last = r.parameters ?? last;
+  } catch (e) {
+    throw contextError(e) ?? e;
+  }
+  const tokens = last?.['prompt_tokens'];
+  if (typeof tokens !== 'number') throw new OpenAiError('UNSUPPORTED', `model '${request.model}' does not report its prompt's token count`, 'model');
+  sendJson(res, JSON.stringify({ object: 'response.input_tokens', input_tokens: tokens }));
+}
+
 /** A stored response the request may see (its key made it); OpenAI's 404 for any other id. */
 export async function storedResponse(store: TextStore, id: string, tenant: string | undefined, param: string | null = null): Promise<StoredResponse> {
   const text = /^resp_[A-Za-z0-9]{1,200}$/.test(id) ? await store.get(id) : undefined;

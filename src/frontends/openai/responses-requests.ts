@@ -87,6 +87,17 @@ export function responsesRequest(body: unknown): ResponsesRequest {
   };
 }
 
+/** The fields POST /v1/responses/input_tokens takes: what shapes the prompt. */
+const COUNT_FIELDS = new Set(['model', 'input', 'instructions', 'previous_response_id', 'text', 'tools', 'tool_choice', 'parallel_tool_calls', 'truncation', 'reasoning']);
+
+/** POST /v1/responses/input_tokens: the prompt's fields as /v1/responses takes them; any other field is refused by name. */
+export function inputTokensRequest(body: unknown): ResponsesRequest {
+  if (!isObject(body)) throw badRequest('the request body must be a JSON object');
+  const extra = Object.keys(body).find((k) => !COUNT_FIELDS.has(k));
+  if (extra !== undefined) throw badRequest(`'${extra}' is not supported by this server when counting input tokens`, extra);
+  return { ...responsesRequest(body), maxOutputTokens: 1, stream: false, store: false, responseFormat: undefined };
+}
+
 function checkFields(b: Body): void {
   for (const [key, v] of Object.entries(b)) {
     if (HONOURED.has(key) || v === null || v === undefined) continue;
@@ -155,6 +166,9 @@ function textFormat(v: unknown): { echo: Record<string, unknown>; chat: Record<s
   if (type === 'text') return none;
   if (type === 'json_object') return { echo: { type }, chat: { type } };
   if (type !== 'json_schema') throw badRequest(`'text.format.type' must be one of text, json_object, json_schema; got ${JSON.stringify(type ?? null)}`, 'text.format.type');
+  if (typeof name !== 'string' || !/^[A-Za-z0-9_-]{1,64}$/.test(name)) throw badRequest("'text.format.name' must be 1 to 64 letters, digits, underscores or dashes", 'text.format.name');
+  if (!isObject(schema)) throw badRequest("'text.format.schema' is required and must be an object", 'text.format.schema');
+  if (strict !== undefined && strict !== null && typeof strict !== 'boolean') throw badRequest("'text.format.strict' must be a boolean", 'text.format.strict');
   const echo = { type, name, schema, strict: strict ?? null, ...(description === undefined ? {} : { description }) };
   return { echo, chat: { type, json_schema: { name, schema, ...(strict === undefined ? {} : { strict }) } } };
 }

@@ -18,8 +18,8 @@ import { handleCountTokens, handleMessages } from './anthropic.js';
 import { countTokensRequest, messagesRequest } from './anthropic-requests.js';
 import { anthropicErrorReply } from './anthropic-replies.js';
 import { isRefusal, refusalError, type ApiKey, type ApiKeys } from '../api-keys.js';
-import { responsesRequest } from './responses-requests.js';
-import { deleteResponse, handleCreateResponse, sendInputItems, sendResponse, storedResponse } from './responses-api.js';
+import { inputTokensRequest, responsesRequest } from './responses-requests.js';
+import { deleteResponse, handleCreateResponse, handleInputTokens, sendInputItems, sendResponse, storedResponse } from './responses-api.js';
 import { MemoryTextStore, type TextStore } from './responses-store.js';
 
 export interface OpenAiOptions {
@@ -154,17 +154,20 @@ async function handle(ctx: Context, req: IncomingMessage, res: ServerResponse): 
 }
 
 /**
- * OpenAI's Responses API (see responses-api.ts): POST /v1/responses, and GET and DELETE /v1/responses/{id}
- * and GET /v1/responses/{id}/input_items, which need the scope `inference` for the stored response's model.
+ * OpenAI's Responses API (see responses-api.ts): POST /v1/responses and /v1/responses/input_tokens, and GET
+ * and DELETE /v1/responses/{id} and GET /v1/responses/{id}/input_items, which need the scope `inference` for
+ * the stored response's model.
  */
 async function responses(ctx: Context, req: IncomingMessage, res: ServerResponse, url: string, path: string, method: string, key: ApiKey | null): Promise<void> {
-  if (path === '/v1/responses') {
+  const count = path === '/v1/responses/input_tokens';
+  if (count || path === '/v1/responses') {
     allow(method, 'POST');
-    const request = responsesRequest(await readJson(ctx, req));
+    const body = await readJson(ctx, req);
+    const request = count ? inputTokensRequest(body) : responsesRequest(body);
     if (key !== null) permitted(ctx, key, 'inference', request.model, res);
     const gone = clientGone(res);
     if (ctx.server.loadsOnDemand) await ctx.server.whenLoaded(request.model, { signal: gone });
-    return handleCreateResponse(ctx.server, ctx.responses, request, res, gone, traceOf(ctx.server, request.model, req, res), key?.id);
+    return (count ? handleInputTokens : handleCreateResponse)(ctx.server, ctx.responses, request, res, gone, traceOf(ctx.server, request.model, req, res), key?.id);
   }
   const [id, sub, ...more] = path.slice('/v1/responses/'.length).split('/');
   if (more.length > 0 || (sub !== undefined && sub !== 'input_items')) throw new OpenAiError('NOT_FOUND', `Unknown request URL: ${method} ${path}`, null, 'unknown_url');

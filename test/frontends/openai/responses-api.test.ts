@@ -239,6 +239,16 @@ test('store: false keeps nothing; a stored response is another key\'s to see onl
   assert.ok(await refused(reader.responses.create({ model: 'tiny_llm', input: HELLO, max_output_tokens: 2 })) instanceof OpenAI.PermissionDeniedError);
 });
 
+test('responses.inputTokens.count: the prompt tokens /v1/responses counts for the same conversation, previous_response_id\'s included', async () => {
+  const r = await client.responses.create({ model: 'tiny_llm', input: HELLO, instructions: 'Be brief.', max_output_tokens: 3, temperature: 0 });
+  const counted = await client.responses.inputTokens.count({ model: 'tiny_llm', input: HELLO, instructions: 'Be brief.' });
+  assert.deepEqual(counted, { object: 'response.input_tokens', input_tokens: r.usage!.input_tokens });
+  const next = await client.responses.create({ model: 'tiny_llm', input: 'More?', previous_response_id: r.id, max_output_tokens: 2, temperature: 0 });
+  assert.equal((await client.responses.inputTokens.count({ model: 'tiny_llm', input: 'More?', previous_response_id: r.id })).input_tokens, next.usage!.input_tokens);
+  const e = await refused(client.responses.inputTokens.count({ model: 'tiny_llm', input: HELLO, max_output_tokens: 3 } as OpenAI.Responses.InputTokenCountParams));
+  assert.equal(e.param, 'max_output_tokens');
+});
+
 /** The SDK's error for a request, which must be one. */
 async function refused(call: Promise<unknown>): Promise<InstanceType<typeof OpenAI.APIError>> {
   const e = await call.then(() => assert.fail('expected an error'), (err: unknown) => err);
@@ -260,6 +270,10 @@ test('fields refused by name, harmless values accepted, a conversation past the 
   assert.equal(image.param, 'input[0].content[0].type');
   const call = await refused(create({ input: [{ type: 'function_call_output', call_id: 'c', output: 'x' }] }));
   assert.equal(call.param, 'input[0].type');
+  const name = await refused(create({ text: { format: { type: 'json_schema', name: 'no spaces allowed', schema: {} } } }));
+  assert.equal(name.param, 'text.format.name');
+  const metadata = await refused(create({ metadata: Object.fromEntries(Array.from({ length: 17 }, (_, i) => [`k${i}`, 'v'])) }));
+  assert.equal(metadata.param, 'metadata');
   const ok = await create({ tools: [], tool_choice: 'auto', parallel_tool_calls: true, background: false, truncation: 'disabled', include: [], reasoning: null, service_tier: 'auto' }) as OpenAI.Responses.Response;
   assert.equal(ok.usage!.output_tokens, 2);
   const tooLong = { model: 'tiny_llm', input: HELLO, max_output_tokens: 1020 };
