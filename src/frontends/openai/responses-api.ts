@@ -28,8 +28,7 @@ export interface StoredResponse {
 }
 
 export async function handleCreateResponse(server: InferenceServer, store: TextStore, request: ResponsesRequest, res: ServerResponse, signal: AbortSignal, trace?: RootTrace, tenant?: string): Promise<void> {
-  const previous = request.previousResponseId === null ? [] : (await storedResponse(store, request.previousResponseId, tenant, 'previous_response_id')).conversation;
-  const history = [...previous, ...request.input];
+  const history = await conversation(store, request, tenant);
   const responses = generate(server, request, history, signal, trace, tenant);
   const first = await responses.next().catch((e: unknown) => {
     throw contextError(e) ?? e;
@@ -57,10 +56,10 @@ export async function handleCreateResponse(server: InferenceServer, store: TextS
  * count_tokens is: it costs a prompt evaluation.
  */
 export async function handleInputTokens(server: InferenceServer, store: TextStore, request: ResponsesRequest, res: ServerResponse, signal: AbortSignal, trace?: RootTrace, tenant?: string): Promise<void> {
-  const previous = request.previousResponseId === null ? [] : (await storedResponse(store, request.previousResponseId, tenant, 'previous_response_id')).conversation;
+  const history = await conversation(store, request, tenant);
   let last: Parameters | undefined;
   try {
-    for await (const r of generate(server, request, [...previous, ...request.input], signal, trace, tenant)) last = r.parameters ?? last;
+    for await (const r of generate(server, request, history, signal, trace, tenant)) last = r.parameters ?? last;
   } catch (e) {
     throw contextError(e) ?? e;
   }
@@ -102,6 +101,12 @@ export function sendInputItems(stored: StoredResponse, query: URLSearchParams, r
 
 export function sendResponse(stored: StoredResponse, res: ServerResponse): void {
   sendJson(res, JSON.stringify(stored.response));
+}
+
+/** previous_response_id's conversation, if any, then this request's input. */
+async function conversation(store: TextStore, request: ResponsesRequest, tenant: string | undefined): Promise<ChatMessage[]> {
+  if (request.previousResponseId === null) return [...request.input];
+  return [...(await storedResponse(store, request.previousResponseId, tenant, 'previous_response_id')).conversation, ...request.input];
 }
 
 function generate(server: InferenceServer, request: ResponsesRequest, history: ChatMessage[], signal: AbortSignal, trace: RootTrace | undefined, tenant: string | undefined): AsyncIterableIterator<InferenceResponse> {
