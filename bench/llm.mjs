@@ -10,10 +10,15 @@
 //    the whole vocabulary: top_k 0 and llama-server's min_p 0) and with top_k 40: CPU per generated token of each
 //    server's process (/proc utime + stime, client excluded) at 1 stream, and aggregate tokens/s at 8 streams.
 //    Goals: CPU per token <= 1.5x llama-server's for the same sampling; tokens/s at 8 streams >= 0.6x.
+// 3. The LLM APIs over the one chat path: CPU of Nereid's process per request for the same greedy generation of
+//    a few tokens through /v1/chat/completions, Anthropic's /v1/messages and the Responses API's /v1/responses
+//    (stored, as by default), streamed and whole, as ratios against chat completions: what each API's own
+//    request checks, reply shaping and events cost.
 // Each run generates a fixed number of tokens (end of sequence ignored). Rounds alternate the paths; figures
 // are medians of the rounds; the load average is printed before and after, as two cores are easily shared.
 // Nereid runs as `nereid serve` in its own process, as deployed; the client reads the streams with node:http.
-// Usage: ./node_modules/.bin/tsc -p . && node bench/llm.mjs [--quick]
+// Usage: ./node_modules/.bin/tsc -p . && node bench/llm.mjs [--quick | --dry-run]
+// --dry-run runs every part once with a few tokens, to check that the script works; its figures mean nothing.
 import { execFileSync, spawn } from 'node:child_process';
 import http from 'node:http';
 import { existsSync, readFileSync } from 'node:fs';
@@ -27,8 +32,9 @@ import { llamaServerPath } from '../scripts/build-llama-server.mjs';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const QUICK = process.argv.includes('--quick');
-const ROUNDS = QUICK ? 3 : 9;
-const TOKENS = 256;
+const DRY = process.argv.includes('--dry-run');
+const ROUNDS = DRY ? 1 : QUICK ? 3 : 9;
+const TOKENS = DRY ? 8 : 256;
 const EXAMPLES = join(ROOT, 'examples/model_repository');
 const MODEL = join(EXAMPLES, 'tiny_llm/1/model.gguf');
 // As examples/model_repository/tiny_llm/config.pbtxt: threads 1, parallel 4, context_size 1024.
@@ -93,19 +99,20 @@ const openAiPort = await new Promise((resolve, reject) => {
  * Streams one OpenAI completion over node:http (lighter than fetch, so that the client's own work weighs as
  * little as it can on two cores); its generated tokens (from the usage chunk) and the time to the first text.
  */
-function openAiStream(port, body) {
+function openAiStream(port, body, path = '/v1/completions') {
   return new Promise((resolve, reject) => {
     const t0 = performance.now();
     let first = 0;
     let tail = '';
-    const req = http.request({ host: '127.0.0.1', port, path: '/v1/completions', method: 'POST', agent: false, headers: { 'content-type': 'application/json' } }, (res) => {
+    const req = http.request({ host: '127.0.0.1', port, path, method: 'POST', agent: false, headers: { 'content-type': 'application/json' } }, (res) => {
       res.setEncoding('utf8');
       res.on('data', (chunk) => {
         first ||= performance.now() - t0;
         tail = (tail + chunk).slice(-4000);
       });
       res.on('end', () => {
-        const m = /"completion_tokens":\s*(\d+)/.exec(tail);
+        // The last count: a stream of Anthropic's events says 0 in message_start before the real count.
+        const m = [...tail.matchAll(/"(?:completion|output)_tokens":\s*(\d+)/g)].at(-1);
         resolve({ tokens: m ? Number(m[1]) : 0, first });
       });
       res.on('error', reject);
@@ -217,6 +224,38 @@ if (llamaServer) {
       console.log(`  Nereid / llama-server: ${goal}; tokens/s ${tpsRatio.toFixed(2)}x${tpsGoal}`);
     }
   }
+}
+
+// --- Part 3: the LLM APIs over the same chat path, CPU of Nereid's process per request.
+const API_TOKENS = DRY ? 4 : 16;
+const API_REQUESTS = DRY ? 2 : 40;
+const conversation = (i) => [{ role: 'user', content: `Story ${i}` }];
+const APIS = [
+  ['chat/completions', '/v1/chat/completions', (i, stream) => ({ model: 'tiny_llm', messages: conversation(i), max_tokens: API_TOKENS, temperature: 0, stream, ...(stream ? { stream_options: { include_usage: true } } : {}) })],
+  ['messages', '/v1/messages', (i, stream) => ({ model: 'tiny_llm', messages: conversation(i), max_tokens: API_TOKENS, temperature: 0, stream })],
+  ['responses', '/v1/responses', (i, stream) => ({ model: 'tiny_llm', input: `Story ${i}`, max_output_tokens: API_TOKENS, temperature: 0, stream })],
+];
+
+/** API_REQUESTS requests one after the other: the server's CPU milliseconds per request, and tokens per request. */
+async function apiRound(path, body, stream, seed) {
+  const c0 = cpuMs(nereidProcess.pid);
+  let tokens = 0;
+  for (let k = 0; k < API_REQUESTS; k++) tokens += (await openAiStream(openAiPort, body(seed * 100 + k, stream), path)).tokens;
+  return { cpu: (cpuMs(nereidProcess.pid) - c0) / API_REQUESTS, tokens: tokens / API_REQUESTS };
+}
+
+console.log(`== the LLM APIs: ${API_TOKENS} tokens at most per request (greedy, the same conversation), ${API_REQUESTS} requests a round; CPU of Nereid's process per request; medians of ${ROUNDS} alternating rounds ==`);
+for (const stream of [true, false]) {
+  for (const [, path, body] of APIS) await apiRound(path, body, stream, 0); // warm-up
+  const results = new Map(APIS.map(([name]) => [name, []]));
+  for (let i = 0; i < ROUNDS; i++) {
+    const order = i % 2 === 0 ? APIS : [...APIS].reverse();
+    for (const [name, path, body] of order) results.get(name).push(await apiRound(path, body, stream, i % 2));
+  }
+  const m = new Map([...results].map(([name, rs]) => [name, { cpu: median(rs.map((r) => r.cpu)), tokens: median(rs.map((r) => r.tokens)) }]));
+  const chat = m.get('chat/completions');
+  const line = [...m].map(([name, r]) => `${name} ${r.cpu.toFixed(3)} ms (${r.tokens.toFixed(1)} tokens)${name === 'chat/completions' ? '' : ` ${(r.cpu / chat.cpu).toFixed(3)}x`}`).join(', ');
+  console.log(`${stream ? 'streamed' : 'whole'}: CPU per request ${line}`);
 }
 console.log(`load average after: ${loadavg().map((l) => l.toFixed(2)).join(' ')}`);
 nereidProcess.kill('SIGTERM');

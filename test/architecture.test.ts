@@ -72,7 +72,7 @@ const PACKAGES: Readonly<Record<string, readonly string[]>> = {
   '@google-cloud/storage': ['repository/cloud/gcs.ts'],
   '@opentelemetry/': ['observability/trace/otel-trace.ts'],
   'hdr-histogram-js': ['tools/perf/latency-histogram.ts'],
-  'ioredis': ['cache/redis.ts', 'scheduler/sequence-store-redis.ts'],
+  'ioredis': ['cache/redis.ts', 'cache/redis-text-store.ts', 'scheduler/sequence-store-redis.ts'],
   'node-llama-cpp': ['backends/llamacpp/'],
   'onnxruntime-node': ['backends/onnxruntime/'],
   'prom-client': ['observability/metrics/'],

@@ -35,7 +35,7 @@ export interface ServeOptions {
   grpc: { allow: boolean; port: number; address: string };
   metrics: { allow: boolean; port: number; address: string; intervalMs: number };
   /** Nereid's OpenAI-compatible frontend: on only when --openai-port is given. */
-  openai: { allow: boolean; port: number; address: string; corsOrigins: string[] };
+  openai: { allow: boolean; port: number; address: string; corsOrigins: string[]; responseStoreUrl?: string };
   log: LogSettings;
   help: boolean;
   /**
@@ -83,7 +83,7 @@ interface ServerDraft {
 interface Draft extends Omit<ServeOptions, 'server' | 'metrics' | 'openai'> {
   server: ServerDraft;
   metrics: { allow: boolean; port: number; address: string | null; intervalMs: number };
-  openai: { allow: boolean; port: number; address: string | null; corsOrigins: string[] };
+  openai: { allow: boolean; port: number; address: string | null; corsOrigins: string[]; responseStoreUrl?: string };
   strictModelConfigGiven: boolean;
   disableAutoComplete: boolean;
   cacheSizeGiven: boolean;
@@ -522,6 +522,8 @@ const FLAGS: readonly FlagSpec[] = [
   noted(flag(OPENAI, 'openai-address', '<address>', 'the value of --http-address', 'Address the OpenAI-compatible server binds to.', (d, v) => { d.openai.address = v; }), NEREID_OWN),
   noted(flag(OPENAI, 'openai-cors-origin', '<origin>', 'none', "A browser origin (scheme://host[:port], or * for any) allowed to call the OpenAI-compatible API: its requests get CORS headers and its preflights are answered. Repeatable. Without it no CORS headers are sent (Triton's OpenAI frontend allows http://localhost).",
     (d, v) => { const o = corsOrigin(v); if (!d.openai.corsOrigins.includes(o)) d.openai.corsOrigins.push(o); }), NEREID_OWN),
+  noted(flag(OPENAI, 'openai-response-store', '<redis://host:port[/db]>', "'' (in memory)", "Keep the Responses API's stored responses (store: true; for GET /v1/responses/{id} and previous_response_id) in this Redis, so that replicas sharing it see each other's; by default each server keeps its own in memory. Either way at most 1000 responses of up to 4 MiB each, for 24 hours, the oldest going first.",
+    (d, v) => { if (!/^redis:\/\/[^/]+(\/\d+)?$/.test(v)) throw new BadValue('redis://<host>:<port>[/<db>]'); d.openai.responseStoreUrl = v; }), NEREID_OWN),
   ...sslFlags(OPENAI, 'openai', 'the OpenAI-compatible API', 'http'),
 
   noted(flag(KEYS, 'api-keys-file', '<path>', '', "Requests on the HTTP, gRPC and OpenAI ports must carry one of the keys of this file ('Authorization: Bearer <key>'; gRPC metadata 'authorization'), with the scope their API category needs. One key a line: ID SCOPES SHA256 (see 'nereid keys add'). Read again when it changes. Off unless given.",

@@ -1,5 +1,7 @@
 import type { HttpOptions } from '../frontends/http/server.js';
 import type { OpenAiOptions } from '../frontends/openai/server.js';
+import { DEFAULT_STORE_BOUNDS, MAX_ENTRY_CHARS, type TextStore } from '../frontends/openai/responses-store.js';
+import { parseRedisUrl, redact } from '../scheduler/sequence-store-redis.js';
 import type { ServeOptions } from './flags.js';
 import { restrictedGroup } from './grpc-options.js';
 import { tlsFiles } from './tls-options.js';
@@ -34,4 +36,16 @@ export function httpFlagWarnings(opts: ServeOptions): string[] {
   const threads = opts.extra['http-thread-count']?.at(-1);
   if (threads !== undefined) out.push(`--http-thread-count=${threads} has no effect: the HTTP server runs on the Node.js event loop and keeps no thread pool to size`);
   return out;
+}
+
+/** --openai-response-store: the Redis the Responses API keeps stored responses in (undefined: in memory), bounded as the memory store is. */
+export async function openAiResponseStore(opts: ServeOptions): Promise<TextStore | undefined> {
+  const url = opts.openai.responseStoreUrl;
+  if (url === undefined || url === '') return undefined;
+  const flag = '--openai-response-store';
+  const { RedisTextStore } = await import('../cache/redis-text-store.js');
+  return RedisTextStore.connect({
+    ...parseRedisUrl(url, flag), prefix: 'nereid:resp:', setting: `${flag} ${redact(url)}`,
+    maxEntries: DEFAULT_STORE_BOUNDS.maxEntries, maxEntryChars: MAX_ENTRY_CHARS, ttlMs: DEFAULT_STORE_BOUNDS.ttlMs,
+  });
 }

@@ -8,7 +8,7 @@ import { createLogger, type Logger } from '../observability/logger.js';
 import { InferenceServer } from '../server/inference-server.js';
 import { FlagError, parseServeFlags, USAGE, type ServeOptions } from './flags.js';
 import { grpcFlagWarnings, grpcOptions } from './grpc-options.js';
-import { httpFlagWarnings, httpOptions, openAiOptions } from './http-options.js';
+import { httpFlagWarnings, httpOptions, openAiOptions, openAiResponseStore } from './http-options.js';
 import { apiKeys, exportKeyMetrics } from './api-keys.js';
 import type { ApiKeys } from '../frontends/api-keys.js';
 
@@ -99,7 +99,7 @@ async function startFrontends(opts: ServeOptions, server: InferenceServer, logge
     {
       key: 'openai',
       what: 'OpenAI-compatible',
-      start: opts.openai.allow ? () => f.startOpenAiFrontend(server, { ...openAiOptions(opts), keys }, logger.child('openai/server.ts')) : undefined,
+      start: opts.openai.allow ? async () => f.startOpenAiFrontend(server, { ...openAiOptions(opts), keys, responseStore: await openAiResponseStore(opts) }, logger.child('openai/server.ts')) : undefined,
     },
   ];
   const started: { -readonly [K in keyof Started]: Closable | undefined } = { http: undefined, grpc: undefined, metrics: undefined, openai: undefined };

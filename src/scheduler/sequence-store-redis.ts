@@ -98,17 +98,18 @@ function within<T>(p: Promise<T>, ms: number): Promise<T> {
   return Promise.race([p, late]).finally(() => clearTimeout(timer));
 }
 
-export function parseRedisUrl(url: string): { host: string; port: number; db: number; username?: string; password?: string } {
+/** `url`'s parts; `flag` names the setting in errors. */
+export function parseRedisUrl(url: string, flag = '--sequence-state-store'): { host: string; port: number; db: number; username?: string; password?: string } {
   let u: URL;
   try {
     u = new URL(url);
   } catch {
-    throw invalidArg(`--sequence-state-store must be redis://<host>:<port>[/<db>], got '${redact(url)}'`);
+    throw invalidArg(`${flag} must be redis://<host>:<port>[/<db>], got '${redact(url)}'`);
   }
   const db = u.pathname === '' || u.pathname === '/' ? 0 : Number(u.pathname.slice(1));
   const port = u.port === '' ? 6379 : Number(u.port);
   if (u.protocol !== 'redis:' || u.hostname === '' || !Number.isInteger(db) || db < 0 || !Number.isInteger(port) || port <= 0) {
-    throw invalidArg(`--sequence-state-store must be redis://<host>:<port>[/<db>], got '${redact(url)}'`);
+    throw invalidArg(`${flag} must be redis://<host>:<port>[/<db>], got '${redact(url)}'`);
   }
   return {
     host: u.hostname.replace(/^\[|\]$/g, ''), port, db,
@@ -118,6 +119,6 @@ export function parseRedisUrl(url: string): { host: string; port: number; db: nu
 }
 
 /** The URL without its password, for messages. */
-function redact(url: string): string {
+export function redact(url: string): string {
   return url.replace(/\/\/([^:@/]*):[^@/]*@/, '//$1:***@');
 }

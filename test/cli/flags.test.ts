@@ -98,6 +98,12 @@ test('--exit-drain-secs: default 0, must be less than --exit-timeout-secs', () =
   fails([...REPO, '--exit-drain-secs=-1'], /"--exit-drain-secs"/);
 });
 
+test('--openai-response-store: a redis:// URL; none keeps stored responses in memory', () => {
+  assert.equal(parse('--openai-port=9000', '--openai-response-store=redis://10.0.0.5:6380/2').openai.responseStoreUrl, 'redis://10.0.0.5:6380/2');
+  assert.equal(parse('--openai-port=9000').openai.responseStoreUrl, undefined);
+  fails([...REPO, '--openai-response-store=http://redis:6379'], /"--openai-response-store"/, /redis:\/\/<host>:<port>\[\/<db>\]/);
+});
+
 test('--sequence-state-store: a redis:// URL', () => {
   assert.equal(parse().server.sequenceStateStore, undefined);
   assert.equal(parse('--sequence-state-store=redis://10.0.0.5:6380/2').server.sequenceStateStore, 'redis://10.0.0.5:6380/2');

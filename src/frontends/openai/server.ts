@@ -18,6 +18,9 @@ import { handleCountTokens, handleMessages } from './anthropic.js';
 import { countTokensRequest, messagesRequest } from './anthropic-requests.js';
 import { anthropicErrorReply } from './anthropic-replies.js';
 import { isRefusal, refusalError, type ApiKey, type ApiKeys } from '../api-keys.js';
+import { inputTokensRequest, responsesRequest } from './responses-requests.js';
+import { deleteResponse, handleCreateResponse, handleInputTokens, sendInputItems, sendResponse, storedResponse } from './responses-api.js';
+import { MemoryTextStore, type TextStore } from './responses-store.js';
 
 export interface OpenAiOptions {
   port: number;
@@ -30,6 +33,8 @@ export interface OpenAiOptions {
   tls?: TlsFiles;
   /** --openai-cors-origin: the browser origins allowed to call (`*`: any); none, the default, sends no CORS headers. */
   corsOrigins?: readonly string[];
+  /** Where the Responses API keeps stored responses (--openai-response-store); in memory when not given. Closed with the frontend. */
+  responseStore?: TextStore;
 }
 
 export interface OpenAiFrontend {
@@ -43,15 +48,15 @@ const DEFAULT_MAX_INPUT_SIZE = 64 * 1024 * 1024;
  * The OpenAI-compatible frontend (the surface of Triton's OpenAI frontend): GET /v1/models, GET
  * /v1/models/{id}, POST /v1/completions and /v1/chat/completions, over the text models of the server, POST
  * /v1/embeddings over its embedding models (embeddings.ts), and
- * Triton's GET /health/ready and /metrics beside them, and Anthropic's POST /v1/messages and
- * /v1/messages/count_tokens. Every GET also answers HEAD; with --openai-cors-origin,
+ * Triton's GET /health/ready and /metrics beside them, Anthropic's POST /v1/messages and
+ * /v1/messages/count_tokens, and OpenAI's Responses API under /v1/responses (responses-api.ts). Every GET also answers HEAD; with --openai-cors-origin,
  * browsers at those origins get CORS headers and their preflights are answered. Errors answer in OpenAI's
  * shape with the status from the one table in errors.ts.
  */
 export async function startOpenAiFrontend(server: InferenceServer, options: OpenAiOptions, logger: Logger): Promise<OpenAiFrontend> {
   const ctx: Context = {
     server, logger, maxInputSize: options.maxInputSize ?? DEFAULT_MAX_INPUT_SIZE, started: Math.floor(Date.now() / 1000), json: new JsonParser(),
-    keys: options.keys ?? null, cors: corsPolicy(options.corsOrigins),
+    keys: options.keys ?? null, cors: corsPolicy(options.corsOrigins), responses: options.responseStore ?? new MemoryTextStore(),
   };
   const { server: http, stop } = createHttpServer({ keepAliveTimeout: 65_000 }, options.tls, (req, res) => {
     handle(ctx, req, res).catch((e: unknown) => sendError(res, e, ctx));
@@ -62,6 +67,9 @@ export async function startOpenAiFrontend(server: InferenceServer, options: Open
   await new Promise<void>((resolve, reject) => {
     http.once('error', reject);
     http.listen(options.port, options.address, () => resolve());
+  }).catch(async (e: unknown) => {
+    await ctx.responses.close();
+    throw e;
   });
   const port = (http.address() as AddressInfo).port;
   logger.info(`Started OpenAI-compatible service${options.tls === undefined ? '' : ' over TLS'} at ${options.address}:${port}`);
@@ -69,7 +77,7 @@ export async function startOpenAiFrontend(server: InferenceServer, options: Open
     port,
     close: () => {
       stop();
-      return closeServer(http, ctx.json);
+      return closeServer(http, ctx.json).finally(() => ctx.responses.close());
     },
   };
 }
@@ -86,6 +94,7 @@ interface Context {
   readonly keys: ApiKeys | null;
   /** null when no CORS origin is configured: requests then pay nothing for CORS. */
   readonly cors: CorsPolicy | null;
+  readonly responses: TextStore;
 }
 
 async function handle(ctx: Context, req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -140,7 +149,36 @@ async function handle(ctx: Context, req: IncomingMessage, res: ServerResponse): 
     if (ctx.server.loadsOnDemand) await ctx.server.whenLoaded(request.model, { signal: gone });
     return handleEmbeddings(ctx.server, request, res, gone, traceOf(ctx.server, request.model, req, res), key?.id);
   }
+  if (path === '/v1/responses' || path.startsWith('/v1/responses/')) return responses(ctx, req, res, url, path, method, key);
   throw new OpenAiError('NOT_FOUND', `Unknown request URL: ${method} ${path}`, null, 'unknown_url');
+}
+
+/**
+ * OpenAI's Responses API (see responses-api.ts): POST /v1/responses and /v1/responses/input_tokens, and GET
+ * and DELETE /v1/responses/{id} and GET /v1/responses/{id}/input_items, which need the scope `inference` for
+ * the stored response's model.
+ */
+async function responses(ctx: Context, req: IncomingMessage, res: ServerResponse, url: string, path: string, method: string, key: ApiKey | null): Promise<void> {
+  const count = path === '/v1/responses/input_tokens';
+  if (count || path === '/v1/responses') {
+    allow(method, 'POST');
+    const body = await readJson(ctx, req);
+    const request = count ? inputTokensRequest(body) : responsesRequest(body);
+    if (key !== null) permitted(ctx, key, 'inference', request.model, res);
+    const gone = clientGone(res);
+    if (ctx.server.loadsOnDemand) await ctx.server.whenLoaded(request.model, { signal: gone });
+    return (count ? handleInputTokens : handleCreateResponse)(ctx.server, ctx.responses, request, res, gone, traceOf(ctx.server, request.model, req, res), key?.id);
+  }
+  const [id, sub, ...more] = path.slice('/v1/responses/'.length).split('/');
+  if (more.length > 0 || (sub !== undefined && sub !== 'input_items')) throw new OpenAiError('NOT_FOUND', `Unknown request URL: ${method} ${path}`, null, 'unknown_url');
+  if (method !== 'DELETE' || sub !== undefined) allow(method, 'GET');
+  const query = new URLSearchParams(url.slice(path.length + 1));
+  const asked = sub === undefined ? [...query.keys()][0] : undefined;
+  if (asked !== undefined) throw badRequest(`'${asked}' is not supported by this server when retrieving a response`, asked);
+  const stored = await storedResponse(ctx.responses, decodePath(id!), key?.id);
+  if (key !== null) permitted(ctx, key, 'inference', stored.response['model'] as string, res);
+  if (sub === 'input_items') return sendInputItems(stored, query, res);
+  return method === 'DELETE' ? deleteResponse(ctx.responses, decodePath(id!), res) : sendResponse(stored, res);
 }
 
 /**

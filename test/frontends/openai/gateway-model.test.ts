@@ -6,6 +6,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import OpenAI from 'openai';
 import { startOpenAiFrontend, type OpenAiFrontend } from '../../../src/frontends/openai/server.js';
 import { createLogger } from '../../../src/observability/logger.js';
 import { EXAMPLES } from '../../helpers/paths.js';
@@ -128,4 +129,16 @@ test('response_format reaches the engine unchanged', { skip }, async () => {
     assert.equal(r.status, 400, r.body.toString());
     assert.match(r.json().error.message, /^engine .* refused the request \(400\): .*samplers/, r.body.toString());
   }
+});
+
+test('the Responses API through the gateway: the chat completion\'s text and counts, whole and streamed', { skip }, async () => {
+  const client = new OpenAI({ apiKey: 'unused', baseURL: base, maxRetries: 0 });
+  const chat = await postJson(`${base}/chat/completions`, { model: 'remote_llm', messages: [{ role: 'user', content: 'Hello' }], max_tokens: 5, temperature: 0 });
+  const expected = chat.json();
+  const whole = await client.responses.create({ model: 'remote_llm', input: 'Hello', max_output_tokens: 5, temperature: 0 });
+  assert.equal(whole.output_text, expected.choices[0].message.content);
+  assert.deepEqual([whole.usage!.input_tokens, whole.usage!.output_tokens], [expected.usage.prompt_tokens, expected.usage.completion_tokens]);
+  assert.equal(whole.status, expected.choices[0].finish_reason === 'length' ? 'incomplete' : 'completed');
+  const streamed = await client.responses.stream({ model: 'remote_llm', input: 'Hello', max_output_tokens: 5, temperature: 0, previous_response_id: whole.id }).finalResponse();
+  assert.ok(streamed.usage!.input_tokens > whole.usage!.input_tokens + whole.usage!.output_tokens);
 });

@@ -203,6 +203,16 @@ test('the llama.cpp backend’s prompt and generation are spans of their own wit
   assert.equal(one(spans, 'InferRequest').parentSpanId, c.spanId);
 });
 
+test('a Responses API request, streamed, continues the client’s trace as a chat completion does', async () => {
+  const c = clientContext();
+  const r = await postJson(`http://127.0.0.1:${openai.port}/v1/responses`, { model: 'tiny_llm', input: 'Once upon a time', max_output_tokens: 4, temperature: 0, stream: true }, { traceparent: c.traceparent });
+  assert.equal(r.status, 200, r.body.toString());
+  assert.match(r.body.toString(), /event: response\.completed|event: response\.incomplete/);
+  const spans = await spansOf(c.traceId, ['InferRequest', 'tiny_llm', 'prompt', 'generation']);
+  assert.equal(one(spans, 'InferRequest').parentSpanId, c.spanId);
+  assert.equal(one(spans, 'tiny_llm').parentSpanId, one(spans, 'InferRequest').spanId);
+});
+
 test('the trace settings in OpenTelemetry mode show its options and no file keys', async () => {
   const s = (await request(`${url}/v2/trace/setting`)).json();
   assert.deepEqual(s, {
