@@ -13,6 +13,8 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { register } from 'node:module';
 import { basename, dirname } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { parentPort } from 'node:worker_threads';
 import * as utils from './utils.js';
 import { resolvesToOwnUtils } from './pool.js';
@@ -270,7 +272,24 @@ async function finalize(h: Hosted): Promise<void> {
     error = describe(e);
   }
   hosted.delete(h.iid);
+  h.model = undefined;
+  // The model's memory goes back now, before the server hears it is unloaded: left to this worker's next
+  // collection, it could be freed while another model loads and taken off that load's measured growth (what a
+  // memory budget counts).
+  collectGarbage();
   post({ t: 'finalized', iid: h.iid, ...(error !== undefined ? { error } : {}) });
+}
+
+let gc: (() => void) | undefined;
+
+/** A full collection of this worker's heap (V8's gc, made available to a context of our own). */
+function collectGarbage(): void {
+  if (gc === undefined) {
+    setFlagsFromString('--expose-gc');
+    const fn: unknown = runInNewContext('gc');
+    gc = typeof fn === 'function' ? (fn as () => void) : () => undefined;
+  }
+  gc();
 }
 
 async function autoComplete(h: Hosted): Promise<void> {
