@@ -105,7 +105,7 @@ function chatMessages(v: unknown): Body[] {
     }
     const calls = role === 'assistant' ? assistantToolCalls((m as Body)['tool_calls'], `${where}.tool_calls`) : undefined;
     if (calls === undefined) return { role, content: messageContent(content, `${where}.content`) };
-    return { role, content: content === null || content === undefined ? '' : messageContent(content, `${where}.content`), tool_calls: calls };
+    return { role, content: content === null || content === undefined ? null : messageContent(content, `${where}.content`), tool_calls: calls };
   });
 }
 
