@@ -160,6 +160,10 @@ test('bad tool definitions and choices are refused 400 naming the field', async 
   await refused({ tool_choice: 'required' }, 'tool_choice', /only allowed when tools/);
   await refused({ tools: TOOLS, parallel_tool_calls: 'yes' }, 'parallel_tool_calls', /boolean/);
   await refused({ messages: [{ role: 'tool', content: '4' }] }, 'messages[0].tool_call_id', /required/);
+  // A tool message must answer a call an earlier assistant message made.
+  const stray = await postJson(`${base}/chat/completions`, { model: 'tiny_llm', max_tokens: 4, messages: [...messages, { role: 'tool', tool_call_id: 'call_x', content: '5' }] });
+  assert.equal(stray.status, 400, stray.body.toString());
+  assert.match(stray.json().error.message, /"call_x", which no earlier assistant message made/);
   // The model's backend refuses a schema keyword its grammar cannot honour, naming it and the tool.
   const r = await postJson(`${base}/chat/completions`, { model: 'tiny_llm', messages, max_tokens: 4, tool_choice: 'required',
     tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object', properties: { s: { type: 'string', pattern: '^a' } } } } }] });
