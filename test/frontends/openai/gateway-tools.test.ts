@@ -1,5 +1,6 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
@@ -10,6 +11,7 @@ import type { ChatCompletionChunk, ChatCompletionTool } from 'openai/resources/c
 import { startOpenAiFrontend, type OpenAiFrontend } from '../../../src/frontends/openai/server.js';
 import { createLogger } from '../../../src/observability/logger.js';
 import { postJson } from '../../helpers/http.js';
+import { LLAMA_MODEL, llamaServer } from '../../helpers/llama-server.js';
 import { startTestServer, type TestServer } from '../../helpers/server.js';
 
 // Tool calls through the gateway backend ("openai"): tools, tool_choice and parallel_tool_calls go to the
@@ -17,6 +19,7 @@ import { startTestServer, type TestServer } from '../../helpers/server.js';
 // engine here is a stand-in that answers as an OpenAI-compatible engine does (a call while the conversation
 // ends with the user, an answer once it ends with the tool's result): llama-server leaves tools out for the
 // example tiny_llm, whose chat template has no place for them, and a random-weight model would not call one.
+// Last, llama-server itself, given a chat template that renders tools: they reach it and it renders them.
 
 const CALL = { id: 'call_engine0000000000000001', type: 'function', function: { name: 'add', arguments: '{"a":2,"b":3}' } };
 /** How the engine streams that call: named with empty arguments first, then the arguments in two pieces. */
@@ -27,6 +30,66 @@ const PIECES = [
 ];
 const TOOLS: ChatCompletionTool[] = [{ type: 'function', function: { name: 'add', description: 'Adds two numbers', parameters: { type: 'object', properties: { a: { type: 'number' }, b: { type: 'number' } }, required: ['a', 'b'] } } }];
 const messages = [{ role: 'user' as const, content: 'What is 2 plus 3?' }];
+
+const { bin, skip, missing } = llamaServer();
+let llama: ChildProcess | undefined;
+let llamaPort = 0;
+/**
+ * tiny_llm's ChatML with a place for tools and calls (Hermes-style <tool_call> tags), so that llama-server's
+ * --jinja path renders the tools a request sends.
+ */
+const TOOL_TEMPLATE = `{%- if tools %}<|im_start|>system
+{% if messages[0].role == 'system' %}{{ messages[0].content }}
+
+{% endif %}Functions you may call:
+<tools>
+{% for tool in tools %}{{ tool | tojson }}
+{% endfor %}</tools>
+A call is written <tool_call>{"name": <name>, "arguments": <arguments>}</tool_call><|im_end|>
+{% elif messages[0].role == 'system' %}<|im_start|>system
+{{ messages[0].content }}<|im_end|>
+{% endif %}
+{%- for message in messages %}
+{%- if message.role == 'system' and loop.first %}
+{%- elif message.role == 'assistant' and message.tool_calls %}<|im_start|>assistant
+{% if message.content %}{{ message.content }}{% endif %}
+{%- for tc in message.tool_calls %}<tool_call>
+{"name": "{{ tc.function.name }}", "arguments": {{ tc.function.arguments | tojson }}}
+</tool_call>{% endfor %}<|im_end|>
+{% elif message.role == 'tool' %}<|im_start|>user
+<tool_response>
+{{ message.content }}
+</tool_response><|im_end|>
+{% else %}<|im_start|>{{ message.role }}
+{{ message.content }}<|im_end|>
+{% endif %}
+{%- endfor %}
+{%- if add_generation_prompt %}<|im_start|>assistant
+{% endif %}`;
+
+async function startLlama(dir: string): Promise<void> {
+  if (skip) return;
+  if (missing) throw new Error(missing);
+  const probe = createServer().listen(0, '127.0.0.1');
+  await new Promise((resolve) => probe.once('listening', resolve));
+  llamaPort = (probe.address() as AddressInfo).port;
+  await new Promise((resolve) => probe.close(resolve));
+  await writeFile(join(dir, 'tools.jinja'), TOOL_TEMPLATE);
+  llama = spawn(bin, ['-m', LLAMA_MODEL, '--host', '127.0.0.1', '--port', String(llamaPort), '-t', '1', '-c', '1024', '-np', '1', '--no-webui', '--no-warmup',
+    '--jinja', '--chat-template-file', join(dir, 'tools.jinja')], { stdio: 'ignore' });
+  for (let i = 0; !(await fetch(`http://127.0.0.1:${llamaPort}/health`).then((r) => r.ok, () => false)); i++) {
+    if (i > 200) throw new Error('llama-server did not start');
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  await mkdir(join(dir, 'llama_llm', '1'), { recursive: true });
+  await writeFile(join(dir, 'llama_llm', 'config.pbtxt'), `backend: "openai"
+max_batch_size: 0
+input [ { name: "text_input" data_type: TYPE_STRING dims: [ 1 ] } ]
+output [ { name: "text_output" data_type: TYPE_STRING dims: [ -1 ] } ]
+parameters { key: "base_url" value { string_value: "http://127.0.0.1:${llamaPort}" } }
+parameters { key: "model_id" value { string_value: "tiny" } }
+`);
+}
 
 let engine: Server;
 /** The bodies the engine received, latest last. */
@@ -75,7 +138,8 @@ output [ { name: "text_output" data_type: TYPE_STRING dims: [ -1 ] } ]
 parameters { key: "base_url" value { string_value: "http://127.0.0.1:${(engine.address() as AddressInfo).port}" } }
 parameters { key: "model_id" value { string_value: "engine-model" } }
 `);
-  s = await startTestServer({ modelRepositories: [repo], modelControlMode: 'explicit', loadModels: ['remote_llm'] });
+  await startLlama(repo);
+  s = await startTestServer({ modelRepositories: [repo], modelControlMode: 'explicit', loadModels: skip ? ['remote_llm'] : ['remote_llm', 'llama_llm'] });
   const logger = createLogger({ info: false, warning: false, error: false, verbose: 0, format: 'default', file: '' });
   openai = await startOpenAiFrontend(s.server, { port: 0, address: '127.0.0.1' }, logger);
   base = `http://127.0.0.1:${openai.port}/v1`;
@@ -86,6 +150,7 @@ after(async () => {
   await s.close();
   await openai.close();
   await new Promise((resolve) => engine.close(resolve));
+  llama?.kill('SIGKILL');
   await rm(repo, { recursive: true, force: true });
 });
 
@@ -152,4 +217,15 @@ test('a bad tool definition is refused by the frontend, naming the field; the en
   assert.equal(r.status, 400);
   assert.equal(r.json().error.param, 'tools[0].function.parameters');
   assert.equal(received.length, before);
+});
+
+test('llama-server as the engine: the tools reach it and its template renders them into the prompt', { skip }, async () => {
+  const ask = (extra: Record<string, unknown>) => client.chat.completions.create({ model: 'llama_llm', messages, max_tokens: 4, seed: 1, ...extra });
+  const plain = await ask({});
+  const withTools = await ask({ tools: TOOLS, tool_choice: 'auto', parallel_tool_calls: false });
+  assert.ok(withTools.usage!.prompt_tokens > plain.usage!.prompt_tokens + 20, `${withTools.usage!.prompt_tokens} ${plain.usage!.prompt_tokens}`);
+  assert.equal(typeof withTools.choices[0]!.message.content, 'string');
+  // The conversation's call and result reach it too, in the template's own syntax.
+  const turn = await ask({ tools: TOOLS, messages: [...messages, { role: 'assistant', content: null, tool_calls: [CALL] }, { role: 'tool', tool_call_id: CALL.id, content: '{"sum":5}' }] });
+  assert.ok(turn.usage!.prompt_tokens > withTools.usage!.prompt_tokens + 10, `${turn.usage!.prompt_tokens} ${withTools.usage!.prompt_tokens}`);
 });
