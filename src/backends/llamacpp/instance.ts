@@ -221,7 +221,7 @@ export class LlamaInstance implements BackendInstance {
       if (firstNs === 0n) firstNs = process.hrtime.bigint();
       onPiece(piece);
     };
-    const sendCalls = stream ? (delta: ToolCall): void => {
+    const sendCalls = stream && p.tools !== null ? (delta: ToolCall): void => {
       streamed.flush();
       sender.send([textTensor('')], false, { tool_calls: JSON.stringify([delta]) });
     } : undefined;
@@ -248,14 +248,15 @@ export class LlamaInstance implements BackendInstance {
 
   /** The generation itself: a completion of the prompt's tokens, or with tools a chat that may call them. */
   private async run(p: Prepared, sequence: LlamaContextSequence, signal: AbortSignal, onTextChunk: (text: string) => void, onDelta: ((delta: ToolCall) => void) | undefined): Promise<Outcome> {
-    const { disableContextShift: _, ...options } = this.samplingOptions(p.sampling);
+    const options = this.samplingOptions(p.sampling);
     if (p.tools !== null) {
-      return chatWithTools(sequence, this.chatWrapper, p.tools.history, p.tools.request, { ...options as ChatOptions, signal, stopOnAbortSignal: true, onTextChunk }, onDelta);
+      return chatWithTools(sequence, this.chatWrapper, p.tools.history, p.tools.request, { ...options, signal, stopOnAbortSignal: true, onTextChunk }, onDelta);
     }
     const completion = new LlamaCompletion({ contextSequence: sequence });
     try {
       const grammar = p.grammar === null ? undefined : await p.grammar;
       const result = await completion.generateCompletionWithMeta(p.tokens, {
+        // Never drop the start of the prompt to make room: prepare() has checked that everything fits.
         ...options, disableContextShift: true, grammar, customStopTriggers: p.templateStops, signal, stopOnAbortSignal: true, onTextChunk,
       });
       return { stopReason: result.metadata.stopReason, calls: [] };
@@ -278,8 +279,8 @@ export class LlamaInstance implements BackendInstance {
     return parameters;
   }
 
-  /** The request's sampling as node-llama-cpp options; no repeat penalty, as OpenAI's defaults have none. */
-  private samplingOptions(sampling: Sampling): LlamaCompletionGenerationOptions {
+  /** The request's sampling as node-llama-cpp options (LlamaCompletion's and LlamaChat's alike); no repeat penalty, as OpenAI's defaults have none. */
+  private samplingOptions(sampling: Sampling): LlamaCompletionGenerationOptions & ChatOptions {
     return {
       maxTokens: sampling.maxTokens,
       temperature: sampling.temperature,
@@ -290,8 +291,6 @@ export class LlamaInstance implements BackendInstance {
       seed: sampling.seed ?? randomSeed(),
       ...(sampling.ignoreEos && this.eosBias ? { tokenBias: this.eosBias } : {}),
       repeatPenalty: false,
-      // Never drop the start of the prompt to make room: prepare() has checked that everything fits.
-      disableContextShift: true,
       ...extraOptions(sampling.extra, sampling.ignoreEos, this.model),
     };
   }
