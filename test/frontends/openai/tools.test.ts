@@ -187,3 +187,32 @@ test('generate (Triton\'s extension) gives a chat\'s calls as the response param
   assert.equal(calls.length, 1);
   checkCall(calls[0]);
 });
+
+test('a client that leaves a streamed call mid-way cancels it: counted as a failure, its sequence free for the next requests', async () => {
+  const stats = async (): Promise<{ fail: number; success: number }> => {
+    const r = await fetch(`${p.url}/v2/models/tiny_llm/stats`).then((x) => x.json()) as any;
+    const s = r.model_stats[0].inference_stats;
+    return { fail: s.fail.count, success: s.success.count };
+  };
+  const before = await stats();
+  // A string parameter the model fills with gibberish until max_tokens: the call is still being written when the client leaves.
+  const note: ChatCompletionTool = { type: 'function', function: { name: 'note', parameters: { type: 'object', properties: { text: { type: 'string' } }, required: ['text'] } } };
+  await Promise.all([1, 2, 3, 4].map(async (seed) => {
+    const stream = await client.chat.completions.create({ model: 'tiny_llm', messages, tools: [note], tool_choice: 'required', max_tokens: 600, seed, stream: true });
+    let pieces = 0;
+    // Leaving the loop ends the SDK's stream, which closes the connection.
+    for await (const chunk of stream) {
+      if ((chunk.choices[0]?.delta.tool_calls?.length ?? 0) > 0 && ++pieces === 3) break;
+    }
+    assert.equal(pieces, 3);
+  }));
+  // Four sequences, all free again: four requests that need one each complete.
+  const next = await Promise.all([1, 2, 3, 4].map((seed) => client.chat.completions.create({ model: 'tiny_llm', messages, max_tokens: 2, seed })));
+  for (const r of next) assert.ok(r.usage!.completion_tokens <= 2);
+  let now = await stats();
+  for (let i = 0; i < 50 && now.fail - before.fail < 4; i++) {
+    await new Promise((r) => setTimeout(r, 20));
+    now = await stats();
+  }
+  assert.deepEqual({ fail: now.fail - before.fail, success: now.success - before.success }, { fail: 4, success: 4 });
+});
