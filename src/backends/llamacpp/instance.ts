@@ -1,4 +1,4 @@
-import { LlamaCompletion, TokenBias, resolveChatWrapper, type ChatHistoryItem, type ChatWrapper, type LlamaCompletionGenerationOptions, type LlamaContext, type LlamaContextSequence, type LlamaGrammar, type LlamaModel, type LlamaText, type Token } from 'node-llama-cpp';
+import { LlamaCompletion, LlamaText, TokenBias, resolveChatWrapper, type ChatHistoryItem, type ChatWrapper, type LlamaCompletionGenerationOptions, type LlamaContext, type LlamaContextSequence, type LlamaGrammar, type LlamaModel, type Token } from 'node-llama-cpp';
 import { NereidError, invalidArg, toNereidError } from '../../errors.js';
 import type { Parameters, RequestTrace } from '../../inference/index.js';
 import type { Logger } from '../../observability/logger.js';
@@ -103,6 +103,13 @@ export class LlamaInstance implements BackendInstance {
     return (this.chatWrapperValue ??= resolveChatWrapper(this.model));
   }
 
+  /** Tokens of the chat wrapper's function call prefix, which a forced call starts with. */
+  private get callPrefixTokens(): number {
+    return (this.callPrefixTokenCount ??= LlamaText(this.chatWrapper.settings.functions.call.prefix).tokenize(this.model.tokenizer).length);
+  }
+
+  private callPrefixTokenCount: number | undefined;
+
   /** Sequences in use: requests generating now. */
   get busySequences(): number {
     return this.pool.busy;
@@ -180,7 +187,9 @@ export class LlamaInstance implements BackendInstance {
     if (bos !== null && tokens[0] === bos) tokens = tokens.slice(1);
     const promptTokens = tokens.length + (this.model.tokens.shouldPrependBosToken ? 1 : 0);
     const room = this.context.contextSize;
-    if (promptTokens + sampling.maxTokens > room) {
+    // A forced call's prefix is put in the context before the model writes.
+    const injected = tools?.request.forced ? this.callPrefixTokens : 0;
+    if (promptTokens + injected + sampling.maxTokens > room) {
       throw new NereidError('CONTEXT_LENGTH_EXCEEDED', `this model's context holds ${room} tokens; the prompt has ${promptTokens} and max_tokens asks for ${sampling.maxTokens} more`);
     }
     const grammar = this.grammar(request.parameters, sampling);

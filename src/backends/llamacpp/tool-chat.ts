@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { LlamaChat, LlamaText, type ChatHistoryItem, type ChatModelFunctions, type ChatWrapper, type ChatWrapperGenerateContextStateOptions, type ChatWrapperGeneratedContextState, type LLamaChatGenerateResponseOptions, type LlamaContextSequence } from 'node-llama-cpp';
+import { NereidError } from '../../errors.js';
 import type { ToolRequest } from './tools.js';
 
 /** OpenAI's tool call, whole or (with its index) a piece of one. */
@@ -41,6 +42,8 @@ export async function chatWithTools(sequence: LlamaContextSequence, wrapper: Cha
       functions: tools.callable,
       documentFunctionParams: true,
       maxParallelFunctionCalls: tools.maxCalls,
+      // Never drop the start of the conversation to make room (LlamaChat's default): the request fails instead.
+      contextShift: { strategy: noContextShift },
       onFunctionCallParamsChunk: (c) => {
         if (ids[c.callIndex] === undefined) announce(c.callIndex, c.functionName, '');
         const i = c.callIndex;
@@ -73,6 +76,10 @@ function forcedCall(wrapper: ChatWrapper, functions: ChatModelFunctions): ChatWr
     return { contextText: state.contextText, stopGenerationTriggers: state.stopGenerationTriggers, noPrefixTrigger: { type: 'functionCall', inject } };
   };
   return forced;
+}
+
+function noContextShift(): never {
+  throw new NereidError('CONTEXT_LENGTH_EXCEEDED', "the conversation, its functions and max_tokens do not fit this model's context");
 }
 
 /** An id in OpenAI's form: call_ and 24 letters and digits. */

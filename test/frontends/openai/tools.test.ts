@@ -216,3 +216,16 @@ test('a client that leaves a streamed call mid-way cancels it: counted as a fail
   }
   assert.deepEqual({ fail: now.fail - before.fail, success: now.success - before.success }, { fail: 4, success: 4 });
 });
+
+test('a forced call must fit the context with its prefix: refused up front as context_length_exceeded, never cut short', async () => {
+  const note: ChatCompletionTool = { type: 'function', function: { name: 'note', parameters: { type: 'object', properties: { text: { type: 'string' } }, required: ['text'] } } };
+  const ask = (max: number): ReturnType<typeof postJson> => postJson(`${base}/chat/completions`, { model: 'tiny_llm', messages, tools: [note], tool_choice: 'required', max_tokens: max, seed: 1 });
+  const prompt = (await ask(1)).json().usage.prompt_tokens as number;
+  // tiny_llm's context holds 1024 tokens; the call prefix the answer starts with takes a few of them.
+  const over = await ask(1024 - prompt);
+  assert.equal(over.status, 400, over.body.toString());
+  assert.deepEqual([over.json().error.code, over.json().error.param], ['context_length_exceeded', 'messages']);
+  const fits = await ask(1024 - prompt - 16);
+  assert.equal(fits.status, 200, fits.body.toString());
+  assert.equal(fits.json().choices[0].finish_reason, 'length');
+});
