@@ -71,10 +71,11 @@ function toolChoice(v: unknown, names: Set<string> | null): string | undefined {
   return JSON.stringify({ type: 'function', function: { name } });
 }
 
-/** An assistant's tool_calls: each {id, type: "function", function: {name, arguments (JSON text)}}. */
+/** An assistant's tool_calls: each {id, type: "function", function: {name, arguments (JSON text)}}; none for an empty list. */
 export function assistantToolCalls(v: unknown, where: string): Body[] | undefined {
   if (v === undefined || v === null) return undefined;
   if (!Array.isArray(v) || v.length > MAX_TOOLS) throw badRequest(`${where} must be an array of at most ${MAX_TOOLS} tool calls`, where);
+  if (v.length === 0) return undefined;
   return v.map((c: unknown, i) => {
     const at = `${where}[${i}]`;
     if (!isObject(c) || typeof c['id'] !== 'string' || c['type'] !== 'function' || !isObject(c['function'])) {
