@@ -103,6 +103,12 @@ let base: string;
 function answer(req: IncomingMessage, res: ServerResponse, body: Record<string, any>): void {
   received.push(body);
   const calling = body.messages.at(-1).role !== 'tool';
+  if (body.messages.at(-1).content === 'broken') {
+    // A call with neither index, id nor name.
+    res.writeHead(200, { 'content-type': body.stream ? 'text/event-stream' : 'application/json' });
+    const choice = body.stream ? { index: 0, delta: { tool_calls: [{ type: 'function' }] } } : { index: 0, message: { role: 'assistant', content: null, tool_calls: [{ type: 'function' }] } };
+    return void res.end(body.stream ? `data: ${JSON.stringify({ choices: [choice] })}\n\ndata: [DONE]\n\n` : JSON.stringify({ choices: [choice] }));
+  }
   const head = { id: 'chatcmpl-engine', created: 1, model: body.model };
   const usage = { prompt_tokens: 20, completion_tokens: 7, total_tokens: 27 };
   if (!body.stream) {
@@ -209,6 +215,12 @@ test('generate on the gateway model: its call as the response parameter tool_cal
   const bad = await postJson(`${s.url}/v2/models/remote_llm/generate`, { text_input: '', messages: JSON.stringify(messages), tools: 'not json', max_tokens: 5 });
   assert.equal(bad.status, 400);
   assert.match(bad.json().error, /'tools'/);
+});
+
+test('an engine\'s call not in OpenAI\'s shape is an error naming the engine, not a reply that clients would misread', async () => {
+  const r = await postJson(`${base}/chat/completions`, { model: 'remote_llm', messages: [{ role: 'user', content: 'broken' }], tools: TOOLS });
+  assert.equal(r.status, 500, r.body.toString());
+  assert.match(r.json().error.message, /^engine http:\/\/127\.0\.0\.1:\d+ \(model 'engine-model'\) answered tool calls not in OpenAI's shape/);
 });
 
 test('a bad tool definition is refused by the frontend, naming the field; the engine is not asked', async () => {
