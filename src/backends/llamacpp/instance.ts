@@ -1,11 +1,13 @@
-import { LlamaCompletion, TokenBias, resolveChatWrapper, type ChatWrapper, type LlamaCompletionGenerationOptions, type LlamaContext, type LlamaContextSequence, type LlamaGrammar, type LlamaModel, type LlamaText, type Token } from 'node-llama-cpp';
+import { LlamaCompletion, LlamaText, TokenBias, resolveChatWrapper, type ChatHistoryItem, type ChatWrapper, type LlamaCompletionGenerationOptions, type LlamaContext, type LlamaContextSequence, type LlamaGrammar, type LlamaModel, type Token } from 'node-llama-cpp';
 import { NereidError, invalidArg, toNereidError } from '../../errors.js';
 import type { Parameters, RequestTrace } from '../../inference/index.js';
 import type { Logger } from '../../observability/logger.js';
 import { utf8 } from '../../tensor/bytes.js';
 import type { Tensor } from '../../tensor/tensor.js';
 import type { BackendInstance, BackendRequest, EngineLoad, ExecutionTimes, InstanceMemory } from '../backend.js';
-import { MESSAGES_PARAMETER, applyChatTemplate, parseMessages } from './chat.js';
+import { MESSAGES_PARAMETER, applyChatTemplate, chatHistory, parseMessages } from './chat.js';
+import { TOOLS_PARAMETER, readTools, type ToolRequest } from './tools.js';
+import { chatWithTools, type ChatOptions, type ToolCall } from './tool-chat.js';
 import { readSampling, type Sampling } from './sampling.js';
 import { extraOptions } from './extra-sampling.js';
 import { SequencePool } from './sequence-pool.js';
@@ -29,6 +31,14 @@ interface Prepared {
   readonly sampling: Sampling;
   /** The grammar of the request's response_format; null for plain text (most requests). */
   readonly grammar: Promise<LlamaGrammar> | null;
+  /** A chat with functions the model may call (tools.ts), and its conversation; null for most requests. */
+  readonly tools: { readonly request: ToolRequest; readonly history: ChatHistoryItem[] } | null;
+}
+
+/** How a generation ended, and the calls it made (with tools). */
+interface Outcome {
+  readonly stopReason: string;
+  readonly calls: readonly ToolCall[];
 }
 
 /**
@@ -41,7 +51,10 @@ interface Prepared {
  * last one with an empty text_output; otherwise one with the whole text, which is what a model that is not
  * decoupled always answers (KServe /infer serves it). The last response carries the parameters
  * finish_reason ("stop" or "length"), prompt_tokens and completion_tokens, and stop_sequence when one of
- * the request's stop strings ended the text.
+ * the request's stop strings ended the text. A chat with tools that calls functions ends with finish_reason
+ * "tool_calls" and the calls as the parameter tool_calls, the JSON text of OpenAI's list ({id, type, function:
+ * {name, arguments}}); streaming, each piece of a call comes as it is generated, on a response of its own with
+ * an empty text_output, as the JSON text of a list of OpenAI's chunk deltas ({index, id, type, function}).
  */
 export class LlamaInstance implements BackendInstance {
   private readonly pool: SequencePool;
@@ -89,6 +102,13 @@ export class LlamaInstance implements BackendInstance {
   private get chatWrapper(): ChatWrapper {
     return (this.chatWrapperValue ??= resolveChatWrapper(this.model));
   }
+
+  /** Tokens of the chat wrapper's function call prefix, which a forced call starts with. */
+  private get callPrefixTokens(): number {
+    return (this.callPrefixTokenCount ??= LlamaText(this.chatWrapper.settings.functions.call.prefix).tokenize(this.model.tokenizer).length);
+  }
+
+  private callPrefixTokenCount: number | undefined;
 
   /** Sequences in use: requests generating now. */
   get busySequences(): number {
@@ -148,11 +168,16 @@ export class LlamaInstance implements BackendInstance {
     const messages = request.parameters?.[MESSAGES_PARAMETER];
     let tokens: Token[];
     let templateStops: readonly LlamaText[] = [];
+    let tools: Prepared['tools'] = null;
     if (messages !== undefined) {
-      const chat = applyChatTemplate(this.model, this.chatWrapper, parseMessages(messages));
+      const history = chatHistory(parseMessages(messages));
+      const toolRequest = readTools(request.parameters);
+      const chat = applyChatTemplate(this.model, this.chatWrapper, history, toolRequest?.functions);
       tokens = chat.tokens;
       templateStops = chat.stopTriggers;
+      if (toolRequest !== null) tools = { request: toolRequest, history };
     } else {
+      if (request.parameters?.[TOOLS_PARAMETER] !== undefined) throw invalidArg(`parameter '${TOOLS_PARAMETER}' needs a chat: the parameter '${MESSAGES_PARAMETER}'`);
       const text = textInput(request);
       if (text === '') throw invalidArg(`input '${TEXT_INPUT}' is empty: a prompt is required`);
       tokens = this.model.tokenize(text, false, 'trimLeadingSpace');
@@ -162,10 +187,14 @@ export class LlamaInstance implements BackendInstance {
     if (bos !== null && tokens[0] === bos) tokens = tokens.slice(1);
     const promptTokens = tokens.length + (this.model.tokens.shouldPrependBosToken ? 1 : 0);
     const room = this.context.contextSize;
-    if (promptTokens + sampling.maxTokens > room) {
+    // A forced call's prefix is put in the context before the model writes.
+    const injected = tools?.request.forced ? this.callPrefixTokens : 0;
+    if (promptTokens + injected + sampling.maxTokens > room) {
       throw new NereidError('CONTEXT_LENGTH_EXCEEDED', `this model's context holds ${room} tokens; the prompt has ${promptTokens} and max_tokens asks for ${sampling.maxTokens} more`);
     }
-    return { request, tokens, promptTokens, templateStops, sampling, grammar: this.grammar(request.parameters, sampling) };
+    const grammar = this.grammar(request.parameters, sampling);
+    if (grammar !== null && tools !== null) throw invalidArg(`parameter '${RESPONSE_FORMAT_PARAMETER}' cannot be combined with '${TOOLS_PARAMETER}' on this model`);
+    return { request, tokens, promptTokens, templateStops, sampling, grammar, tools };
   }
 
   private grammar(p: Parameters | undefined, sampling: Sampling): Promise<LlamaGrammar> | null {
@@ -201,18 +230,13 @@ export class LlamaInstance implements BackendInstance {
       if (firstNs === 0n) firstNs = process.hrtime.bigint();
       onPiece(piece);
     };
-    const completion = new LlamaCompletion({ contextSequence: sequence });
+    const sendCalls = stream && p.tools !== null ? (delta: ToolCall): void => {
+      streamed.flush();
+      sender.send([textTensor('')], false, { tool_calls: JSON.stringify([delta]) });
+    } : undefined;
     try {
       const signal = request.signal ? AbortSignal.any([request.signal, stopper.signal]) : stopper.signal;
-      const grammar = p.grammar === null ? undefined : await p.grammar;
-      const result = await completion.generateCompletionWithMeta(p.tokens, {
-        ...this.samplingOptions(sampling),
-        grammar,
-        customStopTriggers: p.templateStops,
-        signal,
-        stopOnAbortSignal: true,
-        onTextChunk: onText,
-      });
+      const outcome = await this.run(p, sequence, signal, onText, sendCalls);
       if (request.signal?.aborted) {
         streamed.discard();
         sender.fail(new NereidError('CANCELLED', 'request cancelled'));
@@ -220,27 +244,52 @@ export class LlamaInstance implements BackendInstance {
       }
       emit(stops.flush());
       streamed.flush();
-      const length = !stops.stopped && result.metadata.stopReason === 'maxTokens';
-      const parameters: Parameters = {
-        finish_reason: length ? 'length' : 'stop',
-        prompt_tokens: p.promptTokens,
-        completion_tokens: length ? sampling.maxTokens : generatedTokens(sequence, p.promptTokens),
-      };
-      if (stops.matched !== undefined) parameters['stop_sequence'] = stops.matched;
-      sender.send([textTensor(text)], true, parameters);
+      sender.send([textTensor(text)], true, this.ending(p, sequence, outcome, stops, stream));
     } catch (e) {
       streamed.discard();
       this.logger.verbose(1, `llama.cpp model '${this.name}' failed a generation: ${(e as Error).message}`);
       sender.fail(request.signal?.aborted ? new NereidError('CANCELLED', 'request cancelled') : toNereidError(e));
     } finally {
-      completion.dispose({ disposeSequence: false });
       if (trace !== undefined) tracePhases(trace, startNs, firstNs, process.hrtime.bigint());
       await this.pool.release(sequence);
     }
   }
 
-  /** The request's sampling as node-llama-cpp options; no repeat penalty, as OpenAI's defaults have none. */
-  private samplingOptions(sampling: Sampling): LlamaCompletionGenerationOptions {
+  /** The generation itself: a completion of the prompt's tokens, or with tools a chat that may call them. */
+  private async run(p: Prepared, sequence: LlamaContextSequence, signal: AbortSignal, onTextChunk: (text: string) => void, onDelta: ((delta: ToolCall) => void) | undefined): Promise<Outcome> {
+    const options = this.samplingOptions(p.sampling);
+    if (p.tools !== null) {
+      return chatWithTools(sequence, this.chatWrapper, p.tools.history, p.tools.request, { ...options, signal, stopOnAbortSignal: true, onTextChunk }, onDelta);
+    }
+    const completion = new LlamaCompletion({ contextSequence: sequence });
+    try {
+      const grammar = p.grammar === null ? undefined : await p.grammar;
+      const result = await completion.generateCompletionWithMeta(p.tokens, {
+        // Never drop the start of the prompt to make room: prepare() has checked that everything fits.
+        ...options, disableContextShift: true, grammar, customStopTriggers: p.templateStops, signal, stopOnAbortSignal: true, onTextChunk,
+      });
+      return { stopReason: result.metadata.stopReason, calls: [] };
+    } finally {
+      completion.dispose({ disposeSequence: false });
+    }
+  }
+
+  /** The last response's parameters: why the generation ended, the token counts, the stop string, the calls. */
+  private ending(p: Prepared, sequence: LlamaContextSequence, outcome: Outcome, stops: StopMatcher, stream: boolean): Parameters {
+    const length = !stops.stopped && outcome.stopReason === 'maxTokens';
+    const parameters: Parameters = {
+      finish_reason: outcome.calls.length > 0 ? 'tool_calls' : length ? 'length' : 'stop',
+      prompt_tokens: p.promptTokens,
+      completion_tokens: length ? p.sampling.maxTokens : generatedTokens(sequence, p.promptTokens),
+    };
+    if (stops.matched !== undefined) parameters['stop_sequence'] = stops.matched;
+    // Streamed calls went out piece by piece.
+    if (outcome.calls.length > 0 && !stream) parameters['tool_calls'] = JSON.stringify(outcome.calls);
+    return parameters;
+  }
+
+  /** The request's sampling as node-llama-cpp options (LlamaCompletion's and LlamaChat's alike); no repeat penalty, as OpenAI's defaults have none. */
+  private samplingOptions(sampling: Sampling): LlamaCompletionGenerationOptions & ChatOptions {
     return {
       maxTokens: sampling.maxTokens,
       temperature: sampling.temperature,
@@ -251,8 +300,6 @@ export class LlamaInstance implements BackendInstance {
       seed: sampling.seed ?? randomSeed(),
       ...(sampling.ignoreEos && this.eosBias ? { tokenBias: this.eosBias } : {}),
       repeatPenalty: false,
-      // Never drop the start of the prompt to make room: prepare() has checked that everything fits.
-      disableContextShift: true,
       ...extraOptions(sampling.extra, sampling.ignoreEos, this.model),
     };
   }

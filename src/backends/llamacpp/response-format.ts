@@ -65,6 +65,20 @@ export function readResponseFormat(text: unknown): ResponseFormat {
   return { type, schema: checkSchema(js['schema'], '#', new Set(), 0) as GbnfJsonSchema };
 }
 
+/**
+ * A JSON Schema checked as response_format's is, for another field (`label`, such as a tool's parameters):
+ * a copy in the converter's terms, or INVALID_ARG naming the keyword, its place and the field.
+ */
+export function checkJsonSchema(schema: unknown, label: string): Json {
+  try {
+    return checkSchema(schema, '#', new Set(), 0);
+  } catch (e) {
+    const message = (e as Error).message;
+    const prefix = `${RESPONSE_FORMAT_PARAMETER}:`;
+    throw message.startsWith(prefix) ? invalidArg(`${label}:${message.slice(prefix.length)}`) : e;
+  }
+}
+
 const wrong = (why: string): Error => invalidArg(`parameter '${RESPONSE_FORMAT_PARAMETER}' ${why}`);
 
 function unsupported(keyword: string, at: string, why = 'is not supported for constrained decoding'): Error {

@@ -3,6 +3,7 @@ import { NereidError, invalidArg, unavailable } from '../../errors.js';
 import { EventReader } from './sse.js';
 import { engineMetrics, type EngineMetrics } from './engine-metrics.js';
 import { isContextError } from './context-error.js';
+import { toolCallsOf, type ToolCall } from './tool-calls.js';
 
 /** Where an engine is and how to talk to it: from the model's config parameters. */
 export interface EngineSettings {
@@ -25,6 +26,8 @@ export interface Completion {
   readonly text: string;
   readonly finishReason: string | undefined;
   readonly usage: { promptTokens: number; completionTokens: number } | undefined;
+  /** A chat's tool calls: whole, or streaming, the pieces this chunk carries (tool-calls.ts). */
+  readonly toolCalls?: ToolCall[] | undefined;
 }
 
 /** The JSON body of /v1/completions or /v1/chat/completions, without `model` and `stream`. */
@@ -276,11 +279,19 @@ function completionOf(json: unknown, kind: 'completions' | 'chat', engine: strin
   const j = json as { choices?: unknown; usage?: { prompt_tokens?: unknown; completion_tokens?: unknown } } | null;
   if (!j || typeof j !== 'object') throw new NereidError('INTERNAL', `${engine} answered JSON that is not a completion: ${JSON.stringify(json).slice(0, 200)}`);
   const choices = Array.isArray(j.choices) ? j.choices : [];
-  const c = choices[0] as { text?: unknown; delta?: { content?: unknown }; message?: { content?: unknown }; finish_reason?: unknown } | undefined;
+  const c = choices[0] as { text?: unknown; delta?: { content?: unknown; tool_calls?: unknown }; message?: { content?: unknown; tool_calls?: unknown }; finish_reason?: unknown } | undefined;
   if (!c && !j.usage) throw new NereidError('INTERNAL', `${engine} answered JSON that is not a completion: ${JSON.stringify(json).slice(0, 200)}`);
   const raw = kind === 'chat' ? (c?.delta?.content ?? c?.message?.content) : c?.text;
   if (raw !== undefined && raw !== null && typeof raw !== 'string') throw new NereidError('INTERNAL', `${engine} answered a completion whose text is not a string`);
   const usage = j.usage && typeof j.usage.prompt_tokens === 'number' && typeof j.usage.completion_tokens === 'number'
     ? { promptTokens: j.usage.prompt_tokens, completionTokens: j.usage.completion_tokens } : undefined;
-  return { text: (raw as string | undefined) ?? '', finishReason: typeof c?.finish_reason === 'string' ? c.finish_reason : undefined, usage };
+  const text = (raw as string | undefined) ?? '';
+  const finishReason = typeof c?.finish_reason === 'string' ? c.finish_reason : undefined;
+  const calls = c?.delta?.tool_calls ?? c?.message?.tool_calls;
+  if (calls === undefined || calls === null) return { text, finishReason, usage };
+  try {
+    return { text, finishReason, usage, toolCalls: toolCallsOf(calls, c?.delta !== undefined) };
+  } catch (e) {
+    throw new NereidError('INTERNAL', `${engine} answered tool calls not in OpenAI's shape: ${(e as Error).message}`);
+  }
 }

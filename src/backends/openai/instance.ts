@@ -6,6 +6,7 @@ import type { Tensor } from '../../tensor/tensor.js';
 import { READY_INSTANCE, type BackendInstance, type BackendRequest, type EngineLoad, type ExecutionTimes, type InstanceMemory, type InstanceSpec, type InstanceStatus } from '../backend.js';
 import type { Completion, Engine, EngineBody } from './engine.js';
 import type { ManagedEngine } from './managed-engine.js';
+import { ToolCallAssembler } from './tool-calls.js';
 
 /** The engine an instance talks to, shared by the model's instances; `managed` when Nereid runs it. */
 export interface SharedEngine {
@@ -15,7 +16,7 @@ export interface SharedEngine {
 }
 
 /** Request parameters passed to the engine as they are (OpenAI's names); the engine honours or refuses each. */
-const SAMPLING = ['max_tokens', 'temperature', 'top_p', 'top_k', 'seed', 'presence_penalty', 'frequency_penalty', 'repetition_penalty', 'min_p', 'best_of', 'ignore_eos'] as const;
+const SAMPLING = ['max_tokens', 'temperature', 'top_p', 'top_k', 'seed', 'presence_penalty', 'frequency_penalty', 'repetition_penalty', 'min_p', 'best_of', 'ignore_eos', 'parallel_tool_calls'] as const;
 /** Parameters whose answer has no place in text_output: refused, since the engine would compute them for nothing. */
 const NO_PLACE = ['logprobs', 'top_logprobs'] as const;
 
@@ -146,11 +147,20 @@ export class GatewayInstance implements BackendInstance {
         r.sender.send([this.text(c.text)], true, usageParameters(c));
         return;
       }
+      // A request that did not ask to stream gets the engine's streamed calls whole, on the last response.
+      const streaming = r.parameters?.['stream'] === true;
+      let assembler: ToolCallAssembler | undefined;
       let last: Completion | undefined;
       await this.engine.stream(kind, body, (c) => {
         if (c.text !== '') r.sender.send([this.text(c.text)], false);
+        if (c.toolCalls !== undefined) {
+          if (streaming) r.sender.send([this.text('')], false, { tool_calls: JSON.stringify(c.toolCalls) });
+          else (assembler ??= new ToolCallAssembler()).push(c.toolCalls);
+        }
         if (c.usage || c.finishReason) last = { text: '', finishReason: c.finishReason ?? last?.finishReason, usage: c.usage ?? last?.usage };
       }, r.signal, traceparent);
+      const toolCalls = assembler?.whole();
+      if (toolCalls) last = { text: '', finishReason: last?.finishReason, usage: last?.usage, toolCalls };
       // The usage and finish reason on a last, empty response; without them, the FINAL flag alone.
       if (last) r.sender.send([this.text('')], true, usageParameters(last));
       else r.sender.send(NO_RESPONSE, true);
@@ -206,6 +216,10 @@ export function engineRequest(r: BackendRequest): { kind: 'completions' | 'chat'
   if (max !== undefined && (typeof max !== 'number' || !Number.isInteger(max) || max < 1)) throw invalidArg(`max_tokens must be a positive integer, got ${JSON.stringify(max)}`);
   if (p['stop'] !== undefined) body['stop'] = stopOf(p['stop']);
   if (p['response_format'] !== undefined) body['response_format'] = responseFormatOf(p['response_format']);
+  if (p['tools'] !== undefined) body['tools'] = jsonOf(p['tools'], 'tools', Array.isArray);
+  const choice = p['tool_choice'];
+  // tool_choice is a word (auto, none, required) or the JSON text of a named function.
+  if (choice !== undefined) body['tool_choice'] = typeof choice === 'string' && choice.startsWith('{') ? jsonOf(choice, 'tool_choice', isObject) : choice;
   const messages = p['messages'];
   if (messages !== undefined) {
     body['messages'] = messagesOf(messages);
@@ -257,6 +271,23 @@ function responseFormatOf(v: Parameters[string]): unknown {
   throw invalidArg("parameter 'response_format' must be the JSON text of an object");
 }
 
+/** A parameter that travels as JSON text, for the engine as the client sent it (the engine checks it). */
+function jsonOf(v: Parameters[string], name: string, is: (o: unknown) => boolean): unknown {
+  if (typeof v === 'string') {
+    try {
+      const o = JSON.parse(v) as unknown;
+      if (is(o)) return o;
+    } catch {
+      // refused below
+    }
+  }
+  throw invalidArg(`parameter '${name}' must be the JSON text of ${name === 'tools' ? 'a list of tools' : 'an object'}`);
+}
+
+function isObject(o: unknown): boolean {
+  return typeof o === 'object' && o !== null && !Array.isArray(o);
+}
+
 function messagesOf(v: Parameters[string]): unknown[] {
   let m: unknown = v;
   if (typeof v === 'string') {
@@ -275,6 +306,7 @@ function messagesOf(v: Parameters[string]): unknown[] {
 function usageParameters(c: Completion): Parameters | undefined {
   const p: Parameters = {};
   if (c.finishReason) p['finish_reason'] = c.finishReason;
+  if (c.toolCalls !== undefined) p['tool_calls'] = JSON.stringify(c.toolCalls);
   if (c.usage) {
     p['prompt_tokens'] = c.usage.promptTokens;
     p['completion_tokens'] = c.usage.completionTokens;

@@ -4,7 +4,7 @@ import type { InferenceServer } from '../../server/inference-server.js';
 import { isNereidError } from '../../errors.js';
 import { errorReply, OpenAiError } from './errors.js';
 import type { TextRequest } from './requests.js';
-import { Reply, type FinishReason, type Usage } from './responses.js';
+import { Reply, type FinishReason, type ToolCall, type Usage } from './responses.js';
 import { TEXT_OUTPUT, textInput, textModel } from './text-models.js';
 
 /**
@@ -13,7 +13,8 @@ import { TEXT_OUTPUT, textInput, textModel } from './text-models.js';
  * response the parameters finish_reason, prompt_tokens and completion_tokens, which become OpenAI's
  * finish_reason and usage. An error before the first response is an ordinary error reply; once a stream
  * has started it becomes an error event. A client that goes away cancels the request, which stops the
- * generation.
+ * generation. A chat with tools gets the calls the model made from the response parameter `tool_calls`: the
+ * whole calls on the last response, or when streaming, their pieces on the responses that carry them.
  */
 export async function handleCompletion(server: InferenceServer, request: TextRequest, res: ServerResponse, signal: AbortSignal, trace?: RootTrace, tenant?: string): Promise<void> {
   const model = textModel(server, request.model);
@@ -37,7 +38,8 @@ export async function handleCompletion(server: InferenceServer, request: TextReq
     text += textOf(r.value);
     last = r.value.parameters ?? last;
   }
-  const body = reply.whole(text, finishReason(last), usage(last));
+  const calls = request.parameters['tools'] === undefined ? undefined : toolCallsOf(last);
+  const body = reply.whole(text, finishReason(last), usage(last), calls?.map(wholeCall));
   res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) });
   res.end(body);
 }
@@ -52,10 +54,13 @@ async function stream(res: ServerResponse, reply: Reply, request: TextRequest, f
     const opening = reply.opening();
     if (opening !== undefined) event(opening);
     let last: Parameters | undefined;
+    const tools = request.parameters['tools'] !== undefined;
     for (let r = first; !r.done; r = await responses.next()) {
       const piece = textOf(r.value);
       if (piece !== '') event(reply.text(piece));
       last = r.value.parameters ?? last;
+      const calls = tools ? toolCallsOf(r.value.parameters) : undefined;
+      if (calls !== undefined) event(reply.toolCalls(calls));
     }
     if (res.destroyed) return;
     event(reply.finish(finishReason(last)));
@@ -85,7 +90,27 @@ function textOf(r: InferenceResponse): string {
 }
 
 function finishReason(p: Parameters | undefined): FinishReason {
-  return p?.['finish_reason'] === 'length' ? 'length' : 'stop';
+  const reason = p?.['finish_reason'];
+  return reason === 'length' || reason === 'tool_calls' ? reason : 'stop';
+}
+
+/** The tool calls (or, streaming, their pieces) a response carries as the JSON text of OpenAI's list; none if it carries none. */
+function toolCallsOf(p: Parameters | undefined): ToolCall[] | undefined {
+  const text = p?.['tool_calls'];
+  if (typeof text !== 'string') return undefined;
+  let calls: unknown;
+  try {
+    calls = JSON.parse(text);
+  } catch {
+    throw new OpenAiError('INTERNAL', "the model answered tool calls that are not JSON");
+  }
+  if (!Array.isArray(calls) || !calls.every((c) => typeof c === 'object' && c !== null)) throw new OpenAiError('INTERNAL', 'the model answered tool calls that are not a list of objects');
+  return calls.length === 0 ? undefined : calls as ToolCall[];
+}
+
+/** A message's tool call: the call without the index its stream pieces carry. */
+function wholeCall({ index: _index, ...call }: ToolCall): ToolCall {
+  return call;
 }
 
 /** OpenAI's usage from the model's counts; undefined when the model reports none. */

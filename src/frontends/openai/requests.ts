@@ -1,5 +1,6 @@
 import type { Parameters } from '../../inference/index.js';
 import { badRequest } from './errors.js';
+import { assistantToolCalls, toolParameters } from './tool-requests.js';
 
 /**
  * OpenAI's completion and chat completion request bodies, checked and turned into what a text model takes:
@@ -7,8 +8,9 @@ import { badRequest } from './errors.js';
  * applies its own chat template: a GGUF carries one, a remote engine has its own), and the sampling fields
  * as request parameters under the names Triton's LLM backends use (max_tokens, temperature, top_p, top_k,
  * min_p, presence_penalty, frequency_penalty, repetition_penalty, logit_bias, best_of, seed, stop, stream,
- * ignore_eos, response_format): the model's backend honours each or refuses it, as it does on generate. Fields no
- * reply here can carry (several choices, log probabilities, tools) are refused rather than ignored.
+ * ignore_eos, response_format): the model's backend honours each or refuses it, as it does on generate. A chat's
+ * tools travel the same way (tool-requests.ts). Fields no reply here can carry (several choices, log
+ * probabilities) are refused rather than ignored.
  */
 export interface TextRequest {
   readonly kind: 'completion' | 'chat';
@@ -40,10 +42,7 @@ export function completionRequest(body: unknown): TextRequest {
 export function chatRequest(body: unknown): TextRequest {
   const b = object(body);
   const messages = chatMessages(b['messages']);
-  if (b['tools'] !== undefined && b['tools'] !== null && !(Array.isArray(b['tools']) && b['tools'].length === 0)) {
-    throw badRequest("'tools' are not supported", 'tools');
-  }
-  return textRequest('chat', b, '', { messages: JSON.stringify(messages) });
+  return textRequest('chat', b, '', { messages: JSON.stringify(messages), ...toolParameters(b) });
 }
 
 function object(body: unknown): Body {
@@ -90,18 +89,30 @@ function promptText(v: unknown): string {
   throw badRequest("'prompt' is required and must be a string", 'prompt');
 }
 
-/** OpenAI's messages, with content as a string or an array of text parts, down to { role, content } strings. */
-function chatMessages(v: unknown): { role: string; content: string }[] {
+/**
+ * OpenAI's messages down to { role, content } with content as a string; an assistant's tool_calls (its content
+ * may then be null) and a tool message's tool_call_id are kept.
+ */
+function chatMessages(v: unknown): Body[] {
   if (!Array.isArray(v) || v.length === 0) throw badRequest("'messages' must be a non-empty array", 'messages');
   return v.map((m: unknown, i) => {
     const where = `messages[${i}]`;
     if (typeof m !== 'object' || m === null || Array.isArray(m)) throw badRequest(`${where} must be an object`, where);
     const { role, content } = m as Body;
+    if (role === 'tool') return { role, content: messageContent(content, `${where}.content`), tool_call_id: toolCallId(m as Body, where) };
     if (role !== 'system' && role !== 'developer' && role !== 'user' && role !== 'assistant') {
-      throw badRequest(`${where}.role must be one of system, developer, user, assistant; got ${JSON.stringify(role ?? null)}`, `${where}.role`);
+      throw badRequest(`${where}.role must be one of system, developer, user, assistant, tool; got ${JSON.stringify(role ?? null)}`, `${where}.role`);
     }
-    return { role, content: messageContent(content, `${where}.content`) };
+    const calls = role === 'assistant' ? assistantToolCalls((m as Body)['tool_calls'], `${where}.tool_calls`) : undefined;
+    if (calls === undefined) return { role, content: messageContent(content, `${where}.content`) };
+    return { role, content: content === null || content === undefined ? null : messageContent(content, `${where}.content`), tool_calls: calls };
   });
+}
+
+function toolCallId(m: Body, where: string): string {
+  const id = m['tool_call_id'];
+  if (typeof id !== 'string' || id === '') throw badRequest(`${where}.tool_call_id is required for a tool message`, `${where}.tool_call_id`);
+  return id;
 }
 
 function messageContent(content: unknown, where: string): string {

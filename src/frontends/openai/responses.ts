@@ -11,7 +11,10 @@ export interface Usage {
   readonly total_tokens: number;
 }
 
-export type FinishReason = 'stop' | 'length';
+export type FinishReason = 'stop' | 'length' | 'tool_calls';
+
+/** One of OpenAI's tool calls: whole in a message, or a piece of one (with its index) in a chunk's delta. */
+export type ToolCall = Record<string, unknown>;
 
 export class Reply {
   private readonly id: string;
@@ -28,10 +31,14 @@ export class Reply {
     this.textAfter = after!;
   }
 
-  /** The whole answer of a request made without `stream`. */
-  whole(text: string, finish: FinishReason, usage: Usage | undefined): string {
+  /**
+   * The whole answer of a request made without `stream`. With tool calls, the message's content is null unless
+   * the model wrote text before its calls, as OpenAI's is.
+   */
+  whole(text: string, finish: FinishReason, usage: Usage | undefined, toolCalls?: readonly ToolCall[]): string {
+    const message = toolCalls === undefined ? { role: 'assistant', content: text } : { role: 'assistant', content: text === '' ? null : text, tool_calls: toolCalls };
     const choice = this.request.kind === 'chat'
-      ? { index: 0, message: { role: 'assistant', content: text }, logprobs: null, finish_reason: finish }
+      ? { index: 0, message, logprobs: null, finish_reason: finish }
       : { index: 0, text, logprobs: null, finish_reason: finish };
     return JSON.stringify({ ...this.head(false), choices: [choice], ...(usage ? { usage } : {}) });
   }
@@ -47,6 +54,14 @@ export class Reply {
     return this.textBefore + JSON.stringify(piece) + this.textAfter;
   }
 
+  /**
+   * Pieces of tool calls in OpenAI's chunk shape: a call's first piece carries its index, id, type, name and
+   * arguments "", later ones its index and a piece of the arguments.
+   */
+  toolCalls(deltas: readonly ToolCall[]): string {
+    return this.chunk({ tool_calls: deltas }, null);
+  }
+
   /** The chunk that closes the choice with its finish reason. */
   finish(reason: FinishReason): string {
     return this.request.kind === 'chat' ? this.chunk({}, reason) : this.chunk('', reason);
@@ -57,7 +72,7 @@ export class Reply {
     return JSON.stringify({ ...this.head(true), choices: [], usage });
   }
 
-  private chunk(content: string | Record<string, string>, finish: FinishReason | null): string {
+  private chunk(content: string | Record<string, unknown>, finish: FinishReason | null): string {
     const choice = typeof content === 'string'
       ? { index: 0, text: content, logprobs: null, finish_reason: finish }
       : { index: 0, delta: content, logprobs: null, finish_reason: finish };

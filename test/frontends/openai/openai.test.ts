@@ -205,7 +205,7 @@ test('bad input answers in OpenAI\'s error shape with the right status', async (
     ['/chat/completions', { model: 'tiny_llm', messages: [{ role: 'wizard', content: 'x' }] }, 400, 'messages[0].role', /role/],
     ['/chat/completions', { model: 'tiny_llm', messages: [{ role: 'user', content: 42 }] }, 400, 'messages[0].content', /content/],
     ['/chat/completions', { model: 'tiny_llm', messages: [{ role: 'user', content: [{ type: 'image_url' }] }] }, 400, 'messages[0].content[0]', /text part/],
-    ['/chat/completions', { model: 'tiny_llm', messages: [{ role: 'user', content: 'x' }], tools: [{ type: 'function' }] }, 400, 'tools', /tools/],
+    ['/chat/completions', { model: 'tiny_llm', messages: [{ role: 'user', content: 'x' }], tools: [{ type: 'function' }] }, 400, 'tools[0].function', /tools\[0\]\.function/],
   ];
   for (const [path, body, status, param, message] of cases) {
     const r = await postJson(`${base}${path}`, body);
