@@ -252,19 +252,27 @@ export class ModelManager {
     // A model built from file overrides has no repository, so no namespace (as in Triton).
     const scan = req.files && req.files.size > 0 ? undefined : await this.scanForLoad(name);
     const locations = scan ? await this.locationsToLoad(name, scan) : [undefined];
-    // With namespacing every repository's model of that name loads.
-    for (const location of locations) {
-      // Loading an ensemble loads the composing models that are not loaded yet, as Triton does.
-      const config = req.config ?? (location ? await readConfig(location.dir, name, this.opts).catch(() => undefined) : undefined);
-      for (const other of config ? modelsRunOn(config) : []) {
-        if (other !== name && this.graph.notServing(other, scan)) await this.load(other, {}, false).catch(() => undefined);
-      }
-    }
+    // Under a memory budget the models it runs on are not evicted between their loads and its own.
+    const held = this.budget?.hold();
     let first: NereidError | undefined;
-    for (const location of locations) {
-      const key = location?.key ?? name;
-      if (explicit) this.table.entry(key, name).explicit = true;
-      first ??= await this.table.serially(key, (e) => this.lifecycle.load(e, location, req), name);
+    try {
+      // With namespacing every repository's model of that name loads.
+      for (const location of locations) {
+        // Loading an ensemble loads the composing models that are not loaded yet, as Triton does.
+        const config = req.config ?? (location ? await readConfig(location.dir, name, this.opts).catch(() => undefined) : undefined);
+        for (const other of config ? modelsRunOn(config) : []) {
+          if (other === name) continue;
+          held?.add(other);
+          if (this.graph.notServing(other, scan)) await this.load(other, {}, false).catch(() => undefined);
+        }
+      }
+      for (const location of locations) {
+        const key = location?.key ?? name;
+        if (explicit) this.table.entry(key, name).explicit = true;
+        first ??= await this.table.serially(key, (e) => this.lifecycle.load(e, location, req), name);
+      }
+    } finally {
+      held?.release();
     }
     await this.graph.settle();
     // A refusal by a limit keeps its code and names the limit, so that the frontend counts it.

@@ -34,6 +34,30 @@ export class MemoryBudget {
 
   constructor(readonly bytes: number, private readonly waitMs: number, private readonly hooks: BudgetHooks, private readonly logger: Logger) {}
 
+  /** Models held against eviction while an ensemble or router that runs on them loads, with a count of holds. */
+  private readonly held = new Map<string, number>();
+
+  /**
+   * A hold on models against eviction, for as long as an ensemble or router that runs on them loads: a model
+   * loaded for an ensemble must still be there when the ensemble's own load runs.
+   */
+  hold(): { add(name: string): void; release(): void } {
+    const names: string[] = [];
+    return {
+      add: (name) => {
+        names.push(name);
+        this.held.set(name, (this.held.get(name) ?? 0) + 1);
+      },
+      release: () => {
+        for (const n of names.splice(0)) {
+          const left = (this.held.get(n) ?? 1) - 1;
+          if (left > 0) this.held.set(n, left);
+          else this.held.delete(n);
+        }
+      },
+    };
+  }
+
   /** Runs `fn` with no other load of the budget running (see the class comment). */
   serially<T>(fn: () => Promise<T>): Promise<T> {
     const run = this.lock.then(fn);
@@ -54,35 +78,42 @@ export class MemoryBudget {
   /**
    * What a load of `e` is expected to take: its last load's measure; before its first, the larger of its files'
    * size and the mean of what the other models of its backend took (a repository of similar models then does
-   * not overshoot the budget at each first load), never more than the budget (it is a guess: the load's measure
-   * decides whether the model fits).
+   * not overshoot the budget at each first load), never more than the budget. Only the model's own measure is
+   * `known`: a guess must not hold the loads back (see makeRoom). A model that took more than the budget (and
+   * was refused) says nothing about the others and is left out of the mean.
    */
-  estimate(e: ModelEntry, filesBytes: number, backend: string): number {
-    if (e.lastBytes > 0) return e.lastBytes;
+  estimate(e: ModelEntry, filesBytes: number, backend: string): { bytes: number; known: boolean } {
+    if (e.lastBytes > 0) return { bytes: e.lastBytes, known: true };
     let sum = 0;
     let n = 0;
     for (const other of this.hooks.entries()) {
-      if (other === e || other.lastBytes === 0 || (other.prepared?.config.backend || other.prepared?.config.platform) !== backend) continue;
+      if (other === e || other.lastBytes === 0 || other.lastBytes > this.bytes) continue;
+      if ((other.prepared?.config.backend || other.prepared?.config.platform) !== backend) continue;
       sum += other.lastBytes;
       n++;
     }
-    return Math.min(this.bytes, Math.max(filesBytes, n > 0 ? Math.round(sum / n) : 0));
+    return { bytes: Math.min(this.bytes, Math.max(filesBytes, n > 0 ? Math.round(sum / n) : 0)), known: false };
   }
 
-  /** Unloads idle models until `need` more bytes fit beside the others (those of `e` itself counted). */
-  async makeRoom(e: ModelEntry, need: number): Promise<void> {
-    if (need > this.bytes) throw this.tooLarge(e, need);
+  /**
+   * Unloads idle models until `need` more bytes fit beside the others (those of `e` itself counted). When none
+   * can go now, a known need waits for one (up to the wait); a guessed one loads at once, and its measure
+   * decides (settle): waiting on a guess would hold every other load back for nothing.
+   */
+  async makeRoom(e: ModelEntry, need: { bytes: number; known: boolean }): Promise<void> {
+    if (need.known && need.bytes > this.bytes) throw this.tooLarge(e, need.bytes);
     const deadline = performance.now() + this.waitMs;
     for (;;) {
       const used = this.used();
-      if (used + need <= this.bytes) return;
+      if (used + need.bytes <= this.bytes) return;
       const victim = this.victim(e);
       if (victim !== undefined) {
-        await this.evict(victim, `to make room for '${e.name}' (${need} bytes) within the model memory budget of ${this.bytes} bytes`);
+        await this.evict(victim, `to make room for '${e.name}' (${need.bytes} bytes) within the model memory budget of ${this.bytes} bytes`);
         continue;
       }
+      if (!need.known) return;
       if (performance.now() >= deadline) {
-        throw new NereidError('UNAVAILABLE', `cannot load '${e.name}' (${need} bytes) within the model memory budget of ${this.bytes} bytes: the loaded models take ${used} bytes and none of them can be unloaded now`, { retryAfterSecs: 1, limit: 'model-memory-budget' });
+        throw new NereidError('UNAVAILABLE', `cannot load '${e.name}' (${need.bytes} bytes) within the model memory budget of ${this.bytes} bytes: the loaded models take ${used} bytes and none of them can be unloaded now`, { retryAfterSecs: 1, limit: 'model-memory-budget' });
       }
       await sleep(RETRY_MS);
     }
@@ -131,7 +162,7 @@ export class MemoryBudget {
     let best: ModelEntry | undefined;
     let bestUse = Infinity;
     for (const e of this.hooks.entries()) {
-      if (e === keep || !loaded(e) || runOn.has(e.name) || e.ops > 0 || this.hooks.pinned(e) || !idle(e)) continue;
+      if (e === keep || !loaded(e) || runOn.has(e.name) || this.held.has(e.name) || e.ops > 0 || this.hooks.pinned(e) || !idle(e)) continue;
       const use = lastUse(e);
       if (use < bestUse) {
         best = e;
