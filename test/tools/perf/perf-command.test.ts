@@ -99,7 +99,9 @@ test('gRPC with system shared memory, and request-rate mode whose throughput fol
   assert.match(rate.out, /Request Rate: 300\n/);
   assertAgree(rate.out, 1, 0.05);
   const tput = Number(/Throughput: ([\d.]+) infer\/sec/.exec(rate.out)![1]);
-  assert.ok(tput > 300 * 0.75 && tput < 300 * 1.25, `throughput ${tput} at 300 requests/sec`);
+  // Wide bounds: a stalled client sends the requests whose times have passed at once, so on a busy machine a window
+  // can hold more than its share. A closed loop on this model would answer thousands per second.
+  assert.ok(tput > 300 * 0.6 && tput < 300 * 1.6, `throughput ${tput} at 300 requests/sec`);
 });
 
 test('streaming a decoupled model: every response counted, first-response and inter-response latency reported', async () => {
