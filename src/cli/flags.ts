@@ -517,7 +517,7 @@ const FLAGS: readonly FlagSpec[] = [
   flag(METRICS, 'metrics-config', '<setting>=<value>', '', 'A metrics setting: counter_latencies, histogram_latencies, summary_latencies, summary_quantiles. Repeatable.',
     (d, v, id) => keep(d, id, metricsConfig(v))),
 
-  noted(flag(OPENAI, 'openai-port', '<integer>', 'off', "Serve the OpenAI-compatible API (/v1/models, /v1/completions, /v1/chat/completions) over the text models on this port (Triton's OpenAI frontend uses 9000; 0 picks a free port). Off unless given.",
+  noted(flag(OPENAI, 'openai-port', '<integer>', 'off', "Serve the OpenAI-compatible API (/v1/models, /v1/completions, /v1/chat/completions, /v1/embeddings, /v1/responses, and Anthropic's /v1/messages) over the text and embedding models on this port (Triton's OpenAI frontend uses 9000; 0 picks a free port). Off unless given.",
     (d, v) => { d.openai.allow = true; d.openai.port = port(v); }), NEREID_OWN),
   noted(flag(OPENAI, 'openai-address', '<address>', 'the value of --http-address', 'Address the OpenAI-compatible server binds to.', (d, v) => { d.openai.address = v; }), NEREID_OWN),
   noted(flag(OPENAI, 'openai-cors-origin', '<origin>', 'none', "A browser origin (scheme://host[:port], or * for any) allowed to call the OpenAI-compatible API: its requests get CORS headers and its preflights are answered. Repeatable. Without it no CORS headers are sent (Triton's OpenAI frontend allows http://localhost).",
