@@ -9,9 +9,13 @@
 // for every path. Rounds rotate the order of the paths; figures are medians of the rounds and their ratio.
 // Goals: tokens/s ≥ 0.95× direct, time to first token within 1 ms of direct. CPU per token is each process's
 // own (utime + stime from /proc): the engine's, and the hop's (the pipe proxy's, or Nereid's).
+// --model-width W --model-layers L: a larger model of the same kind instead (made by scripts/models/make_tiny_llm.py
+// in a temporary folder), so that a token takes as long as a small real model's and the hop's fixed cost per token
+// is seen against a realistic engine time (the tiny model runs at thousands of tokens/s on one thread).
 // Needs llama-server (node scripts/build-llama-server.mjs).
 // Usage: ./node_modules/.bin/tsc -p . && node bench/gateway.mjs [--quick] [--tokens N] [--rounds N]
-import { spawn } from 'node:child_process';
+//        [--model-width 512 --model-layers 8]
+import { spawn, spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { cpus, loadavg, tmpdir } from 'node:os';
@@ -54,7 +58,14 @@ process.on('exit', () => {
 
 const SLOTS = 8;
 mkdirSync(join(repo, 'llm', '1'), { recursive: true });
-copyFileSync(MODEL, join(repo, 'llm', '1', 'model.gguf'));
+const WIDTH = arg('--model-width', 0);
+if (WIDTH > 0) {
+  const made = spawnSync('/usr/bin/python3', [join(ROOT, 'scripts/models/make_tiny_llm.py'), join(repo, 'llm', '1', 'model.gguf'),
+    '--width', String(WIDTH), '--layers', String(arg('--model-layers', 8))], { stdio: 'inherit' });
+  if (made.status !== 0) process.exit(1);
+} else {
+  copyFileSync(MODEL, join(repo, 'llm', '1', 'model.gguf'));
+}
 writeFileSync(join(repo, 'llm', 'config.pbtxt'), `name: "llm"
 backend: "openai"
 max_batch_size: 0
@@ -163,7 +174,7 @@ const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 for (const [, run] of paths) await round(run, 2, 0); // warm-up
 const load0 = loadavg();
-console.log(`== gateway: ${TOKENS} tokens per stream, tiny_llm, llama-server -t 1 -np ${SLOTS} started by Nereid; medians of ${ROUNDS} rounds, order rotating ==`);
+console.log(`== gateway: ${TOKENS} tokens per stream, ${WIDTH > 0 ? `a random-weight model of width ${WIDTH} and ${arg("--model-layers", 8)} layers` : "tiny_llm"}, llama-server -t 1 -np ${SLOTS} started by Nereid; medians of ${ROUNDS} rounds, order rotating ==`);
 /** The hop's own CPU on each path: none direct, the pipe proxy's, Nereid's. */
 const hopCpu = { direct: () => 0, 'pipe proxy': (r) => r.proxyCpu, 'nereid openai': (r) => r.nereidCpu, 'nereid generate_stream': (r) => r.nereidCpu };
 const table = [];

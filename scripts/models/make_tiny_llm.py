@@ -8,7 +8,10 @@ ChatML chat template, and writes a two-layer model of width 32 whose weights com
 so the same inputs always give the same file (about 3 MB). The text it generates is gibberish; what matters
 is that it is a real model that llama.cpp tokenizes, evaluates and samples like any other.
 
-Usage: python3 scripts/models/make_tiny_llm.py [OUTPUT]   (default: the example repository's tiny_llm)
+Usage: python3 scripts/models/make_tiny_llm.py [OUTPUT] [--width N] [--layers N]
+  OUTPUT defaults to the example repository's tiny_llm. --width and --layers make a larger model of the same kind
+  (width a multiple of 32; heads of 16; feed-forward 4x the width), for benchmarks that need a token to take as
+  long as a real model's (bench/gateway.mjs --model-width); the committed examples always use the tiny shape.
 make_examples.py calls it too, to write examples/model_repository/tiny_llm with its config.
 Needs numpy (gguf-py's only requirement here), git, and node_modules (npm ci) for the bundle.
 """
@@ -26,10 +29,8 @@ VOCAB = 'models/ggml-vocab-llama-spm.gguf'
 
 # Small enough to be committed and to run at thousands of tokens/s on one core; the shapes keep every
 # llama.cpp kernel on its ordinary path (head size 16, rows a multiple of the Q8_0 block of 32).
-N_EMBD = 32
-N_HEAD = 2
-N_LAYER = 2
-N_FF = 128
+# Width 32 (two heads of 16), two layers, feed-forward 128.
+TINY = {'embd': 32, 'layers': 2}
 CONTEXT_LENGTH = 2048
 SEED = 20260407
 
@@ -61,7 +62,9 @@ def read_vocab(gguf, path):
     return tokens, scores, types, ids
 
 
-def write_model(gguf, out, tokens, scores, types, ids):
+def write_model(gguf, out, tokens, scores, types, ids, shape):
+    N_EMBD, N_LAYER = shape['embd'], shape['layers']
+    N_HEAD, N_FF = N_EMBD // 16, 4 * N_EMBD
     rng = np.random.default_rng(SEED)
 
     def weight(*shape, scale=None):
@@ -116,7 +119,7 @@ def write_model(gguf, out, tokens, scores, types, ids):
     w.close()
 
 
-def tiny_llm_bytes():
+def tiny_llm_bytes(shape=TINY):
     """The model file's bytes (make_examples.py writes them into the example repository)."""
     if not os.path.isfile(BUNDLE):
         raise SystemExit(f'{BUNDLE} is missing: run npm ci first (node-llama-cpp ships the llama.cpp source bundle)')
@@ -127,7 +130,7 @@ def tiny_llm_bytes():
             import gguf  # noqa: E402 (from the bundle, checked out just above)
             tokens, scores, types, ids = read_vocab(gguf, os.path.join(src, VOCAB))
             path = os.path.join(src, 'model.gguf')
-            write_model(gguf, path, tokens, scores, types, ids)
+            write_model(gguf, path, tokens, scores, types, ids, shape)
             with open(path, 'rb') as f:
                 return f.read()
         finally:
@@ -135,8 +138,17 @@ def tiny_llm_bytes():
 
 
 def main():
-    out = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else DEFAULT_OUTPUT
-    data = tiny_llm_bytes()
+    args = sys.argv[1:]
+    shape = dict(TINY)
+    for flag, key in (('--width', 'embd'), ('--layers', 'layers')):
+        if flag in args:
+            i = args.index(flag)
+            shape[key] = int(args[i + 1])
+            del args[i:i + 2]
+    if shape['embd'] % 32 != 0 or shape['embd'] <= 0 or shape['layers'] <= 0:
+        raise SystemExit('--width must be a positive multiple of 32 and --layers positive')
+    out = os.path.abspath(args[0]) if args else DEFAULT_OUTPUT
+    data = tiny_llm_bytes(shape)
     os.makedirs(os.path.dirname(out), exist_ok=True)
     with open(out, 'wb') as f:
         f.write(data)
