@@ -51,6 +51,8 @@ export class ResponseReply {
   private readonly callItemIds: string[] = [];
   /** Streaming: the output items in the order they opened, 'message' or a call's index; the last is open. */
   private readonly opened: ('message' | number)[] = [];
+  /** The message's place in `opened`; -1 until its first text. */
+  private messageIndex = -1;
   private text = '';
   /** Streaming: the calls so far, by index, their arguments as they grew. */
   private readonly calls: { callId: string; name: string; arguments: string }[] = [];
@@ -83,7 +85,7 @@ export class ResponseReply {
 
   /** A piece of text: the message item opens with the first. */
   delta(piece: string): string {
-    const open = this.opened.includes('message') ? '' : this.openMessage();
+    const open = this.messageIndex < 0 ? this.openMessage() : '';
     this.text += piece;
     return `${open}${this.deltaHead}${JSON.stringify(piece)},"logprobs":[],"sequence_number":${this.sequence++}}\n\n`;
   }
@@ -130,14 +132,14 @@ export class ResponseReply {
 
   /**
    * The output items: in the order a stream opened them, or the message (when there is text, or nothing else)
-   * then the calls.
+   * then the calls; each has the response's status (incomplete: max_output_tokens cut the output).
    */
   private items(status: 'completed' | 'incomplete', out: Output): Record<string, unknown>[] {
     const order = this.opened.length > 0 ? this.opened : [...(out.text !== '' || out.calls.length === 0 ? ['message' as const] : []), ...out.calls.keys()];
     return order.map((o) => {
       if (o === 'message') return { id: this.messageId, type: 'message', status, role: 'assistant', content: [outputText(out.text)] };
       const c = out.calls[o]!;
-      return { id: this.callItemId(o), type: 'function_call', status: 'completed', arguments: c.arguments, call_id: c.callId, name: c.name };
+      return { id: this.callItemId(o), type: 'function_call', status, arguments: c.arguments, call_id: c.callId, name: c.name };
     });
   }
 
@@ -147,7 +149,7 @@ export class ResponseReply {
 
   private openMessage(): string {
     const closed = this.closeLast(null);
-    const index = this.opened.push('message') - 1;
+    const index = this.messageIndex = this.opened.push('message') - 1;
     this.deltaHead = `event: response.output_text.delta\ndata: {"type":"response.output_text.delta","item_id":"${this.messageId}","output_index":${index},"content_index":0,"delta":`;
     const item = { id: this.messageId, type: 'message', status: 'in_progress', role: 'assistant', content: [] };
     return closed + this.event('response.output_item.added', { output_index: index, item })
