@@ -256,9 +256,9 @@ test('a bad tool definition is refused by the frontend, naming the field; the en
 
 test('the Responses API through the gateway: the engine\'s call as a function_call item, whole and streamed; its output goes back as the tool message', async () => {
   const fns: OpenAI.Responses.FunctionTool[] = [{ type: 'function', name: 'add', description: 'Adds two numbers', parameters: (TOOLS[0] as { function: { parameters: Record<string, unknown> } }).function.parameters, strict: null }];
-  const ask = { model: 'remote_llm', input: messages[0]!.content, tools: fns, tool_choice: 'required' as const, max_output_tokens: 50 };
+  const ask = { model: 'remote_llm', input: messages[0]!.content, tools: fns, tool_choice: 'required' as const, parallel_tool_calls: false, max_output_tokens: 50 };
   for (const r of [await client.responses.create(ask), await client.responses.stream(ask).finalResponse()]) {
-    assert.deepEqual([received.at(-1)!.tools, received.at(-1)!.tool_choice], [TOOLS, 'required']);
+    assert.deepEqual([received.at(-1)!.tools, received.at(-1)!.tool_choice, received.at(-1)!.parallel_tool_calls], [TOOLS, 'required', false]);
     const item = r.output[0] as OpenAI.Responses.ResponseFunctionToolCall;
     assert.deepEqual([r.output.length, item.type, item.call_id, item.name, item.arguments], [1, 'function_call', CALL.id, 'add', CALL.function.arguments]);
   }
@@ -271,10 +271,10 @@ test('the Responses API through the gateway: the engine\'s call as a function_ca
 test('Anthropic\'s Messages through the gateway: the engine\'s call as a tool_use block, whole and streamed; a tool_result goes back as the tool message', async () => {
   const claude = new Anthropic({ baseURL: base.replace(/\/v1$/, ''), apiKey: 'unused', maxRetries: 0 });
   const tools: Anthropic.Tool[] = [{ name: 'add', description: 'Adds two numbers', input_schema: (TOOLS[0] as unknown as { function: { parameters: Anthropic.Tool.InputSchema } }).function.parameters }];
-  const ask = { model: 'remote_llm', max_tokens: 50, messages, tools, tool_choice: { type: 'any' as const } };
+  const ask = { model: 'remote_llm', max_tokens: 50, messages, tools, tool_choice: { type: 'any' as const, disable_parallel_tool_use: true } };
   const use = { type: 'tool_use', id: 'toolu_engine0000000000000001', name: 'add', input: { a: 2, b: 3 }, caller: { type: 'direct' } };
   for (const m of [await claude.messages.create(ask), await claude.messages.stream(ask).finalMessage()]) {
-    assert.deepEqual([received.at(-1)!.tools, received.at(-1)!.tool_choice], [TOOLS, 'required']);
+    assert.deepEqual([received.at(-1)!.tools, received.at(-1)!.tool_choice, received.at(-1)!.parallel_tool_calls], [TOOLS, 'required', false]);
     assert.deepEqual([m.stop_reason, m.content], ['tool_use', [use]]);
   }
   const answer = await claude.messages.create({ ...ask, tool_choice: { type: 'auto' }, messages: [...messages, { role: 'assistant', content: [use as Anthropic.ToolUseBlockParam] }, { role: 'user', content: [{ type: 'tool_result', tool_use_id: use.id, content: '{"sum":5}' }] }] });
