@@ -133,7 +133,7 @@ function inputMessages(v: unknown): ChatMessage[] {
   v.forEach((item: unknown, i) => {
     const where = `input[${i}]`;
     if (!isObject(item)) throw badRequest(`'${where}' must be an object`, where);
-    if (item['type'] === 'function_call_output') return void out.push(functionCallOutputItem(item, where, contentText) as unknown as ChatMessage);
+    if (item['type'] === 'function_call_output') return void out.push(functionCallOutputItem(item, where, contentText));
     if (item['type'] !== 'function_call') return void out.push(inputMessage(item, where));
     const call = functionCallItem(item, where);
     const last = out.at(-1);

@@ -79,7 +79,7 @@ export function functionCallItem(item: Body, where: string): ChatToolCall {
 }
 
 /** An input item {type: "function_call_output", call_id, output}: a call's result, as the chat's tool message. */
-export function functionCallOutputItem(item: Body, where: string, text: (content: unknown, where: string) => string): Body {
+export function functionCallOutputItem(item: Body, where: string, text: (content: unknown, where: string) => string): { role: 'tool'; content: string; tool_call_id: string } {
   const { type: _type, call_id: callId, output, id, status, ...rest } = item;
   checkRest(rest, where, id, status);
   if (typeof callId !== 'string' || callId === '') throw badRequest(`'${where}.call_id' must be a non-empty string`, `${where}.call_id`);
