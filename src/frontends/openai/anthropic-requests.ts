@@ -1,5 +1,6 @@
 import { badRequest } from './errors.js';
 import { chatRequest, type TextRequest } from './requests.js';
+import { blockMessages, toolFields, type ChatMessage } from './anthropic-tools.js';
 
 /**
  * Anthropic's Messages API request bodies (POST /v1/messages and /v1/messages/count_tokens), checked with
@@ -11,8 +12,8 @@ import { chatRequest, type TextRequest } from './requests.js';
 type Body = Record<string, unknown>;
 
 /** The fields /v1/messages honours. `metadata.user_id` is accepted and used nowhere: not logged, not passed on. */
-const MESSAGES_FIELDS = new Set(['model', 'messages', 'system', 'max_tokens', 'stop_sequences', 'temperature', 'top_p', 'top_k', 'metadata', 'stream']);
-const COUNT_FIELDS = new Set(['model', 'messages', 'system']);
+const MESSAGES_FIELDS = new Set(['model', 'messages', 'system', 'max_tokens', 'stop_sequences', 'temperature', 'top_p', 'top_k', 'metadata', 'stream', 'tools', 'tool_choice']);
+const COUNT_FIELDS = new Set(['model', 'messages', 'system', 'tools', 'tool_choice']);
 /** As many stop strings as the models take (the llama.cpp backend's and OpenAI's bound). */
 const MAX_STOP_SEQUENCES = 4;
 /** Anthropic's bound on metadata.user_id. */
@@ -31,17 +32,21 @@ export function messagesRequest(body: unknown): TextRequest {
   checkMetadata(b['metadata']);
   return chatRequest({
     model: b['model'], messages: conversation(b), max_tokens: maxTokens, temperature: b['temperature'], top_p: b['top_p'],
-    top_k: topK, stop: stopSequences(b['stop_sequences']), stream: b['stream'],
+    top_k: topK, stop: stopSequences(b['stop_sequences']), stream: b['stream'], ...toolFields(b),
   });
 }
 
 /**
  * count_tokens: the conversation as /v1/messages would send it, generating a single token, so that the count
  * is the prompt the chat path counts (the chat template applied by the model's backend, or by the engine).
+ * Tools are documented in the prompt alike whether the model may or must use one, so a forced choice is counted
+ * as auto: the one token generated is then never spent on a call's prefix.
  */
 export function countTokensRequest(body: unknown): TextRequest {
   const b = fields(body, COUNT_FIELDS);
-  return chatRequest({ model: b['model'], messages: conversation(b), max_tokens: 1, stream: false });
+  const tools = toolFields(b);
+  if (tools['tool_choice'] !== undefined && tools['tool_choice'] !== 'none') tools['tool_choice'] = 'auto';
+  return chatRequest({ model: b['model'], messages: conversation(b), max_tokens: 1, stream: false, ...tools });
 }
 
 /** The body as an object holding none but `allowed` fields: any other is refused by name. */
@@ -78,11 +83,11 @@ function stopSequences(v: unknown): string[] | undefined {
   return v;
 }
 
-/** `system` and `messages` as OpenAI chat messages with text content. */
-function conversation(b: Body): { role: string; content: string }[] {
+/** `system` and `messages` as OpenAI chat messages: text content, tool calls and tool results (anthropic-tools.ts). */
+function conversation(b: Body): ChatMessage[] {
   const messages = b['messages'];
   if (!Array.isArray(messages) || messages.length === 0) throw badRequest('messages: must be a non-empty array', 'messages');
-  const out: { role: string; content: string }[] = [];
+  const out: ChatMessage[] = [];
   if (b['system'] !== undefined) out.push({ role: 'system', content: text(b['system'], 'system') });
   messages.forEach((m: unknown, i) => {
     const where = `messages.${i}`;
@@ -91,26 +96,33 @@ function conversation(b: Body): { role: string; content: string }[] {
     const extra = Object.keys(rest)[0];
     if (extra !== undefined) throw badRequest(`${where}.${extra}: not supported by this server`, `${where}.${extra}`);
     if (role !== 'user' && role !== 'assistant') throw badRequest(`${where}.role: must be 'user' or 'assistant'`, `${where}.role`);
-    out.push({ role, content: text(content, `${where}.content`) });
+    if (typeof content === 'string') out.push({ role, content });
+    else if (Array.isArray(content)) out.push(...blockMessages(role, content, `${where}.content`, textBlock));
+    else throw badRequest(`${where}.content: must be a string or an array of content blocks`, `${where}.content`);
   });
   return out;
 }
 
-/** Content as a string or text blocks; any other block (image, document, tool_use, tool_result, …) is refused by its type. */
+/** `system`: a string or text blocks. */
 function text(content: unknown, where: string): string {
   if (typeof content === 'string') return content;
   if (!Array.isArray(content)) throw badRequest(`${where}: must be a string or an array of content blocks`, where);
   let s = '';
-  content.forEach((block: unknown, j) => {
-    const at = `${where}.${j}`;
-    if (typeof block !== 'object' || block === null || Array.isArray(block)) throw badRequest(`${at}: must be a content block object`, at);
-    const { type, text: t, ...rest } = block as Body;
-    if (type !== 'text') throw badRequest(`${at}.type: content blocks of type ${JSON.stringify(type)} are not supported by this server; only 'text' is`, `${at}.type`);
-    if (typeof t !== 'string') throw badRequest(`${at}.text: Field required`, `${at}.text`);
-    for (const [key, value] of Object.entries(rest)) {
-      if (value !== null && value !== undefined) throw badRequest(`${at}.${key}: not supported by this server`, `${at}.${key}`);
-    }
-    s += t;
-  });
+  content.forEach((block: unknown, j) => (s += textBlock(block, `${where}.${j}`)));
   return s;
+}
+
+/**
+ * One text block's text; any other block (image, document, …, and tool blocks where the role has none) is
+ * refused by its type.
+ */
+function textBlock(block: unknown, at: string): string {
+  if (typeof block !== 'object' || block === null || Array.isArray(block)) throw badRequest(`${at}: must be a content block object`, at);
+  const { type, text: t, ...rest } = block as Body;
+  if (type !== 'text') throw badRequest(`${at}.type: content blocks of type ${JSON.stringify(type)} are not supported by this server here; only text blocks are, and a message's tool_use (assistant) and tool_result (user) blocks`, `${at}.type`);
+  if (typeof t !== 'string') throw badRequest(`${at}.text: Field required`, `${at}.text`);
+  for (const [key, value] of Object.entries(rest)) {
+    if (value !== null && value !== undefined) throw badRequest(`${at}.${key}: not supported by this server`, `${at}.${key}`);
+  }
+  return t;
 }

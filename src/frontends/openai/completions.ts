@@ -95,7 +95,7 @@ function finishReason(p: Parameters | undefined): FinishReason {
 }
 
 /** The tool calls (or, streaming, their pieces) a response carries as the JSON text of OpenAI's list; none if it carries none. */
-function toolCallsOf(p: Parameters | undefined): ToolCall[] | undefined {
+export function toolCallsOf(p: Parameters | undefined): ToolCall[] | undefined {
   const text = p?.['tool_calls'];
   if (typeof text !== 'string') return undefined;
   let calls: unknown;

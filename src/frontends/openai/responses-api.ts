@@ -3,9 +3,11 @@ import type { InferenceResponse, Parameters, RootTrace } from '../../inference/i
 import type { InferenceServer } from '../../server/inference-server.js';
 import { isNereidError } from '../../errors.js';
 import { badRequest, OpenAiError } from './errors.js';
+import { toolCallsOf } from './completions.js';
 import { chatRequest } from './requests.js';
+import type { ToolCall } from './responses.js';
 import type { ChatMessage, ResponsesRequest } from './responses-requests.js';
-import { newId, ResponseReply, type Ending } from './responses-events.js';
+import { newId, ResponseReply, type Ending, type FunctionCall, type Output } from './responses-events.js';
 import type { TextStore } from './responses-store.js';
 import { TEXT_OUTPUT, textInput, textModel, textOf } from './text-models.js';
 
@@ -14,7 +16,9 @@ import { TEXT_OUTPUT, textInput, textModel, textOf } from './text-models.js';
  * /v1/chat/completions (inferStream with the `messages` parameter), so cancellation on disconnect, limits,
  * token metrics and tracing are the chat path's. `store` keeps the response, its input items and the
  * conversation so far in a TextStore, for GET and DELETE /v1/responses/{id}, GET .../input_items and a later
- * previous_response_id. A stored response belongs to the API key that made it: another key is told it does
+ * previous_response_id. Function calls come from the chat path's response parameter `tool_calls` (whole on
+ * the last response, or streamed in pieces) and are kept in the conversation as the assistant's tool_calls, so
+ * that a later function_call_output answers them. A stored response belongs to the API key that made it: another key is told it does
  * not exist.
  */
 export interface StoredResponse {
@@ -23,7 +27,7 @@ export interface StoredResponse {
   readonly response: Record<string, unknown>;
   /** This request's input as input items, for input_items. */
   readonly input: readonly Record<string, unknown>[];
-  /** Previous conversation, this input and this response's text (instructions are not carried over, as in OpenAI's API). */
+  /** Previous conversation, this input and this response's text and calls (instructions are not carried over, as in OpenAI's API). */
   readonly conversation: readonly ChatMessage[];
 }
 
@@ -34,10 +38,11 @@ export async function handleCreateResponse(server: InferenceServer, store: TextS
     throw contextError(e) ?? e;
   });
   const reply = new ResponseReply(request);
-  const keep = async (text: string, whole: Record<string, unknown>): Promise<void> => {
-    if (request.store) await store.set(reply.id, JSON.stringify(record(request, history, text, whole, tenant)));
+  const keep = async (output: Output, whole: Record<string, unknown>): Promise<void> => {
+    if (request.store) await store.set(reply.id, JSON.stringify(record(request, history, output, whole, tenant)));
   };
-  if (request.stream) return stream(res, reply, first, responses, keep);
+  const tools = request.tools.chat['tools'] !== undefined;
+  if (request.stream) return stream(res, reply, first, responses, tools, keep);
   let text = '';
   let last: Parameters | undefined;
   for (let r = first; !r.done; r = await responses.next()) {
@@ -45,8 +50,9 @@ export async function handleCreateResponse(server: InferenceServer, store: TextS
     last = r.value.parameters ?? last;
   }
   const end = ending(last);
-  const whole = reply.response(end.cut ? 'incomplete' : 'completed', text, end);
-  await keep(text, whole);
+  const output = { text, calls: (tools ? toolCallsOf(last) ?? [] : []).map(functionCall) };
+  const whole = reply.response(end.cut ? 'incomplete' : 'completed', output, end);
+  await keep(output, whole);
   sendJson(res, JSON.stringify(whole));
 }
 
@@ -113,7 +119,7 @@ function generate(server: InferenceServer, request: ResponsesRequest, history: C
   const messages = request.instructions === null ? history : [{ role: 'system', content: request.instructions }, ...history];
   const chat = chatRequest({
     model: request.model, messages, max_tokens: request.maxOutputTokens, temperature: request.temperature, top_p: request.topP,
-    response_format: request.responseFormat, stream: request.stream,
+    response_format: request.responseFormat, stream: request.stream, ...request.tools.chat,
   });
   const model = textModel(server, request.model);
   return server.inferStream({
@@ -122,26 +128,27 @@ function generate(server: InferenceServer, request: ResponsesRequest, history: C
 }
 
 async function stream(res: ServerResponse, reply: ResponseReply, first: IteratorResult<InferenceResponse>, responses: AsyncIterableIterator<InferenceResponse>,
-  keep: (text: string, whole: Record<string, unknown>) => Promise<void>): Promise<void> {
+  tools: boolean, keep: (output: Output, whole: Record<string, unknown>) => Promise<void>): Promise<void> {
   res.writeHead(200, { 'Content-Type': 'text/event-stream; charset=utf-8', 'Cache-Control': 'no-cache', Connection: 'keep-alive' });
   const stop = (): void => void responses.return?.();
   res.once('close', stop);
   try {
     res.write(reply.opening());
-    let text = '';
     let last: Parameters | undefined;
     for (let r = first; !r.done; r = await responses.next()) {
       const piece = textOf(r.value);
       if (piece !== '') res.write(reply.delta(piece));
-      text += piece;
+      const pieces = tools ? toolCallsOf(r.value.parameters) : undefined;
+      if (pieces !== undefined) res.write(reply.callPieces(pieces));
       last = r.value.parameters ?? last;
     }
     if (res.destroyed) return;
     const end = ending(last);
-    const whole = reply.response(end.cut ? 'incomplete' : 'completed', text, end);
+    const output = reply.streamed();
+    const whole = reply.response(end.cut ? 'incomplete' : 'completed', output, end);
     // Stored before the client hears it is complete, so that its next request can continue from it.
-    await keep(text, whole);
-    res.write(reply.closing(text, whole));
+    await keep(output, whole);
+    res.write(reply.closing(whole));
   } catch (e) {
     if (!res.destroyed) res.write(reply.failure(e));
   } finally {
@@ -150,11 +157,25 @@ async function stream(res: ServerResponse, reply: ResponseReply, first: Iterator
   }
 }
 
-function record(request: ResponsesRequest, history: ChatMessage[], text: string, response: Record<string, unknown>, tenant: string | undefined): StoredResponse {
-  const input = request.input.map((m) => ({
-    id: newId('msg'), type: 'message', role: m.role, content: [{ type: m.role === 'assistant' ? 'output_text' : 'input_text', text: m.content }],
-  }));
-  return { owner: tenant ?? null, response, input, conversation: [...history, { role: 'assistant', content: text }] };
+function record(request: ResponsesRequest, history: ChatMessage[], output: Output, response: Record<string, unknown>, tenant: string | undefined): StoredResponse {
+  const said: ChatMessage = output.calls.length === 0
+    ? { role: 'assistant', content: output.text }
+    : { role: 'assistant', content: output.text === '' ? null : output.text, tool_calls: output.calls.map((c) => ({ id: c.callId, type: 'function', function: { name: c.name, arguments: c.arguments } })) };
+  return { owner: tenant ?? null, response, input: request.input.flatMap(inputItems), conversation: [...history, said] };
+}
+
+/** A message of this request's input as the input items it came as, for input_items. */
+function inputItems(m: ChatMessage): Record<string, unknown>[] {
+  if (m.tool_call_id !== undefined) return [{ id: newId('fco'), type: 'function_call_output', call_id: m.tool_call_id, output: m.content, status: 'completed' }];
+  const calls = (m.tool_calls ?? []).map((c) => ({ id: newId('fc'), type: 'function_call', call_id: c.id, name: c.function.name, arguments: c.function.arguments, status: 'completed' }));
+  if (m.content === null) return calls;
+  return [{ id: newId('msg'), type: 'message', role: m.role, content: [{ type: m.role === 'assistant' ? 'output_text' : 'input_text', text: m.content }] }, ...calls];
+}
+
+/** A call the chat path reported, whole: {id, type, function: {name, arguments}}. */
+function functionCall(c: ToolCall): FunctionCall {
+  const f = (c['function'] ?? {}) as Record<string, unknown>;
+  return { callId: String(c['id'] ?? ''), name: String(f['name'] ?? ''), arguments: String(f['arguments'] ?? '') };
 }
 
 function ending(p: Parameters | undefined): Ending {

@@ -1,14 +1,20 @@
 import { badRequest } from './errors.js';
+import { functionCallItem, functionCallOutputItem, responsesTools, type ChatToolCall, type ResponsesTools } from './responses-tools.js';
 
 /**
  * OpenAI's Responses API request body (POST /v1/responses), checked and reduced to what the chat path needs:
- * the conversation as { role, content } messages, the sampling fields and response_format under the chat
- * request's names. Every field is honoured, accepted where its value asks for nothing this server does not
- * do (`tools: []`, `background: false`, `truncation: "disabled"`, …), or refused by name.
+ * the conversation as chat messages, the sampling fields, response_format and the function tools under the
+ * chat request's names. Every field is honoured, accepted where its value asks for nothing this server does
+ * not do (`background: false`, `truncation: "disabled"`, …), or refused by name.
  */
 export interface ChatMessage {
   readonly role: string;
-  readonly content: string;
+  /** null for an assistant message that only calls functions. */
+  readonly content: string | null;
+  /** An assistant's function_call items. */
+  readonly tool_calls?: readonly ChatToolCall[];
+  /** A tool message (a function_call_output item): the call it answers. */
+  readonly tool_call_id?: string;
 }
 
 export interface ResponsesRequest {
@@ -29,22 +35,19 @@ export interface ResponsesRequest {
   readonly metadata: Record<string, string>;
   readonly user: string | null;
   readonly safetyIdentifier: string | null;
+  readonly tools: ResponsesTools;
 }
 
 type Body = Record<string, unknown>;
 
-const HONOURED = new Set(['model', 'input', 'instructions', 'max_output_tokens', 'temperature', 'top_p', 'text', 'stream', 'store', 'previous_response_id', 'metadata', 'user', 'safety_identifier']);
+const HONOURED = new Set(['model', 'input', 'instructions', 'max_output_tokens', 'temperature', 'top_p', 'text', 'stream', 'store', 'previous_response_id', 'metadata', 'user', 'safety_identifier', 'tools', 'tool_choice', 'parallel_tool_calls']);
 
 /**
- * Fields accepted only with the values that ask for nothing: without tools there is nothing to call or to call
- * in parallel; a response is always answered in the foreground, without obfuscation padding, untruncated (a
+ * Fields accepted only with the values that ask for nothing: a response is always answered in the foreground, without obfuscation padding, untruncated (a
  * conversation past the context is refused, which is what `truncation: "disabled"` asks), with no extra output
  * included and no log probabilities. Any other value is refused by name.
  */
 const HARMLESS: Record<string, (v: unknown) => boolean> = {
-  tools: (v) => Array.isArray(v) && v.length === 0,
-  tool_choice: (v) => v === 'auto' || v === 'none',
-  parallel_tool_calls: (v) => typeof v === 'boolean',
   include: (v) => Array.isArray(v) && v.length === 0,
   background: (v) => v === false,
   truncation: (v) => v === 'disabled',
@@ -84,6 +87,7 @@ export function responsesRequest(body: unknown): ResponsesRequest {
     metadata: metadata(body['metadata']),
     user: optionalString(body, 'user', MAX_USER),
     safetyIdentifier: optionalString(body, 'safety_identifier', MAX_USER),
+    tools: responsesTools(body),
   };
 }
 
@@ -95,7 +99,17 @@ export function inputTokensRequest(body: unknown): ResponsesRequest {
   if (!isObject(body)) throw badRequest('the request body must be a JSON object');
   const extra = Object.keys(body).find((k) => !COUNT_FIELDS.has(k));
   if (extra !== undefined) throw badRequest(`'${extra}' is not supported by this server when counting input tokens`, extra);
-  return { ...responsesRequest(body), maxOutputTokens: 1, stream: false, store: false, responseFormat: undefined };
+  const r = responsesRequest(body);
+  return { ...r, maxOutputTokens: 1, stream: false, store: false, responseFormat: undefined, tools: countable(r.tools) };
+}
+
+/**
+ * The functions are documented in the prompt alike whether the model may or must call them, so counting asks
+ * for "auto": a forced call would only spend the one token generated on its prefix.
+ */
+function countable(tools: ResponsesTools): ResponsesTools {
+  const choice = tools.chat['tool_choice'];
+  return choice === undefined || choice === 'auto' || choice === 'none' ? tools : { ...tools, chat: { ...tools.chat, tool_choice: 'auto' } };
 }
 
 function checkFields(b: Body): void {
@@ -106,18 +120,34 @@ function checkFields(b: Body): void {
   }
 }
 
-/** `input`: a string (one user message) or a list of message items with text content. */
+/**
+ * `input`: a string (one user message) or a list of items: messages with text content, function_call items
+ * (joined to the assistant message before them, or making one, as a chat's tool_calls) and
+ * function_call_output items (the chat's tool messages).
+ */
 function inputMessages(v: unknown): ChatMessage[] {
   if (typeof v === 'string') return [{ role: 'user', content: v }];
   if (!Array.isArray(v) || v.length === 0) throw badRequest("'input' must be a string or a non-empty array of input items", 'input');
   if (v.length > MAX_ITEMS) throw badRequest(`'input' holds ${v.length} items; at most ${MAX_ITEMS} are supported`, 'input');
-  return v.map((item: unknown, i) => inputMessage(item, `input[${i}]`));
+  const out: ChatMessage[] = [];
+  v.forEach((item: unknown, i) => {
+    const where = `input[${i}]`;
+    if (!isObject(item)) throw badRequest(`'${where}' must be an object`, where);
+    if (item['type'] === 'function_call_output') return void out.push(functionCallOutputItem(item, where, contentText));
+    if (item['type'] !== 'function_call') return void out.push(inputMessage(item, where));
+    const call = functionCallItem(item, where);
+    const last = out.at(-1);
+    if (last?.role === 'assistant') out[out.length - 1] = { ...last, tool_calls: [...(last.tool_calls ?? []), call] };
+    else out.push({ role: 'assistant', content: null, tool_calls: [call] });
+  });
+  return out;
 }
 
-function inputMessage(item: unknown, where: string): ChatMessage {
-  if (!isObject(item)) throw badRequest(`'${where}' must be an object`, where);
+function inputMessage(item: Record<string, unknown>, where: string): ChatMessage {
   const { type, role, content, id, status, ...rest } = item;
-  if (type !== undefined && type !== 'message') throw badRequest(`'${where}.type' ${JSON.stringify(type)} is not supported by this server; only 'message' is`, `${where}.type`);
+  if (type !== undefined && type !== 'message') {
+    throw badRequest(`'${where}.type' ${JSON.stringify(type)} is not supported by this server; only message, function_call and function_call_output are`, `${where}.type`);
+  }
   const extra = Object.keys(rest)[0];
   if (extra !== undefined) throw badRequest(`'${where}.${extra}' is not supported by this server`, `${where}.${extra}`);
   // An output item sent back as input carries its id and status: they name it, and change nothing.

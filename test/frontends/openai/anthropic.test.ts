@@ -181,9 +181,9 @@ test('errors in Anthropic\'s shape: a missing max_tokens, an unknown model, fiel
   const unknown = await refused(claude.messages.create({ model: 'no-such-model', max_tokens: 4, messages: HELLO }));
   assert.ok(unknown instanceof Anthropic.NotFoundError);
   assert.equal((unknown.error as any).error.type, 'not_found_error');
-  const tools = await refused(claude.messages.create({ model: 'tiny_llm', max_tokens: 4, messages: HELLO, tools: [{ name: 'f', input_schema: { type: 'object' } }] }));
+  const tools = await refused(claude.messages.create({ model: 'tiny_llm', max_tokens: 4, messages: HELLO, tools: [{ type: 'web_search_20250305', name: 'web_search' }] }));
   assert.ok(tools instanceof Anthropic.BadRequestError);
-  assert.match((tools.error as any).error.message, /^tools: not supported/);
+  assert.match((tools.error as any).error.message, /^tools\.0\.type: tools of type "web_search_20250305" are not supported/);
   const image = await refused(claude.messages.create({ model: 'tiny_llm', max_tokens: 4, messages: [{ role: 'user', content: [{ type: 'image', source: { type: 'url', url: 'https://example.com/a.png' } }] }] }));
   assert.match((image.error as any).error.message, /^messages\.0\.content\.0\.type: content blocks of type "image" are not supported/);
   const meta = await refused(claude.messages.create({ model: 'tiny_llm', max_tokens: 4, messages: HELLO, metadata: { tenant: 'x' } as Anthropic.Metadata }));

@@ -7,6 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import OpenAI from 'openai';
+import Anthropic from '@anthropic-ai/sdk';
 import type { ChatCompletionChunk, ChatCompletionTool } from 'openai/resources/chat/completions';
 import { startOpenAiFrontend, type OpenAiFrontend } from '../../../src/frontends/openai/server.js';
 import { createLogger } from '../../../src/observability/logger.js';
@@ -28,6 +29,9 @@ const PIECES = [
   { index: 0, function: { arguments: '{"a":2,' } },
   { index: 0, function: { arguments: '"b":3}' } },
 ];
+/** A second call, which the engine makes after some text when the user says TWO. */
+const CALL2 = { id: 'call_engine0000000000000002', type: 'function', function: { name: 'add', arguments: '{"a":1,"b":1}' } };
+const TWO = 'Add twice';
 const TOOLS: ChatCompletionTool[] = [{ type: 'function', function: { name: 'add', description: 'Adds two numbers', parameters: { type: 'object', properties: { a: { type: 'number' }, b: { type: 'number' } }, required: ['a', 'b'] } } }];
 const messages = [{ role: 'user' as const, content: 'What is 2 plus 3?' }];
 
@@ -110,6 +114,7 @@ function answer(req: IncomingMessage, res: ServerResponse, body: Record<string, 
     return void res.end(body.stream ? `data: ${JSON.stringify({ choices: [choice] })}\n\ndata: [DONE]\n\n` : JSON.stringify({ choices: [choice] }));
   }
   const head = { id: 'chatcmpl-engine', created: 1, model: body.model };
+  if (body.messages.at(-1).content === TWO) return twoCalls(res, body, head);
   const usage = { prompt_tokens: 20, completion_tokens: 7, total_tokens: 27 };
   if (!body.stream) {
     const message = calling ? { role: 'assistant', content: null, tool_calls: [CALL] } : { role: 'assistant', content: 'It is 5.' };
@@ -122,6 +127,24 @@ function answer(req: IncomingMessage, res: ServerResponse, body: Record<string, 
   if (calling) for (const p of PIECES) chunk({ tool_calls: [p] });
   else chunk({ content: 'It is 5.' });
   chunk({}, calling ? 'tool_calls' : 'stop');
+  res.write(`data: ${JSON.stringify({ ...head, object: 'chat.completion.chunk', choices: [], usage })}\n\n`);
+  res.end('data: [DONE]\n\n');
+}
+
+/** Text, then two calls: whole, or streamed as the text, the first call's pieces, then the second call whole in one piece. */
+function twoCalls(res: ServerResponse, body: Record<string, any>, head: Record<string, unknown>): void {
+  const usage = { prompt_tokens: 20, completion_tokens: 9, total_tokens: 29 };
+  if (!body.stream) {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    const message = { role: 'assistant', content: 'Sure.', tool_calls: [CALL, CALL2] };
+    return void res.end(JSON.stringify({ ...head, object: 'chat.completion', choices: [{ index: 0, message, finish_reason: 'tool_calls' }], usage }));
+  }
+  res.writeHead(200, { 'content-type': 'text/event-stream' });
+  const chunk = (delta: unknown, finish: string | null = null): void => void res.write(`data: ${JSON.stringify({ ...head, object: 'chat.completion.chunk', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`);
+  chunk({ role: 'assistant', content: 'Sure.' });
+  for (const p of PIECES) chunk({ tool_calls: [p] });
+  chunk({ tool_calls: [{ index: 1, ...CALL2 }] });
+  chunk({}, 'tool_calls');
   res.write(`data: ${JSON.stringify({ ...head, object: 'chat.completion.chunk', choices: [], usage })}\n\n`);
   res.end('data: [DONE]\n\n');
 }
@@ -229,6 +252,69 @@ test('a bad tool definition is refused by the frontend, naming the field; the en
   assert.equal(r.status, 400);
   assert.equal(r.json().error.param, 'tools[0].function.parameters');
   assert.equal(received.length, before);
+});
+
+test('the Responses API through the gateway: the engine\'s call as a function_call item, whole and streamed; its output goes back as the tool message', async () => {
+  const fns: OpenAI.Responses.FunctionTool[] = [{ type: 'function', name: 'add', description: 'Adds two numbers', parameters: (TOOLS[0] as { function: { parameters: Record<string, unknown> } }).function.parameters, strict: null }];
+  const ask = { model: 'remote_llm', input: messages[0]!.content, tools: fns, tool_choice: 'required' as const, parallel_tool_calls: false, max_output_tokens: 50 };
+  for (const r of [await client.responses.create(ask), await client.responses.stream(ask).finalResponse()]) {
+    assert.deepEqual([received.at(-1)!.tools, received.at(-1)!.tool_choice, received.at(-1)!.parallel_tool_calls], [TOOLS, 'required', false]);
+    const item = r.output[0] as OpenAI.Responses.ResponseFunctionToolCall;
+    assert.deepEqual([r.output.length, item.type, item.call_id, item.name, item.arguments], [1, 'function_call', CALL.id, 'add', CALL.function.arguments]);
+  }
+  const first = await client.responses.create(ask);
+  const next = await client.responses.create({ model: 'remote_llm', previous_response_id: first.id, tools: fns, max_output_tokens: 50, input: [{ type: 'function_call_output', call_id: CALL.id, output: '{"sum":5}' }] });
+  assert.equal(next.output_text, 'It is 5.');
+  assert.deepEqual(received.at(-1)!.messages, [...messages, { role: 'assistant', content: null, tool_calls: [CALL] }, { role: 'tool', content: '{"sum":5}', tool_call_id: CALL.id }]);
+});
+
+test('Anthropic\'s Messages through the gateway: the engine\'s call as a tool_use block, whole and streamed; a tool_result goes back as the tool message', async () => {
+  const claude = new Anthropic({ baseURL: base.replace(/\/v1$/, ''), apiKey: 'unused', maxRetries: 0 });
+  const tools: Anthropic.Tool[] = [{ name: 'add', description: 'Adds two numbers', input_schema: (TOOLS[0] as unknown as { function: { parameters: Anthropic.Tool.InputSchema } }).function.parameters }];
+  const ask = { model: 'remote_llm', max_tokens: 50, messages, tools, tool_choice: { type: 'any' as const, disable_parallel_tool_use: true } };
+  const use = { type: 'tool_use', id: 'toolu_engine0000000000000001', name: 'add', input: { a: 2, b: 3 }, caller: { type: 'direct' } };
+  for (const m of [await claude.messages.create(ask), await claude.messages.stream(ask).finalMessage()]) {
+    assert.deepEqual([received.at(-1)!.tools, received.at(-1)!.tool_choice, received.at(-1)!.parallel_tool_calls], [TOOLS, 'required', false]);
+    assert.deepEqual([m.stop_reason, m.content], ['tool_use', [use]]);
+  }
+  const answer = await claude.messages.create({ ...ask, tool_choice: { type: 'auto' }, messages: [...messages, { role: 'assistant', content: [use as Anthropic.ToolUseBlockParam] }, { role: 'user', content: [{ type: 'tool_result', tool_use_id: use.id, content: '{"sum":5}' }] }] });
+  assert.deepEqual(answer.content, [{ type: 'text', text: 'It is 5.' }]);
+  assert.deepEqual(received.at(-1)!.messages, [...messages, { role: 'assistant', content: null, tool_calls: [{ ...CALL, id: use.id }] }, { role: 'tool', content: '{"sum":5}', tool_call_id: use.id }]);
+});
+
+test('text then two calls through the gateway: a message then two function_call items, a text block then two tool_use blocks, each closed before the next opens', async () => {
+  const fns: OpenAI.Responses.FunctionTool[] = [{ type: 'function', name: 'add', parameters: (TOOLS[0] as { function: { parameters: Record<string, unknown> } }).function.parameters, strict: null }];
+  const ask = { model: 'remote_llm', input: TWO, tools: fns, max_output_tokens: 50 };
+  const whole = await client.responses.create(ask);
+  const stream = client.responses.stream(ask);
+  const events: { type: string; output_index?: number }[] = [];
+  stream.on('event', (e) => events.push(e as { type: string; output_index?: number }));
+  const streamed = await stream.finalResponse();
+  for (const r of [whole, streamed]) {
+    assert.deepEqual(r.output.map((o) => o.type), ['message', 'function_call', 'function_call']);
+    assert.equal(r.output_text, 'Sure.');
+    assert.deepEqual(r.output.slice(1).map((o) => [(o as OpenAI.Responses.ResponseFunctionToolCall).call_id, (o as OpenAI.Responses.ResponseFunctionToolCall).arguments]),
+      [[CALL.id, CALL.function.arguments], [CALL2.id, CALL2.function.arguments]]);
+  }
+  const items = events.filter((e) => e.type.startsWith('response.output_item.')).map((e) => `${e.type.slice(21)} ${e.output_index}`);
+  assert.deepEqual(items, ['added 0', 'done 0', 'added 1', 'done 1', 'added 2', 'done 2']);
+  assert.deepEqual(events.filter((e) => e.type === 'response.function_call_arguments.done').map((e) => e.output_index), [1, 2]);
+  const claude = new Anthropic({ baseURL: base.replace(/\/v1$/, ''), apiKey: 'unused', maxRetries: 0 });
+  const tools: Anthropic.Tool[] = [{ name: 'add', input_schema: { type: 'object' } }];
+  const message = { model: 'remote_llm', max_tokens: 50, messages: [{ role: 'user' as const, content: TWO }], tools };
+  const m = await claude.messages.create(message);
+  const live = claude.messages.stream(message);
+  const blocks: string[] = [];
+  live.on('streamEvent', (e) => {
+    if (e.type === 'content_block_start') blocks.push(`start ${e.index} ${e.content_block.type}`);
+    if (e.type === 'content_block_stop') blocks.push(`stop ${e.index}`);
+  });
+  const final = await live.finalMessage();
+  for (const x of [m, final]) {
+    assert.equal(x.stop_reason, 'tool_use');
+    assert.deepEqual(x.content.map((c) => (c.type === 'text' ? c.text : (c as Anthropic.ToolUseBlock).input)), ['Sure.', { a: 2, b: 3 }, { a: 1, b: 1 }]);
+  }
+  assert.deepEqual(blocks, ['start 0 text', 'stop 0', 'start 1 tool_use', 'stop 1', 'start 2 tool_use', 'stop 2']);
 });
 
 test('llama-server as the engine: the tools reach it and its template renders them into the prompt', { skip }, async () => {

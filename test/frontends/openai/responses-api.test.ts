@@ -258,17 +258,17 @@ async function refused(call: Promise<unknown>): Promise<InstanceType<typeof Open
 
 test('fields refused by name, harmless values accepted, a conversation past the context refused as context_length_exceeded', async () => {
   const create = (extra: object): Promise<unknown> => client.responses.create({ model: 'tiny_llm', input: HELLO, max_output_tokens: 2, ...extra });
-  const tools = await refused(create({ tools: [{ type: 'function', name: 'f', parameters: { type: 'object', properties: {} }, strict: true }] }));
+  const tools = await refused(create({ tools: [{ type: 'web_search' }] }));
   assert.ok(tools instanceof OpenAI.BadRequestError);
-  assert.equal(tools.param, 'tools');
-  assert.match(tools.message, /'tools' is not supported by this server/);
+  assert.equal(tools.param, 'tools[0].type');
+  assert.match(tools.message, /"web_search" is not supported by this server/);
   for (const [field, value] of [['reasoning', { effort: 'low' }], ['background', true], ['truncation', 'auto'], ['include', ['message.output_text.logprobs']], ['conversation', 'conv_1'], ['prompt', { id: 'p' }]] as const) {
     const e = await refused(create({ [field]: value }));
     assert.equal(e.param, field, e.message);
   }
   const image = await refused(create({ input: [{ role: 'user', content: [{ type: 'input_image', image_url: 'https://example.com/a.png', detail: 'auto' }] }] }));
   assert.equal(image.param, 'input[0].content[0].type');
-  const call = await refused(create({ input: [{ type: 'function_call_output', call_id: 'c', output: 'x' }] }));
+  const call = await refused(create({ input: [{ type: 'reasoning', id: 'rs_1', summary: [] }] }));
   assert.equal(call.param, 'input[0].type');
   const name = await refused(create({ text: { format: { type: 'json_schema', name: 'no spaces allowed', schema: {} } } }));
   assert.equal(name.param, 'text.format.name');
