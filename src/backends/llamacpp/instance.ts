@@ -15,6 +15,7 @@ import { StopMatcher } from './stop-matcher.js';
 import { DeferredText } from './deferred-text.js';
 import { GrammarCache } from './grammar-cache.js';
 import { RESPONSE_FORMAT_PARAMETER } from './response-format.js';
+import { LOGPROBS_PARAMETER, LogprobRecorder } from './token-logprobs.js';
 
 export const TEXT_INPUT = 'text_input';
 export const TEXT_OUTPUT = 'text_output';
@@ -55,6 +56,8 @@ interface Outcome {
  * "tool_calls" and the calls as the parameter tool_calls, the JSON text of OpenAI's list ({id, type, function:
  * {name, arguments}}); streaming, each piece of a call comes as it is generated, on a response of its own with
  * an empty text_output, as the JSON text of a list of OpenAI's chunk deltas ({index, id, type, function}).
+ * With `logprobs`, each response with text carries the parameter logprobs: the figures of the tokens that text
+ * completes (token-logprobs.ts).
  */
 export class LlamaInstance implements BackendInstance {
   private readonly pool: SequencePool;
@@ -194,6 +197,7 @@ export class LlamaInstance implements BackendInstance {
     }
     const grammar = this.grammar(request.parameters, sampling);
     if (grammar !== null && tools !== null) throw invalidArg(`parameter '${RESPONSE_FORMAT_PARAMETER}' cannot be combined with '${TOOLS_PARAMETER}' on this model`);
+    if (sampling.logprobs !== null && tools !== null) throw invalidArg(`parameter '${LOGPROBS_PARAMETER}' cannot be combined with '${TOOLS_PARAMETER}' on this model`);
     return { request, tokens, promptTokens, templateStops, sampling, grammar, tools };
   }
 
@@ -213,7 +217,11 @@ export class LlamaInstance implements BackendInstance {
     const stops = new StopMatcher(sampling.stop);
     const stopper = new AbortController();
     let text = '';
-    const streamed = new DeferredText((piece) => sender.send([textTensor(piece)], false));
+    // Only a request that asks for log probabilities records them (token-logprobs.ts).
+    const recorder = sampling.logprobs === null ? null : (this.pool.tap(sequence).recorder = new LogprobRecorder(this.model, sampling.logprobs));
+    const streamed = new DeferredText(recorder === null
+      ? (piece) => sender.send([textTensor(piece)], false)
+      : (piece) => sender.send([textTensor(piece)], false, logprobsOf(recorder.piece(piece))));
     const emit = (piece: string): void => {
       if (stream) streamed.push(piece);
       else text += piece;
@@ -244,7 +252,10 @@ export class LlamaInstance implements BackendInstance {
       }
       emit(stops.flush());
       streamed.flush();
-      sender.send([textTensor(text)], true, this.ending(p, sequence, outcome, stops, stream));
+      const ending = this.ending(p, sequence, outcome, stops, stream);
+      const figures = recorder?.rest(text);
+      if (figures !== undefined) ending[LOGPROBS_PARAMETER] = figures;
+      sender.send([textTensor(text)], true, ending);
     } catch (e) {
       streamed.discard();
       this.logger.verbose(1, `llama.cpp model '${this.name}' failed a generation: ${(e as Error).message}`);
@@ -326,6 +337,10 @@ function textInput(request: BackendRequest): string {
   if (!t || t.datatype !== 'BYTES') throw invalidArg(`input '${TEXT_INPUT}' (TYPE_STRING) is required`);
   if (t.data.length !== 1) throw invalidArg(`input '${TEXT_INPUT}' must hold one string, got ${t.data.length}`);
   return Buffer.from(t.data[0]!.buffer, t.data[0]!.byteOffset, t.data[0]!.byteLength).toString('utf8');
+}
+
+function logprobsOf(figures: string | undefined): Parameters | undefined {
+  return figures === undefined ? undefined : { [LOGPROBS_PARAMETER]: figures };
 }
 
 function textTensor(text: string): Tensor {
