@@ -16,14 +16,13 @@ export interface TokenLogprob {
 const MAX_TOKENS = 1 << 20;
 const MAX_ALTERNATIVES = 20;
 
-/** The engine's figures for one choice, checked; undefined for none. */
+/** The engine's figures for one choice, checked; undefined for none (an empty list, as a last chunk may carry, too). */
 export function logprobsOf(v: unknown): TokenLogprob[] | undefined {
   if (v === undefined || v === null) return undefined;
   if (typeof v !== 'object' || Array.isArray(v)) throw new Error('logprobs is not an object');
   const o = v as Record<string, unknown>;
-  if (o['content'] !== undefined && o['content'] !== null) return list(o['content']).map(entry);
-  if (o['tokens'] !== undefined) return legacy(o);
-  return undefined;
+  const figures = o['content'] !== undefined && o['content'] !== null ? list(o['content']).map(entry) : o['tokens'] !== undefined ? legacy(o) : [];
+  return figures.length === 0 ? undefined : figures;
 }
 
 function list(v: unknown, max = MAX_TOKENS): unknown[] {

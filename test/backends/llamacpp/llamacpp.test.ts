@@ -307,3 +307,41 @@ test('a cancelled request stops generating and frees its sequence', async () => 
     await instance.close();
   }
 });
+
+// Log probabilities are asked of llama.cpp only for a request that wants them (token-logprobs.ts).
+test('only a request with logprobs asks llama.cpp for probabilities; its sequence forgets it once released', async () => {
+  const instance = await loadInstance();
+  try {
+    // What each draw asks of node-llama-cpp's binding: sampleToken(index, sampler, probabilities, confidence).
+    const context = (instance as unknown as { context: { _ctx: Record<string, unknown> } }).context;
+    const asked: boolean[] = [];
+    const native = context._ctx;
+    context._ctx = new Proxy(native, {
+      get(target, key) {
+        const v = target[key as string] as (...a: unknown[]) => unknown;
+        if (key !== 'sampleToken') return typeof v === 'function' ? v.bind(target) : v;
+        return (...a: unknown[]) => {
+          asked.push(a[2] === true || a[3] === true);
+          return v.apply(target, a);
+        };
+      },
+    });
+    const run = (parameters: Parameters): Promise<Parameters | undefined> => new Promise((resolve, reject) => {
+      const input: Tensor = { name: 'text_input', datatype: 'BYTES', shape: [1], data: [Buffer.from('Once upon a time')] };
+      void instance.execute([{
+        inputs: [input], outputs: ['text_output'], parameters: { max_tokens: 4, ignore_eos: true, seed: 1, ...parameters },
+        sender: { send: (_o, final, p) => final && resolve(p), fail: reject },
+      }]);
+    });
+    const figures = JSON.parse(String((await run({ logprobs: true, top_logprobs: 2 }))?.['logprobs'])) as unknown[];
+    assert.equal(figures.length, 4);
+    assert.deepEqual(asked, [true, true, true, true]);
+    asked.length = 0;
+    // Every sequence, the one just used included, samples plainly again.
+    const plain = await Promise.all([1, 2, 3, 4].map(() => run({})));
+    for (const p of plain) assert.equal(p?.['logprobs'], undefined);
+    assert.deepEqual(asked, new Array(16).fill(false));
+  } finally {
+    await instance.close();
+  }
+});

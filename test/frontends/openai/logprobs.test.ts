@@ -221,6 +221,12 @@ test('n with logprobs on completions, and n out of bounds refused naming n', asy
   const r = await client.completions.create({ ...EOS, model: 'tiny_llm', prompt: 'Once upon a time', max_tokens: 3, seed: 2, n: 2, logprobs: 1 });
   assert.equal(r.choices.length, 2);
   for (const c of r.choices) assert.equal(c.logprobs!.tokens!.join(''), c.text);
+  // A llama.cpp model reports no figures for a chat with tools: refused by name rather than ignored.
+  const tools = await postJson(`http://127.0.0.1:${openai.port}/v1/chat/completions`, {
+    model: 'tiny_llm', messages, max_tokens: 2, logprobs: true, tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object', properties: {} } } }],
+  });
+  assert.equal(tools.status, 400, tools.body.toString());
+  assert.match(tools.json().error.message, /'logprobs'/);
   for (const n of [0, 9]) {
     await assert.rejects(client.chat.completions.create({ model: 'tiny_llm', messages, max_tokens: 2, n }), (e: InstanceType<typeof OpenAI.APIError>) => {
       assert.equal(e.status, 400);
