@@ -25,7 +25,8 @@ const NEVER = -9999;
 export function readLogprobs(p: Parameters | undefined): number | null {
   const asked = p?.[LOGPROBS_PARAMETER];
   const top = p?.[TOP_LOGPROBS_PARAMETER];
-  if (asked === undefined || asked === false) {
+  // 0 is how a legacy completion says none.
+  if (asked === undefined || asked === false || asked === 0 || asked === 0n) {
     if (top !== undefined && top !== 0 && top !== 0n) throw invalidArg(`parameter '${TOP_LOGPROBS_PARAMETER}' needs '${LOGPROBS_PARAMETER}' true`);
     return null;
   }

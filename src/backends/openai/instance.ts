@@ -245,7 +245,7 @@ function topLogprobs(p: Parameters): number | null {
   const top = p['top_logprobs'] ?? 0;
   const n = typeof top === 'bigint' ? Number(top) : top;
   if (typeof n !== 'number' || !Number.isInteger(n) || n < 0 || n > MAX_TOP_LOGPROBS) throw invalidArg(`parameter 'top_logprobs' must be an integer from 0 to ${MAX_TOP_LOGPROBS}`);
-  if (asked === undefined || asked === false) {
+  if (asked === undefined || asked === false || asked === 0 || asked === 0n) {
     if (n > 0) throw invalidArg("parameter 'top_logprobs' needs 'logprobs' true");
     return null;
   }

@@ -418,6 +418,9 @@ test('what cannot be honoured is refused with a 400 naming the field, on the Ope
   // Asking for none is no request at all.
   assert.equal((await complete({ max_tokens: 2, logprobs: 0, best_of: 1 })).status, 200);
   assert.equal((await chat({ max_tokens: 2, logprobs: false, top_logprobs: 0 })).status, 200);
+  const noFigures = await postJson(`${s.url}/v2/models/tiny_llm/generate`, { text_input: 'Hi', max_tokens: 2, logprobs: 0 });
+  assert.equal(noFigures.status, 200, noFigures.body.toString());
+  assert.equal(noFigures.json().logprobs, undefined);
 });
 
 test("a prompt past the context answers OpenAI's context_length_exceeded, naming prompt or messages", async () => {
