@@ -16,6 +16,7 @@ import { DeferredText } from './deferred-text.js';
 import { GrammarCache } from './grammar-cache.js';
 import { RESPONSE_FORMAT_PARAMETER } from './response-format.js';
 import { LOGPROBS_PARAMETER, LogprobRecorder } from './token-logprobs.js';
+import { PromptSharing } from './prompt-sharing.js';
 
 export const TEXT_INPUT = 'text_input';
 export const TEXT_OUTPUT = 'text_output';
@@ -70,6 +71,8 @@ export class LlamaInstance implements BackendInstance {
   private chatWrapperValue: ChatWrapper | undefined;
   private readonly eosBias: TokenBias | undefined;
   private readonly grammars: GrammarCache;
+  /** The choices of one request (n) share its prompt's evaluation. */
+  private readonly sharing: PromptSharing;
 
   constructor(
     private readonly model: LlamaModel,
@@ -85,6 +88,7 @@ export class LlamaInstance implements BackendInstance {
     this.pipelineDepth = decoupled ? 1 : context.totalSequences;
     this.eosBias = endOfSequenceBias(model);
     this.grammars = new GrammarCache(model.llama);
+    this.sharing = new PromptSharing(model);
     // The weights' tensors (llama.cpp's model size: the GGUF's tensor data, less its metadata and vocabulary)
     // and the context's buffers as node-llama-cpp reserves them (KV cache, output and compute buffers: the
     // figure llama.cpp's own allocation matches), both allocated in full at load.
@@ -242,7 +246,10 @@ export class LlamaInstance implements BackendInstance {
       streamed.flush();
       sender.send([textTensor('')], false, { tool_calls: JSON.stringify([delta]) });
     } : undefined;
+    // Only one of several choices of a request has a group (prompt-sharing.ts); a chat with tools keeps its own state.
+    const group = p.tools === null ? PromptSharing.group(request.parameters) : undefined;
     try {
+      if (group !== undefined) await this.sharing.prepare(group, p.tokens, sequence);
       const signal = request.signal ? AbortSignal.any([request.signal, stopper.signal]) : stopper.signal;
       const outcome = await this.run(p, sequence, signal, onText, sendCalls);
       if (request.signal?.aborted) {
@@ -262,6 +269,7 @@ export class LlamaInstance implements BackendInstance {
       sender.fail(request.signal?.aborted ? new NereidError('CANCELLED', 'request cancelled') : toNereidError(e));
     } finally {
       if (trace !== undefined) tracePhases(trace, startNs, firstNs, process.hrtime.bigint());
+      if (group !== undefined) this.sharing.end(group, sequence);
       await this.pool.release(sequence);
     }
   }

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import type { InferenceResponse, Parameters, RootTrace } from '../../inference/index.js';
 import type { InferenceServer } from '../../server/inference-server.js';
@@ -23,13 +24,14 @@ export async function handleCompletion(server: InferenceServer, request: TextReq
   // Several choices end together: the first failure cancels the others.
   const failed = request.n === 1 ? null : new AbortController();
   const both = failed === null ? signal : AbortSignal.any([signal, failed.signal]);
+  const group = failed === null ? '' : randomUUID();
   const streams: AsyncIterableIterator<InferenceResponse>[] = [];
   for (let i = 0; i < request.n; i++) {
     streams.push(server.inferStream({
       model: request.model,
       inputs: [textInput(model, request.prompt)],
       outputs: [{ name: TEXT_OUTPUT }],
-      parameters: failed === null ? request.parameters : choiceParameters(request.parameters, i),
+      parameters: failed === null ? request.parameters : choiceParameters(request.parameters, i, group),
       signal: both,
       // One trace per client request: it follows the first choice.
       trace: i === 0 ? trace : undefined,
