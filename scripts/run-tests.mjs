@@ -32,7 +32,7 @@ if (files.length === 0) {
   process.exit(1);
 }
 /** Test files that run llama-server (see test/helpers/llama-server.ts). */
-const NEEDS_LLAMA_SERVER = ['backends/openai/gateway.test.js', 'frontends/openai/gateway-model.test.js'];
+const NEEDS_LLAMA_SERVER = ['backends/openai/gateway.test.js', 'frontends/openai/gateway-model.test.js', 'frontends/openai/logprobs.test.js'];
 
 function prepareLlamaServer() {
   let bin;

@@ -5,7 +5,7 @@ import type { ParameterValue, Parameters } from '../../inference/index.js';
 /**
  * The sampling fields few requests set: min_p, OpenAI's presence and frequency penalties, vLLM's repetition
  * penalty and OpenAI's logit_bias, all honoured through node-llama-cpp's options; and the fields it cannot
- * honour (log probabilities, best_of, several choices), refused rather than ignored.
+ * honour (best_of, several choices in one request), refused rather than ignored.
  */
 export interface Extra {
   /** 0 = off. */
@@ -27,8 +27,6 @@ const MAX_LOGIT_BIAS_ENTRIES = 1024;
 const PENALTY_LAST_TOKENS = 64;
 /** Parameters this backend cannot honour, with the value that asks for nothing (and is accepted). */
 const REFUSED: readonly [string, (v: ParameterValue) => boolean][] = [
-  ['logprobs', (v) => v === false || v === 0 || v === 0n],
-  ['top_logprobs', (v) => v === 0 || v === 0n],
   ['best_of', (v) => v === 1 || v === 1n],
   ['n', (v) => v === 1 || v === 1n],
 ];

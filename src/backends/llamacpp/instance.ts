@@ -15,6 +15,8 @@ import { StopMatcher } from './stop-matcher.js';
 import { DeferredText } from './deferred-text.js';
 import { GrammarCache } from './grammar-cache.js';
 import { RESPONSE_FORMAT_PARAMETER } from './response-format.js';
+import { LOGPROBS_PARAMETER, LogprobRecorder } from './token-logprobs.js';
+import { PromptSharing } from './prompt-sharing.js';
 
 export const TEXT_INPUT = 'text_input';
 export const TEXT_OUTPUT = 'text_output';
@@ -55,6 +57,8 @@ interface Outcome {
  * "tool_calls" and the calls as the parameter tool_calls, the JSON text of OpenAI's list ({id, type, function:
  * {name, arguments}}); streaming, each piece of a call comes as it is generated, on a response of its own with
  * an empty text_output, as the JSON text of a list of OpenAI's chunk deltas ({index, id, type, function}).
+ * With `logprobs`, each response with text carries the parameter logprobs: the figures of the tokens that text
+ * completes (token-logprobs.ts).
  */
 export class LlamaInstance implements BackendInstance {
   private readonly pool: SequencePool;
@@ -67,6 +71,8 @@ export class LlamaInstance implements BackendInstance {
   private chatWrapperValue: ChatWrapper | undefined;
   private readonly eosBias: TokenBias | undefined;
   private readonly grammars: GrammarCache;
+  /** The choices of one request (n) share its prompt's evaluation. */
+  private readonly sharing: PromptSharing;
 
   constructor(
     private readonly model: LlamaModel,
@@ -82,6 +88,7 @@ export class LlamaInstance implements BackendInstance {
     this.pipelineDepth = decoupled ? 1 : context.totalSequences;
     this.eosBias = endOfSequenceBias(model);
     this.grammars = new GrammarCache(model.llama);
+    this.sharing = new PromptSharing(model);
     // The weights' tensors (llama.cpp's model size: the GGUF's tensor data, less its metadata and vocabulary)
     // and the context's buffers as node-llama-cpp reserves them (KV cache, output and compute buffers: the
     // figure llama.cpp's own allocation matches), both allocated in full at load.
@@ -194,6 +201,7 @@ export class LlamaInstance implements BackendInstance {
     }
     const grammar = this.grammar(request.parameters, sampling);
     if (grammar !== null && tools !== null) throw invalidArg(`parameter '${RESPONSE_FORMAT_PARAMETER}' cannot be combined with '${TOOLS_PARAMETER}' on this model`);
+    if (sampling.logprobs !== null && tools !== null) throw invalidArg(`parameter '${LOGPROBS_PARAMETER}' cannot be combined with '${TOOLS_PARAMETER}' on this model`);
     return { request, tokens, promptTokens, templateStops, sampling, grammar, tools };
   }
 
@@ -213,7 +221,11 @@ export class LlamaInstance implements BackendInstance {
     const stops = new StopMatcher(sampling.stop);
     const stopper = new AbortController();
     let text = '';
-    const streamed = new DeferredText((piece) => sender.send([textTensor(piece)], false));
+    // Only a request that asks for log probabilities records them (token-logprobs.ts).
+    const recorder = sampling.logprobs === null ? null : (this.pool.tap(sequence).recorder = new LogprobRecorder(this.model, sampling.logprobs));
+    const streamed = new DeferredText(recorder === null
+      ? (piece) => sender.send([textTensor(piece)], false)
+      : (piece) => sender.send([textTensor(piece)], false, logprobsOf(recorder.piece(piece))));
     const emit = (piece: string): void => {
       if (stream) streamed.push(piece);
       else text += piece;
@@ -234,7 +246,10 @@ export class LlamaInstance implements BackendInstance {
       streamed.flush();
       sender.send([textTensor('')], false, { tool_calls: JSON.stringify([delta]) });
     } : undefined;
+    // Only one of several choices of a request has a group (prompt-sharing.ts); a chat with tools keeps its own state.
+    const group = p.tools === null ? PromptSharing.group(request.parameters) : undefined;
     try {
+      if (group !== undefined) await this.sharing.prepare(group, p.tokens, sequence);
       const signal = request.signal ? AbortSignal.any([request.signal, stopper.signal]) : stopper.signal;
       const outcome = await this.run(p, sequence, signal, onText, sendCalls);
       if (request.signal?.aborted) {
@@ -244,13 +259,17 @@ export class LlamaInstance implements BackendInstance {
       }
       emit(stops.flush());
       streamed.flush();
-      sender.send([textTensor(text)], true, this.ending(p, sequence, outcome, stops, stream));
+      const ending = this.ending(p, sequence, outcome, stops, stream);
+      const figures = recorder?.rest(text);
+      if (figures !== undefined) ending[LOGPROBS_PARAMETER] = figures;
+      sender.send([textTensor(text)], true, ending);
     } catch (e) {
       streamed.discard();
       this.logger.verbose(1, `llama.cpp model '${this.name}' failed a generation: ${(e as Error).message}`);
       sender.fail(request.signal?.aborted ? new NereidError('CANCELLED', 'request cancelled') : toNereidError(e));
     } finally {
       if (trace !== undefined) tracePhases(trace, startNs, firstNs, process.hrtime.bigint());
+      if (group !== undefined) this.sharing.end(group, sequence);
       await this.pool.release(sequence);
     }
   }
@@ -326,6 +345,10 @@ function textInput(request: BackendRequest): string {
   if (!t || t.datatype !== 'BYTES') throw invalidArg(`input '${TEXT_INPUT}' (TYPE_STRING) is required`);
   if (t.data.length !== 1) throw invalidArg(`input '${TEXT_INPUT}' must hold one string, got ${t.data.length}`);
   return Buffer.from(t.data[0]!.buffer, t.data[0]!.byteOffset, t.data[0]!.byteLength).toString('utf8');
+}
+
+function logprobsOf(figures: string | undefined): Parameters | undefined {
+  return figures === undefined ? undefined : { [LOGPROBS_PARAMETER]: figures };
 }
 
 function textTensor(text: string): Tensor {

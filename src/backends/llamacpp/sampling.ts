@@ -1,14 +1,15 @@
 import { invalidArg } from '../../errors.js';
 import type { ParameterValue, Parameters } from '../../inference/index.js';
 import { readExtra, type Extra } from './extra-sampling.js';
+import { readLogprobs } from './token-logprobs.js';
 
 /**
  * A text request's generation settings, read from its parameters. The names are those of Triton's LLM
  * backends (and of OpenAI's API, which the OpenAI frontend passes through unchanged): max_tokens,
  * temperature, top_p, top_k, min_p, presence_penalty, frequency_penalty, repetition_penalty, logit_bias, seed,
- * stop, stream, ignore_eos. Defaults are OpenAI's: temperature 1, top_p 1, no top-k, min-p or penalties;
+ * stop, stream, ignore_eos, logprobs, top_logprobs. Defaults are OpenAI's: temperature 1, top_p 1, no top-k, min-p or penalties;
  * max_tokens defaults to 16, as in Triton's vLLM backend and OpenAI's completions. What node-llama-cpp cannot
- * do (log probabilities, best_of, several choices) is refused, never ignored.
+ * do (best_of, several choices in one request) is refused, never ignored.
  */
 export interface Sampling {
   readonly maxTokens: number;
@@ -24,6 +25,8 @@ export interface Sampling {
   readonly ignoreEos: boolean;
   /** min_p, the penalties and logit_bias, which few requests set; null when the request sets none. */
   readonly extra: Extra | null;
+  /** Alternatives per token with `logprobs` (0: the chosen token's figure alone); null, the common case, for none. */
+  readonly logprobs: number | null;
 }
 
 export const DEFAULT_MAX_TOKENS = 16;
@@ -40,6 +43,7 @@ export function readSampling(p: Parameters | undefined): Sampling {
     stream: bool(p, 'stream') ?? false,
     ignoreEos: bool(p, 'ignore_eos') ?? false,
     extra: p === undefined ? null : readExtra(p),
+    logprobs: readLogprobs(p),
   };
 }
 

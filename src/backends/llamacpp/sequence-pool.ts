@@ -2,6 +2,7 @@ import type { LlamaContext, LlamaContextSequence } from 'node-llama-cpp';
 import { unavailable } from '../../errors.js';
 import { decodeTogether } from './batch-gate.js';
 import { sampleWholeVocabularyUnsorted } from './whole-vocabulary.js';
+import { ProbabilityTap } from './token-logprobs.js';
 
 /**
  * The context's sequences, one per request being generated. A context holds a fixed number of them (the
@@ -15,13 +16,18 @@ import { sampleWholeVocabularyUnsorted } from './whole-vocabulary.js';
 export class SequencePool {
   private readonly all: LlamaContextSequence[] = [];
   private readonly free: LlamaContextSequence[] = [];
+  /** Each sequence's hook for a request that asks for log probabilities (token-logprobs.ts). */
+  private readonly taps = new Map<LlamaContextSequence, ProbabilityTap>();
   private readonly waiting: { resolve(s: LlamaContextSequence): void; reject(e: Error): void }[] = [];
   private readonly size: number;
   private closed = false;
 
   constructor(context: LlamaContext) {
     while (context.sequencesLeft > 0) this.all.push(context.getSequence());
-    for (const s of this.all) sampleWholeVocabularyUnsorted(s);
+    for (const s of this.all) {
+      sampleWholeVocabularyUnsorted(s);
+      this.taps.set(s, new ProbabilityTap(s));
+    }
     this.free.push(...this.all);
     this.size = this.all.length;
     decodeTogether(this.all, () => this.busy);
@@ -44,6 +50,11 @@ export class SequencePool {
     return n;
   }
 
+  /** The sequence's probability hook; its recorder is cleared when the sequence is released. */
+  tap(sequence: LlamaContextSequence): ProbabilityTap {
+    return this.taps.get(sequence)!;
+  }
+
   acquire(): Promise<LlamaContextSequence> {
     if (this.closed) return Promise.reject(unavailable('the model instance is unloading'));
     const s = this.free.pop();
@@ -53,6 +64,7 @@ export class SequencePool {
 
   /** Gives a sequence back once its history is cleared; never rejects. */
   async release(sequence: LlamaContextSequence): Promise<void> {
+    this.taps.get(sequence)!.recorder = null;
     try {
       await sequence.clearHistory();
     } catch {

@@ -4,6 +4,7 @@ import { EventReader } from './sse.js';
 import { engineMetrics, type EngineMetrics } from './engine-metrics.js';
 import { isContextError } from './context-error.js';
 import { toolCallsOf, type ToolCall } from './tool-calls.js';
+import { logprobsOf, type TokenLogprob } from './logprobs.js';
 
 /** Where an engine is and how to talk to it: from the model's config parameters. */
 export interface EngineSettings {
@@ -28,6 +29,8 @@ export interface Completion {
   readonly usage: { promptTokens: number; completionTokens: number } | undefined;
   /** A chat's tool calls: whole, or streaming, the pieces this chunk carries (tool-calls.ts). */
   readonly toolCalls?: ToolCall[] | undefined;
+  /** With `logprobs`: the figures of the tokens of this chunk's text (of the whole text, for a whole answer). */
+  readonly logprobs?: TokenLogprob[] | undefined;
 }
 
 /** The JSON body of /v1/completions or /v1/chat/completions, without `model` and `stream`. */
@@ -279,7 +282,7 @@ function completionOf(json: unknown, kind: 'completions' | 'chat', engine: strin
   const j = json as { choices?: unknown; usage?: { prompt_tokens?: unknown; completion_tokens?: unknown } } | null;
   if (!j || typeof j !== 'object') throw new NereidError('INTERNAL', `${engine} answered JSON that is not a completion: ${JSON.stringify(json).slice(0, 200)}`);
   const choices = Array.isArray(j.choices) ? j.choices : [];
-  const c = choices[0] as { text?: unknown; delta?: { content?: unknown; tool_calls?: unknown }; message?: { content?: unknown; tool_calls?: unknown }; finish_reason?: unknown } | undefined;
+  const c = choices[0] as { text?: unknown; delta?: { content?: unknown; tool_calls?: unknown }; message?: { content?: unknown; tool_calls?: unknown }; finish_reason?: unknown; logprobs?: unknown } | undefined;
   if (!c && !j.usage) throw new NereidError('INTERNAL', `${engine} answered JSON that is not a completion: ${JSON.stringify(json).slice(0, 200)}`);
   const raw = kind === 'chat' ? (c?.delta?.content ?? c?.message?.content) : c?.text;
   if (raw !== undefined && raw !== null && typeof raw !== 'string') throw new NereidError('INTERNAL', `${engine} answered a completion whose text is not a string`);
@@ -288,10 +291,19 @@ function completionOf(json: unknown, kind: 'completions' | 'chat', engine: strin
   const text = (raw as string | undefined) ?? '';
   const finishReason = typeof c?.finish_reason === 'string' ? c.finish_reason : undefined;
   const calls = c?.delta?.tool_calls ?? c?.message?.tool_calls;
-  if (calls === undefined || calls === null) return { text, finishReason, usage };
+  const logprobs = c?.logprobs === undefined || c.logprobs === null ? undefined : figuresOf(c.logprobs, engine);
+  if (calls === undefined || calls === null) return logprobs === undefined ? { text, finishReason, usage } : { text, finishReason, usage, logprobs };
   try {
-    return { text, finishReason, usage, toolCalls: toolCallsOf(calls, c?.delta !== undefined) };
+    return { text, finishReason, usage, toolCalls: toolCallsOf(calls, c?.delta !== undefined), logprobs };
   } catch (e) {
     throw new NereidError('INTERNAL', `${engine} answered tool calls not in OpenAI's shape: ${(e as Error).message}`);
+  }
+}
+
+function figuresOf(v: unknown, engine: string): TokenLogprob[] | undefined {
+  try {
+    return logprobsOf(v);
+  } catch (e) {
+    throw new NereidError('INTERNAL', `${engine} answered log probabilities not in OpenAI's shape: ${(e as Error).message}`);
   }
 }

@@ -17,8 +17,8 @@ export interface SharedEngine {
 
 /** Request parameters passed to the engine as they are (OpenAI's names); the engine honours or refuses each. */
 const SAMPLING = ['max_tokens', 'temperature', 'top_p', 'top_k', 'seed', 'presence_penalty', 'frequency_penalty', 'repetition_penalty', 'min_p', 'best_of', 'ignore_eos', 'parallel_tool_calls'] as const;
-/** Parameters whose answer has no place in text_output: refused, since the engine would compute them for nothing. */
-const NO_PLACE = ['logprobs', 'top_logprobs'] as const;
+/** OpenAI's bound on alternatives per token (chat's top_logprobs; legacy completions take at most 5). */
+const MAX_TOP_LOGPROBS = 20;
 
 const HEALTH_INTERVAL_MS = 5000;
 /** How long a failed request waits to learn whether its engine died (the broken connection comes first). */
@@ -28,7 +28,9 @@ const decoder = new TextDecoder();
 
 /**
  * One gateway instance: each request becomes one call to the engine. A decoupled model streams (one response
- * per chunk of text, then the usage on a last response); an ordinary one answers the whole text. The engine's
+ * per chunk of text, then the usage on a last response); an ordinary one answers the whole text. With
+ * `logprobs`, the engine's figures of a chunk's tokens ride on its response as the parameter logprobs (the JSON
+ * text of OpenAI's chat list, logprobs.ts); `n` stays refused: one request answers one text. The engine's
  * health, checked in the background, is the instance's readiness.
  */
 export class GatewayInstance implements BackendInstance {
@@ -152,7 +154,8 @@ export class GatewayInstance implements BackendInstance {
       let assembler: ToolCallAssembler | undefined;
       let last: Completion | undefined;
       await this.engine.stream(kind, body, (c) => {
-        if (c.text !== '') r.sender.send([this.text(c.text)], false);
+        if (c.logprobs !== undefined) r.sender.send([this.text(c.text)], false, { logprobs: JSON.stringify(c.logprobs) });
+        else if (c.text !== '') r.sender.send([this.text(c.text)], false);
         if (c.toolCalls !== undefined) {
           if (streaming) r.sender.send([this.text('')], false, { tool_calls: JSON.stringify(c.toolCalls) });
           else (assembler ??= new ToolCallAssembler()).push(c.toolCalls);
@@ -205,10 +208,6 @@ export function engineRequest(r: BackendRequest): { kind: 'completions' | 'chat'
   const p = r.parameters ?? {};
   const body: EngineBody = {};
   for (const k of SAMPLING) if (p[k] !== undefined) body[k] = typeof p[k] === 'bigint' ? Number(p[k]) : p[k];
-  for (const k of NO_PLACE) {
-    const v = p[k];
-    if (v !== undefined && v !== false && v !== 0 && v !== 0n) throw invalidArg(`parameter '${k}' is not supported: the model's text_output has no place for log probabilities`);
-  }
   if (p['logit_bias'] !== undefined) body['logit_bias'] = logitBiasOf(p['logit_bias']);
   // One request answers one text: the engine's other choices would be dropped.
   if (p['n'] !== undefined && p['n'] !== 1 && p['n'] !== 1n) throw invalidArg("parameter 'n' is not supported: one request answers one text_output");
@@ -220,17 +219,38 @@ export function engineRequest(r: BackendRequest): { kind: 'completions' | 'chat'
   const choice = p['tool_choice'];
   // tool_choice is a word (auto, none, required) or the JSON text of a named function.
   if (choice !== undefined) body['tool_choice'] = typeof choice === 'string' && choice.startsWith('{') ? jsonOf(choice, 'tool_choice', isObject) : choice;
+  const top = topLogprobs(p);
   const messages = p['messages'];
   if (messages !== undefined) {
     body['messages'] = messagesOf(messages);
+    if (top !== null) Object.assign(body, { logprobs: true, top_logprobs: top });
     return { kind: 'chat', body };
   }
+  // Legacy completions spell it as one number: the alternatives per token.
+  if (top !== null) body['logprobs'] = top;
   const input = r.inputs.find((t) => t.datatype === 'BYTES');
   if (!input || input.datatype !== 'BYTES' || input.data.length !== 1) throw invalidArg('the request needs one text_input string (or chat messages)');
   const prompt = decoder.decode(input.data[0]);
   if (prompt === '') throw invalidArg('the prompt (text_input) is empty');
   body['prompt'] = prompt;
   return { kind: 'completions', body };
+}
+
+/**
+ * The parameters `logprobs` (true) and `top_logprobs` (alternatives per token): the alternatives asked for, null
+ * for none. The engine's figures come back as the response parameter `logprobs` (logprobs.ts).
+ */
+function topLogprobs(p: Parameters): number | null {
+  const asked = p['logprobs'];
+  const top = p['top_logprobs'] ?? 0;
+  const n = typeof top === 'bigint' ? Number(top) : top;
+  if (typeof n !== 'number' || !Number.isInteger(n) || n < 0 || n > MAX_TOP_LOGPROBS) throw invalidArg(`parameter 'top_logprobs' must be an integer from 0 to ${MAX_TOP_LOGPROBS}`);
+  if (asked === undefined || asked === false || asked === 0 || asked === 0n) {
+    if (n > 0) throw invalidArg("parameter 'top_logprobs' needs 'logprobs' true");
+    return null;
+  }
+  if (asked !== true) throw invalidArg("parameter 'logprobs' must be a boolean");
+  return n;
 }
 
 function stopOf(v: Parameters[string]): string | string[] {
@@ -307,6 +327,7 @@ function usageParameters(c: Completion): Parameters | undefined {
   const p: Parameters = {};
   if (c.finishReason) p['finish_reason'] = c.finishReason;
   if (c.toolCalls !== undefined) p['tool_calls'] = JSON.stringify(c.toolCalls);
+  if (c.logprobs !== undefined) p['logprobs'] = JSON.stringify(c.logprobs);
   if (c.usage) {
     p['prompt_tokens'] = c.usage.promptTokens;
     p['completion_tokens'] = c.usage.completionTokens;

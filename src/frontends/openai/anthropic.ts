@@ -2,7 +2,7 @@ import type { ServerResponse } from 'node:http';
 import type { InferenceResponse, Parameters, RootTrace } from '../../inference/index.js';
 import type { InferenceServer } from '../../server/inference-server.js';
 import { OpenAiError } from './errors.js';
-import { toolCallsOf } from './completions.js';
+import { toolCallsOf } from './model-answers.js';
 import type { TextRequest } from './requests.js';
 import type { ToolCall } from './responses.js';
 import { ending, errorEvent, MessageReply, type ToolUse } from './anthropic-replies.js';

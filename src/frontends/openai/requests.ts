@@ -9,8 +9,9 @@ import { assistantToolCalls, toolParameters } from './tool-requests.js';
  * as request parameters under the names Triton's LLM backends use (max_tokens, temperature, top_p, top_k,
  * min_p, presence_penalty, frequency_penalty, repetition_penalty, logit_bias, best_of, seed, stop, stream,
  * ignore_eos, response_format): the model's backend honours each or refuses it, as it does on generate. A chat's
- * tools travel the same way (tool-requests.ts). Fields no reply here can carry (several choices, log
- * probabilities) are refused rather than ignored.
+ * tools travel the same way (tool-requests.ts). Log probabilities are asked of the model as the parameters
+ * `logprobs` (true) and `top_logprobs` (alternatives per token), whatever the endpoint's own spelling; `n`
+ * choices are n requests to the model (choices.ts).
  */
 export interface TextRequest {
   readonly kind: 'completion' | 'chat';
@@ -20,6 +21,10 @@ export interface TextRequest {
   readonly stream: boolean;
   /** stream_options.include_usage: a last chunk with the token counts before [DONE]. */
   readonly includeUsage: boolean;
+  /** Choices asked for: 1 to MAX_CHOICES. */
+  readonly n: number;
+  /** Whether the choices carry log probabilities (the model is asked through parameters). */
+  readonly logprobs: boolean;
   readonly parameters: Parameters;
 }
 
@@ -27,6 +32,11 @@ type Body = Record<string, unknown>;
 
 /** The largest max_tokens accepted here; the model refuses what does not fit its context. */
 const MAX_TOKENS_LIMIT = 1 << 20;
+/** The most choices one request may ask for: each is a generation of its own. */
+export const MAX_CHOICES = 8;
+/** Alternatives per token: chat's bound (OpenAI's), and legacy completions' `logprobs`. */
+const MAX_TOP_LOGPROBS = 20;
+const MAX_COMPLETION_LOGPROBS = 5;
 /** Entries a logit_bias may hold, as the in-process backend bounds it. */
 const MAX_LOGIT_BIAS_ENTRIES = 1024;
 
@@ -53,14 +63,15 @@ function object(body: unknown): Body {
 function textRequest(kind: TextRequest['kind'], b: Body, prompt: string, extra: Parameters): TextRequest {
   const model = b['model'];
   if (typeof model !== 'string' || model === '') throw badRequest("'model' is required and must be a string", 'model');
-  const n = optionalNumber(b, 'n', 1, 128, true);
-  if (n !== undefined && n !== 1) throw badRequest("only 'n' = 1 is supported", 'n');
-  // No reply here has a place for log probabilities: asking for them is refused, asking for none is fine.
-  if (b['logprobs'] !== undefined && b['logprobs'] !== null && b['logprobs'] !== false && b['logprobs'] !== 0) throw badRequest("'logprobs' is not supported", 'logprobs');
-  if (b['top_logprobs'] !== undefined && b['top_logprobs'] !== null && b['top_logprobs'] !== 0) throw badRequest("'top_logprobs' is not supported", 'top_logprobs');
+  const n = optionalNumber(b, 'n', 1, MAX_CHOICES, true) ?? 1;
+  const top = kind === 'chat' ? chatLogprobs(b) : completionLogprobs(b);
   const stream = optionalBool(b, 'stream') ?? false;
   const maxKey = kind === 'chat' && b['max_completion_tokens'] !== undefined && b['max_completion_tokens'] !== null ? 'max_completion_tokens' : 'max_tokens';
   const p: Record<string, string | number | boolean> = { ...extra, stream };
+  if (top !== null) {
+    p['logprobs'] = true;
+    p['top_logprobs'] = top;
+  }
   const set = (key: string, v: string | number | boolean | undefined): void => {
     if (v !== undefined) p[key] = v;
   };
@@ -78,7 +89,21 @@ function textRequest(kind: TextRequest['kind'], b: Body, prompt: string, extra: 
   set('ignore_eos', optionalBool(b, 'ignore_eos'));
   set('stop', stopSequences(b['stop']));
   set('response_format', responseFormat(b['response_format']));
-  return { kind, model, prompt, stream, includeUsage: stream && includeUsage(b['stream_options']), parameters: p };
+  return { kind, model, prompt, stream, includeUsage: stream && includeUsage(b['stream_options']), n, logprobs: top !== null, parameters: p };
+}
+
+/** Chat's `logprobs` (a boolean) and `top_logprobs` (0 to 20, only with logprobs): the alternatives asked for, null for none. */
+function chatLogprobs(b: Body): number | null {
+  const asked = optionalBool(b, 'logprobs') ?? false;
+  const top = optionalNumber(b, 'top_logprobs', 0, MAX_TOP_LOGPROBS, true);
+  if (!asked && top !== undefined && top > 0) throw badRequest("'top_logprobs' needs 'logprobs' to be true", 'top_logprobs');
+  return asked ? top ?? 0 : null;
+}
+
+/** Legacy completions' `logprobs`: the alternatives per token, 0 to 5 (0: the chosen tokens alone); null for none. */
+function completionLogprobs(b: Body): number | null {
+  if (b['top_logprobs'] !== undefined && b['top_logprobs'] !== null) throw badRequest("'top_logprobs' is a chat field; completions take 'logprobs' (0 to 5)", 'top_logprobs');
+  return optionalNumber(b, 'logprobs', 0, MAX_COMPLETION_LOGPROBS, true) ?? null;
 }
 
 /** A prompt is a string or an array holding one string (OpenAI's batch of prompts is not supported). */

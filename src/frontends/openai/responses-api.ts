@@ -3,7 +3,7 @@ import type { InferenceResponse, Parameters, RootTrace } from '../../inference/i
 import type { InferenceServer } from '../../server/inference-server.js';
 import { isNereidError } from '../../errors.js';
 import { badRequest, OpenAiError } from './errors.js';
-import { toolCallsOf } from './completions.js';
+import { toolCallsOf } from './model-answers.js';
 import { chatRequest } from './requests.js';
 import type { ToolCall } from './responses.js';
 import type { ChatMessage, ResponsesRequest } from './responses-requests.js';

@@ -307,3 +307,89 @@ test('a cancelled request stops generating and frees its sequence', async () => 
     await instance.close();
   }
 });
+
+// Log probabilities are asked of llama.cpp only for a request that wants them (token-logprobs.ts).
+test('only a request with logprobs asks llama.cpp for probabilities; its sequence forgets it once released', async () => {
+  const instance = await loadInstance();
+  try {
+    // What each draw asks of node-llama-cpp's binding: sampleToken(index, sampler, probabilities, confidence).
+    const context = (instance as unknown as { context: { _ctx: Record<string, unknown> } }).context;
+    const asked: boolean[] = [];
+    const native = context._ctx;
+    context._ctx = new Proxy(native, {
+      get(target, key) {
+        const v = target[key as string] as (...a: unknown[]) => unknown;
+        if (key !== 'sampleToken') return typeof v === 'function' ? v.bind(target) : v;
+        return (...a: unknown[]) => {
+          asked.push(a[2] === true || a[3] === true);
+          return v.apply(target, a);
+        };
+      },
+    });
+    const run = (parameters: Parameters): Promise<Parameters | undefined> => new Promise((resolve, reject) => {
+      const input: Tensor = { name: 'text_input', datatype: 'BYTES', shape: [1], data: [Buffer.from('Once upon a time')] };
+      void instance.execute([{
+        inputs: [input], outputs: ['text_output'], parameters: { max_tokens: 4, ignore_eos: true, seed: 1, ...parameters },
+        sender: { send: (_o, final, p) => final && resolve(p), fail: reject },
+      }]);
+    });
+    const figures = JSON.parse(String((await run({ logprobs: true, top_logprobs: 2 }))?.['logprobs'])) as unknown[];
+    assert.equal(figures.length, 4);
+    assert.deepEqual(asked, [true, true, true, true]);
+    asked.length = 0;
+    // Every sequence, the one just used included, samples plainly again.
+    const plain = await Promise.all([1, 2, 3, 4].map(() => run({})));
+    for (const p of plain) assert.equal(p?.['logprobs'], undefined);
+    assert.deepEqual(asked, new Array(16).fill(false));
+  } finally {
+    await instance.close();
+  }
+});
+
+// The choices of one OpenAI request (n) share the prompt's evaluation (prompt-sharing.ts).
+test('choices of one request (nereid_choices) evaluate their prompt once: the others copy its KV cache', async () => {
+  const instance = await loadInstance();
+  try {
+    // Counts the tokens put into the context's batches (node-llama-cpp's binding of llama_batch_add).
+    const context = (instance as unknown as { context: { _ctx: Record<string, unknown> } }).context;
+    let added = 0;
+    const native = context._ctx;
+    context._ctx = new Proxy(native, {
+      get(target, key) {
+        const v = target[key as string] as (...a: unknown[]) => unknown;
+        if (key !== 'addToBatch') return typeof v === 'function' ? v.bind(target) : v;
+        return (...a: unknown[]) => {
+          added += (a[2] as Uint32Array).length;
+          return v.apply(target, a);
+        };
+      },
+    });
+    const evaluated = (): number => added;
+    const prompt = 'Once upon a time there was a story that went on and on. '.repeat(12);
+    const choices = async (parameters: Parameters): Promise<{ tokens: number; prompt: number; texts: string[] }> => {
+      // Sequences go back to the pool just after their answers: wait for all, so that each choice finds one free.
+      while (instance.busySequences > 0) await new Promise((r) => setTimeout(r, 10));
+      const before = evaluated();
+      const answers = await Promise.all([0, 1, 2].map((i) => new Promise<{ p: Parameters | undefined; text: string }>((resolve, reject) => {
+        const input: Tensor = { name: 'text_input', datatype: 'BYTES', shape: [1], data: [Buffer.from(prompt)] };
+        void instance.execute([{
+          inputs: [input], outputs: ['text_output'], parameters: { max_tokens: 3, ignore_eos: true, temperature: 0, seed: i, ...parameters },
+          sender: { send: (o, final, p) => final && resolve({ p, text: Buffer.from((o[0] as Tensor & { data: Uint8Array[] }).data[0]!).toString() }), fail: reject },
+        }]);
+      })));
+      for (const a of answers) assert.equal(a.p?.['completion_tokens'], 3);
+      return { tokens: evaluated() - before, prompt: answers[0]!.p!['prompt_tokens'] as number, texts: answers.map((a) => a.text) };
+    };
+    const apart = await choices({});
+    const shared = await choices({ nereid_choices: 'one request' });
+    assert.ok(apart.prompt > 100, `${apart.prompt} prompt tokens`);
+    // Apart: three prompts and two tokens each (the last drawn is never evaluated); shared: one prompt, then for
+    // each choice its prompt's last token and two more.
+    assert.ok(apart.tokens >= 3 * apart.prompt, `apart: ${apart.tokens} tokens evaluated for 3 × ${apart.prompt}`);
+    assert.ok(shared.tokens <= apart.prompt + 3 * 3, `shared: ${shared.tokens} tokens evaluated for 3 × ${apart.prompt}`);
+    // The copied cache is the prompt's: greedy choices write what they write without it.
+    assert.deepEqual(shared.texts, apart.texts);
+  } finally {
+    await instance.close();
+  }
+});

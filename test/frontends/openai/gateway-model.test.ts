@@ -86,7 +86,7 @@ test('completions and chat through the gateway: text, usage, stream ending in [D
   assert.ok(chunks.slice(1, -2).some((c) => typeof c.choices[0].delta.content === 'string' && c.choices[0].delta.content.length > 0));
 });
 
-test('min_p and logit_bias reach the engine from the OpenAI port as from generate_stream; log probabilities are refused', { skip }, async () => {
+test('min_p and logit_bias reach the engine from the OpenAI port as from generate_stream; several choices and malformed log probability fields are refused', { skip }, async () => {
   const complete = async (body: Record<string, unknown>): Promise<string> => {
     const r = await postJson(`${base}/completions`, { model: 'remote_llm', prompt: 'Once upon a time', max_tokens: 12, ignore_eos: true, temperature: 1, ...body });
     assert.equal(r.status, 200, r.body.toString());
@@ -100,7 +100,7 @@ test('min_p and logit_bias reach the engine from the OpenAI port as from generat
   assert.equal(await complete({ seed: 3, max_tokens: 5, logit_bias: { 1000: 100 } }), one.repeat(5));
   const g = await postJson(`${s.url}/v2/models/remote_llm/generate`, { text_input: 'Once upon a time', max_tokens: 5, ignore_eos: true, logit_bias: '{"1000": 100}' });
   assert.equal(g.json().text_output, one.repeat(5));
-  for (const field of [{ logprobs: 2 }, { top_logprobs: 2 }, { n: 2 }]) {
+  for (const field of [{ logprobs: 2 }, { top_logprobs: 21 }, { n: 2 }]) {
     const r = await postJson(`${s.url}/v2/models/remote_llm/generate`, { text_input: 'Hi', max_tokens: 2, ...field });
     assert.equal(r.status, 400, r.body.toString());
     assert.match(r.json().error, new RegExp(`'${Object.keys(field)[0]}'`));

@@ -196,7 +196,7 @@ test('bad input answers in OpenAI\'s error shape with the right status', async (
     ['/completions', { model: 'tiny_llm', prompt: 'x', max_tokens: 1.5 }, 400, 'max_tokens', /integer/],
     ['/completions', { model: 'tiny_llm', prompt: 'x', max_tokens: 100_000 }, 400, 'prompt', /context holds/],
     ['/completions', { model: 'tiny_llm', prompt: 'x', temperature: 5 }, 400, 'temperature', /temperature/],
-    ['/completions', { model: 'tiny_llm', prompt: 'x', n: 2 }, 400, 'n', /'n'/],
+    ['/completions', { model: 'tiny_llm', prompt: 'x', n: 9 }, 400, 'n', /'n'/],
     ['/completions', { model: 'tiny_llm', prompt: 'x', stop: [1] }, 400, 'stop', /stop/],
     ['/completions', [1, 2], 400, null, /JSON object/],
     ['/chat/completions', { model: 'tiny_llm' }, 400, 'messages', /non-empty array/],
@@ -391,7 +391,7 @@ test('min_p, presence, frequency and repetition penalties and logit_bias are hon
 
 test('what cannot be honoured is refused with a 400 naming the field, on the OpenAI port and on generate', async () => {
   const cases: [Record<string, unknown>, string][] = [
-    [{ logprobs: 2 }, 'logprobs'],
+    [{ logprobs: 6 }, 'logprobs'],
     [{ top_logprobs: 3 }, 'top_logprobs'],
     [{ best_of: 2 }, 'best_of'],
     [{ logit_bias: { x: 1 } }, 'logit_bias'],
@@ -410,16 +410,19 @@ test('what cannot be honoured is refused with a 400 naming the field, on the Ope
     assert.equal(g.status, 400, `generate ${JSON.stringify(body)}: ${g.body.toString()}`);
     assert.match(g.json().error, new RegExp(`'${name}'`));
   }
-  // Several choices: the OpenAI port refuses n itself; generate's one text_output cannot hold them either.
+  // Several choices: the OpenAI port makes one request per choice; generate's one text_output cannot hold them.
   const several = await postJson(`${s.url}/v2/models/tiny_llm/generate`, { text_input: 'Hi', max_tokens: 2, n: 2 });
   assert.equal(several.status, 400);
   assert.match(several.json().error, /'n'/);
-  const chatLogprobs = await chat({ max_tokens: 2, logprobs: true, top_logprobs: 2 });
+  const chatLogprobs = await chat({ max_tokens: 2, logprobs: true, top_logprobs: 21 });
   assert.equal(chatLogprobs.status, 400);
-  assert.equal(chatLogprobs.json().error.param, 'logprobs');
+  assert.equal(chatLogprobs.json().error.param, 'top_logprobs');
   // Asking for none is no request at all.
   assert.equal((await complete({ max_tokens: 2, logprobs: 0, best_of: 1 })).status, 200);
   assert.equal((await chat({ max_tokens: 2, logprobs: false, top_logprobs: 0 })).status, 200);
+  const noFigures = await postJson(`${s.url}/v2/models/tiny_llm/generate`, { text_input: 'Hi', max_tokens: 2, logprobs: 0 });
+  assert.equal(noFigures.status, 200, noFigures.body.toString());
+  assert.equal(noFigures.json().logprobs, undefined);
 });
 
 test("a prompt past the context answers OpenAI's context_length_exceeded, naming prompt or messages", async () => {
