@@ -465,6 +465,7 @@ const FLAGS: readonly FlagSpec[] = [
     'the HTTP server runs on the Node.js event loop'),
   flag(HTTP, 'http-max-input-size', '<integer>', '67108864', 'Largest HTTP request body in bytes, before and after decompression (greater than 0).',
     (d, v) => { d.http.maxInputSize = maxInputSize(v); }),
+  noted(flag(HTTP, 'allow-console', BOOL_ARG, 'true on a loopback --http-address, false otherwise', "Serve the web console at /console/ on the HTTP port. It uses the public HTTP API from the browser, so --http-restricted-api, API keys and the model control mode apply to it as to any client. Nereid's own flag.", keepBool), NEREID_OWN),
   flag(HTTP, 'http-restricted-api', '<category>[,<category>...]:<header>=<value>', '', `Serve these API categories only to requests carrying header <header> with value <value>. Categories: ${RESTRICTED_CATEGORIES.join(', ')}. Repeatable; a category may appear in one group only.`,
     (d, v, id) => keep(d, id, restricted(d, id, v))),
   ...sslFlags(HTTP, 'http', 'HTTP', ''),
