@@ -13,7 +13,7 @@ const ACTIONS = {
 
 export function modelsView(main, name) {
   if (name) return detailsView(main, name);
-  main.append(el('h2', {}, 'Models'), el('div', { id: 'models' }));
+  main.append(el('h2', {}, 'Models'), el('button', { type: 'button', onclick: () => refresh() }, 'Refresh'), el('div', { id: 'models' }));
   void refresh();
   return {};
 }

@@ -1,0 +1,158 @@
+import { after, before, test, type TestContext } from 'node:test';
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import type { Browser, Page } from 'playwright-core';
+import { InferenceServer } from '../../../src/server/inference-server.js';
+import { startHttpFrontend, type HttpFrontend } from '../../../src/frontends/http/server.js';
+import { createLogger } from '../../../src/observability/logger.js';
+import { launchChromium, needChromium } from '../../helpers/browser.js';
+import { EXAMPLES, FIXTURES } from '../../helpers/paths.js';
+import { postJson } from '../../helpers/http.js';
+import { tempRepository } from '../../helpers/server.js';
+
+// The console in Debian's chromium against a real server: one InferenceServer behind two HTTP ports, one open
+// and one with the model-repository API restricted. The page must load with no error, list the models, and
+// drive load and unload through the public API, by keyboard alone, with labelled controls; the restricted
+// port's refusal reaches the operator in the API's own words.
+
+const logger = createLogger({ info: false, warning: false, error: false, verbose: 0, format: 'default', file: '' });
+let repo: Awaited<ReturnType<typeof tempRepository>>;
+let server: InferenceServer;
+let open: HttpFrontend;
+let restricted: HttpFrontend;
+let browser: Browser | undefined;
+
+before(async () => {
+  repo = await tempRepository([{ from: join(EXAMPLES, 'simple') }, { from: join(FIXTURES, 'broken', 'bad_onnx') }]);
+  server = await InferenceServer.create({ modelRepositories: [repo.dir], modelControlMode: 'explicit', loadModels: ['simple'] }, { logger });
+  const base = { port: 0, address: '127.0.0.1', maxInputSize: 1 << 20, console: true };
+  open = await startHttpFrontend(server, base, logger);
+  restricted = await startHttpFrontend(server, { ...base, restricted: [{ categories: ['model-repository'], key: 'admin-key', value: 'secret' }] }, logger);
+});
+
+after(async () => {
+  await browser?.close();
+  await server.close(5);
+  await open.close();
+  await restricted.close();
+  await repo.remove();
+});
+
+const urlOf = (f: HttpFrontend): string => `http://127.0.0.1:${f.port}`;
+
+interface Opened {
+  readonly page: Page;
+  readonly errors: string[];
+  readonly foreign: string[];
+}
+
+/** The console of a port, with the page's errors and any request that leaves the server's origin recorded. */
+async function openConsole(t: TestContext, f: HttpFrontend): Promise<Opened | undefined> {
+  if (!needChromium(t)) return undefined;
+  browser ??= await launchChromium();
+  const page = await browser.newPage({ viewport: { width: 1200, height: 900 } });
+  const errors: string[] = [];
+  const foreign: string[] = [];
+  page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
+  page.on('pageerror', (e) => errors.push(e.message));
+  page.on('request', (r) => !r.url().startsWith(urlOf(f)) && foreign.push(r.url()));
+  // Confirmation dialogs are accepted, as an operator would.
+  page.on('dialog', (d) => void d.accept());
+  await page.goto(`${urlOf(f)}/console/`);
+  return { page, errors, foreign };
+}
+
+function infer(): Promise<{ status: number; json(): any }> {
+  const data = Array.from({ length: 16 }, (_, i) => i);
+  return postJson(`${urlOf(open)}/v2/models/simple/infer`, {
+    inputs: [{ name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data }, { name: 'INPUT1', datatype: 'INT32', shape: [1, 16], data }],
+  });
+}
+
+/** Presses Tab until the focused element has this accessible name (aria-label or text); the names passed on the way. */
+async function tabTo(page: Page, name: string, most = 40): Promise<string[]> {
+  const seen: string[] = [];
+  for (let i = 0; i < most; i++) {
+    await page.keyboard.press('Tab');
+    const focused = (await page.evaluate('(() => { const e = document.activeElement; return e ? (e.getAttribute("aria-label") || e.textContent || "").trim() : ""; })()')) as string;
+    seen.push(focused);
+    if (focused === name) return seen;
+  }
+  assert.fail(`no focusable element named ${name} after ${most} tabs: ${seen.join(' | ')}`);
+}
+
+test('the console loads with no error and shows every model with its state, its metadata and its configuration', async (t) => {
+  const o = await openConsole(t, open);
+  if (!o) return;
+  const { page } = o;
+  await page.getByRole('cell', { name: 'READY' }).waitFor();
+  const row = page.getByRole('row', { name: /simple/ });
+  assert.match(await row.innerText(), /simple\s+1\s+READY/);
+  assert.equal(await page.getByRole('row', { name: /bad_onnx/ }).count(), 1);
+  await page.getByRole('link', { name: 'simple' }).click();
+  await page.getByRole('table', { name: 'Inputs' }).waitFor();
+  assert.match(await page.getByRole('table', { name: 'Inputs' }).innerText(), /INPUT0\s+INT32\s+\[-1, 16\]/);
+  const config = await page.getByLabel('Configuration of simple').innerText();
+  assert.match(config, /^name: "simple"$/m);
+  assert.match(config, /^\s+data_type: TYPE_INT32$/m);
+  assert.match(config, /^max_batch_size: 8$/m);
+  assert.match(await page.locator('main').innerText(), /onnxruntime_onnx/);
+  assert.deepEqual(o.errors, []);
+  assert.deepEqual(o.foreign, []);
+});
+
+test('by keyboard alone: unload in the console makes the model unavailable to a client, load brings it back', async (t) => {
+  const o = await openConsole(t, open);
+  if (!o) return;
+  const { page } = o;
+  await page.getByRole('button', { name: 'Unload simple' }).waitFor();
+  assert.equal((await infer()).status, 200);
+  // The focus order: the views, the access panel, then the models' controls.
+  const order = await tabTo(page, 'Unload simple');
+  assert.deepEqual(order.slice(0, 5), ['Models', 'Traffic', 'Try a request', 'Access', 'Refresh']);
+  await page.keyboard.press('Enter');
+  await page.getByRole('status').filter({ hasText: 'simple unloaded.' }).waitFor();
+  const refused = await infer();
+  assert.notEqual(refused.status, 200);
+  assert.match(refused.json().error, /simple/);
+  await page.getByRole('button', { name: 'Load simple' }).waitFor();
+  await tabTo(page, 'Load simple');
+  await page.keyboard.press('Enter');
+  await page.getByRole('status').filter({ hasText: 'simple loaded.' }).waitFor();
+  assert.equal((await infer()).status, 200);
+  // The access fields are labelled.
+  for (const label of ['Restricted-API header', 'Header value', 'API key (Bearer)']) assert.equal(await page.getByLabel(label).count(), 1, label);
+  assert.deepEqual(o.errors, []);
+});
+
+test('a failed load shows the error the server gives', async (t) => {
+  const o = await openConsole(t, open);
+  if (!o) return;
+  const { page } = o;
+  await page.getByRole('button', { name: 'Load bad_onnx' }).click();
+  const status = page.getByRole('status');
+  await status.filter({ hasText: 'Load bad_onnx failed: ' }).waitFor();
+  const index = (await (await postJson(`${urlOf(open)}/v2/repository/index`, {})).json()) as { name: string; reason?: string }[];
+  const reason = index.find((m) => m.name === 'bad_onnx')!.reason!;
+  assert.ok(reason.length > 0);
+  await page.getByRole('row', { name: /bad_onnx/ }).getByText(reason.slice(0, 40)).waitFor();
+  assert.deepEqual(o.errors.filter((e) => !/Failed to load resource/.test(e)), []);
+});
+
+test('a restricted server refuses the console in the API\'s words; the header typed in the Access panel opens it', async (t) => {
+  const o = await openConsole(t, restricted);
+  if (!o) return;
+  const { page } = o;
+  const message = "This API is restricted, expecting header 'admin-key'";
+  await page.getByText(`The repository index was refused: ${message}`).waitFor();
+  await page.getByText('Access').click();
+  await page.getByLabel('Restricted-API header').fill('admin-key');
+  await page.getByLabel('Header value').fill('secret');
+  await page.getByRole('button', { name: 'Refresh' }).click();
+  await page.getByRole('button', { name: 'Unload simple' }).waitFor();
+  // Without the header, control is refused with the same message and the model stays.
+  await page.getByLabel('Header value').fill('wrong');
+  await page.getByRole('button', { name: 'Unload simple' }).click();
+  await page.getByRole('status').filter({ hasText: `Unload simple failed: ${message}` }).waitFor();
+  assert.equal((await infer()).status, 200);
+});
