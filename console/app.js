@@ -2,8 +2,9 @@
 import { access } from './api.js';
 import { say } from './dom.js';
 import { modelsView } from './models.js';
+import { trafficView } from './traffic.js';
 
-const VIEWS = { models: modelsView };
+const VIEWS = { models: modelsView, traffic: trafficView };
 
 /** The view showing now: stop() ends its timers before the next one starts. */
 let current = null;

@@ -415,7 +415,8 @@ export class InferenceServer {
 
   /** Triton's statistics JSON: `{ model_stats: [...] }` for READY versions. */
   statistics(name?: string, version?: number): { model_stats: Record<string, unknown>[] } {
-    return { model_stats: this.manager.statisticsOf(name, version).map((m) => m.stats.toJSON()) };
+    // Nereid's additions: what is queued and in flight now, as nv_inference_pending_request_count has it.
+    return { model_stats: this.manager.statisticsOf(name, version).map((m) => ({ ...m.stats.toJSON(), nereid_pending_count: m.waiting(), nereid_inflight_count: m.inflight() })) };
   }
 
   /**

@@ -156,3 +156,47 @@ test('a restricted server refuses the console in the API\'s words; the header ty
   await page.getByRole('status').filter({ hasText: `Unload simple failed: ${message}` }).waitFor();
   assert.equal((await infer()).status, 200);
 });
+
+/** Waits until a chart's highest plotted value is above zero. (The page's CSP forbids string evaluation.) */
+async function chartMoves(page: Page, title: string, timeoutMs = 20_000): Promise<void> {
+  const until = Date.now() + timeoutMs;
+  const figure = page.locator(`figure[data-title="${title}"]`);
+  while (Number(await figure.getAttribute('data-max')) <= 0) {
+    if (Date.now() > until) assert.fail(`the ${title} chart did not move in ${timeoutMs} ms`);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+  }
+}
+
+test('the traffic charts move under load, from the statistics extension', async (t) => {
+  const o = await openConsole(t, open);
+  if (!o) return;
+  const { page } = o;
+  await page.getByRole('link', { name: 'Traffic' }).click();
+  const requests = page.locator('figure[data-title="Requests/s"]');
+  await requests.waitFor();
+  assert.equal(await requests.getAttribute('data-max'), '0', 'no traffic yet');
+  // Requests until the page has seen them in two reads of the statistics (it reads every 2 s).
+  let loading = true;
+  const load = (async () => {
+    let sent = 0;
+    while (loading) {
+      await Promise.all([infer(), infer(), infer(), infer()]);
+      sent += 4;
+    }
+    return sent;
+  })();
+  try {
+    await chartMoves(page, 'Requests/s');
+  } finally {
+    loading = false;
+  }
+  assert.ok((await load) > 0);
+  assert.ok(Number(await page.locator('figure[data-title="Latency (ms)"]').getAttribute('data-max')) > 0);
+  await page.getByLabel('Model').selectOption({ label: 'simple (version 1)' });
+  await chartMoves(page, 'Requests/s');
+  const row = page.getByRole('row', { name: /simple:1/ });
+  assert.match(await row.innerText(), /simple:1\s+\d/);
+  assert.equal(await page.locator('.uplot canvas').count(), 6);
+  assert.deepEqual(o.errors, []);
+  assert.deepEqual(o.foreign, []);
+});

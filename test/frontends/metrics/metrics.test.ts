@@ -217,6 +217,11 @@ test('summary_latencies and counter_latencies=false: summaries whose count and s
     assert.equal(m.types.has('nv_inference_request_duration_us'), false);
     assert.equal(m.types.has('nv_cpu_utilization'), false, '--allow-cpu-metrics=false');
     assert.equal(m.value('nv_inference_request_success', labels), 4);
+    // The statistics extension carries the same window's request and queue quantiles (nereid_ fields).
+    const stats = (await request(`${t.url}/v2/models/simple/stats`)).json().model_stats[0];
+    assert.deepEqual(Object.keys(stats.nereid_latency_quantiles_us.request), ['0.5', '0.99']);
+    assert.equal(stats.nereid_latency_quantiles_us.request['0.99'], m.value('nv_inference_request_summary_us', { ...labels, quantile: '0.99' }));
+    assert.ok(stats.nereid_latency_quantiles_us.queue['0.5'] >= 0);
   } finally {
     await t.close();
   }
