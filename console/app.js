@@ -3,8 +3,9 @@ import { access } from './api.js';
 import { say } from './dom.js';
 import { modelsView } from './models.js';
 import { trafficView } from './traffic.js';
+import { tryView } from './try.js';
 
-const VIEWS = { models: modelsView, traffic: trafficView };
+const VIEWS = { models: modelsView, traffic: trafficView, try: tryView };
 
 /** The view showing now: stop() ends its timers before the next one starts. */
 let current = null;

@@ -61,7 +61,7 @@ async function control(name, kind, button) {
 }
 
 async function detailsView(main, name) {
-  main.append(el('p', {}, el('a', { href: '#models' }, '← All models')), el('h2', {}, name));
+  main.append(el('p', {}, el('a', { href: '#models' }, '← All models'), ' · ', el('a', { href: `#try/${encodeURIComponent(name)}` }, 'Try a request')), el('h2', {}, name));
   const box = el('div', { class: 'details' });
   main.append(box);
   let meta;

@@ -1,5 +1,7 @@
 import { after, before, test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { InferenceServer } from '../../../src/server/inference-server.js';
@@ -199,4 +201,37 @@ test('the traffic charts move under load, from the statistics extension', async 
   assert.equal(await page.locator('.uplot canvas').count(), 6);
   assert.deepEqual(o.errors, []);
   assert.deepEqual(o.foreign, []);
+});
+
+test('the try-a-request form answers what its curl command answers, and refuses values that do not fit', async (t) => {
+  const o = await openConsole(t, open);
+  if (!o) return;
+  const { page } = o;
+  await page.getByRole('link', { name: 'Try a request' }).click();
+  await page.getByLabel('Model').selectOption('simple');
+  await page.getByLabel('Values of INPUT0').waitFor();
+  assert.equal(await page.getByLabel('Shape of INPUT0').inputValue(), '1, 16');
+  assert.equal(await page.getByLabel('Values of INPUT1').inputValue(), JSON.stringify(Array(16).fill(0)));
+  // A wrong count is refused in the page, before any request.
+  await page.getByLabel('Values of INPUT0').fill('1, 2, 3');
+  await page.getByRole('button', { name: 'Send' }).click();
+  await page.getByText('INPUT0: 16 value(s) expected by the shape, 3 given').waitFor();
+  await page.getByLabel('Values of INPUT0').fill(JSON.stringify(Array.from({ length: 16 }, (_, i) => i)));
+  await page.getByLabel('Values of INPUT1').fill(Array(16).fill(3).join(', '));
+  await page.getByRole('button', { name: 'Send' }).click();
+  const answer = page.getByRole('table', { name: 'Response of simple version 1' });
+  await answer.waitFor();
+  const curl = await page.getByLabel('curl command').innerText();
+  // Run as a reader would paste it (asynchronously: the server answering it runs in this process).
+  const run = await promisify(execFile)('bash', ['-c', curl], { encoding: 'utf8', timeout: 30_000 });
+  const byCurl = JSON.parse(run.stdout) as { outputs: { name: string; datatype: string; shape: number[]; data: number[] }[] };
+  assert.deepEqual(byCurl.outputs.find((x) => x.name === 'OUTPUT0')!.data, Array.from({ length: 16 }, (_, i) => i + 3));
+  for (const out of byCurl.outputs) {
+    const row = answer.getByRole('row', { name: new RegExp(`^${out.name}\\b`) });
+    assert.equal(await row.innerText(), [out.name, out.datatype, `[${out.shape.join(', ')}]`, out.data.join(', ')].join('\t'));
+  }
+  const python = await page.getByLabel('Python tritonclient code').innerText();
+  assert.match(python, /httpclient\.InferInput\("INPUT0", \[1,16\], "INT32"\)/);
+  assert.match(python, /result = client\.infer\("simple", inputs\)/);
+  assert.deepEqual(o.errors, []);
 });
