@@ -4,8 +4,9 @@ import { say } from './dom.js';
 import { modelsView } from './models.js';
 import { trafficView } from './traffic.js';
 import { tryView } from './try.js';
+import { serverView } from './server.js';
 
-const VIEWS = { models: modelsView, traffic: trafficView, try: tryView };
+const VIEWS = { models: modelsView, traffic: trafficView, try: tryView, server: serverView };
 
 /** The view showing now: stop() ends its timers before the next one starts. */
 let current = null;

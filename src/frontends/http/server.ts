@@ -22,6 +22,7 @@ import { createHttpServer, type TlsFiles, type TlsLimits } from '../tls-listener
 import { HTTP_ERROR_HEADERS, HTTP_STATUS } from './status.js';
 import { handleGenerate } from './generate.js';
 import { ConsoleAssets, consoleUrl } from './console.js';
+import { serverInfo } from './server-info.js';
 import { handleLoad, handleRepoIndex, handleUnload } from './repository.js';
 import { JSON_HEADERS, releaseWhenDone, sendEmpty, sendJson } from './reply.js';
 import type { RootTrace, TraceContextCarrier } from '../../inference/trace.js';
@@ -44,6 +45,8 @@ export interface HttpOptions {
   tlsLimits?: TlsLimits;
   /** --allow-console: serve the web console at /console/ (the CLI turns it on for loopback addresses). */
   console?: boolean;
+  /** The flags the server was started with, secrets hidden, for GET /v2/nereid/server. */
+  commandLine?: readonly string[];
 }
 
 export interface HttpFrontend {
@@ -289,6 +292,7 @@ function answerWhole(ctx: Context, r: Route, method: string, req: RequestInfo, r
     case 'all_stats': return sendJson(res, 200, JSON.stringify(s.statistics()));
     case 'all_instance_stats': return sendJson(res, 200, JSON.stringify(s.instanceStatistics()));
     case 'logging': return sendJson(res, 200, JSON.stringify(ctx.logger.settings()));
+    case 'nereid_server': return sendJson(res, 200, JSON.stringify(serverInfo(s, ctx.logger, ctx.options.commandLine ?? [])));
     case 'trace': return handleTrace(ctx, r.model ?? '', null, res);
     case 'shm': return handleSharedMemory(ctx, r, res);
     case 'model': return handleModel(ctx, r, req, res, body);
@@ -298,7 +302,7 @@ function answerWhole(ctx: Context, r: Route, method: string, req: RequestInfo, r
 
 function methodAllowed(r: Route, method: string): boolean {
   switch (r.kind) {
-    case 'live': case 'ready': case 'server_metadata': case 'all_stats': case 'all_instance_stats': return method === 'GET';
+    case 'live': case 'ready': case 'server_metadata': case 'all_stats': case 'all_instance_stats': case 'nereid_server': return method === 'GET';
     case 'logging': case 'trace': return method === 'GET' || method === 'POST';
     case 'repo_index': case 'repo_index_named': case 'repo_model': return method === 'POST';
     case 'shm': return r.action === 'status' ? method === 'GET' : method === 'POST';

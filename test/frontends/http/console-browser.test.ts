@@ -2,6 +2,8 @@ import { after, before, test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
+import { rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { InferenceServer } from '../../../src/server/inference-server.js';
@@ -17,7 +19,9 @@ import { tempRepository } from '../../helpers/server.js';
 // drive load and unload through the public API, by keyboard alone, with labelled controls; the restricted
 // port's refusal reaches the operator in the API's own words.
 
-const logger = createLogger({ info: false, warning: false, error: false, verbose: 0, format: 'default', file: '' });
+// Warnings and errors go to a file: the server view shows the latest of them.
+const logFile = join(tmpdir(), `nereid-console-test-${process.pid}.log`);
+const logger = createLogger({ info: false, warning: true, error: true, verbose: 0, format: 'default', file: logFile });
 let repo: Awaited<ReturnType<typeof tempRepository>>;
 let server: InferenceServer;
 let open: HttpFrontend;
@@ -38,6 +42,8 @@ after(async () => {
   await open.close();
   await restricted.close();
   await repo.remove();
+  await logger.close();
+  await rm(logFile, { force: true });
 });
 
 const urlOf = (f: HttpFrontend): string => `http://127.0.0.1:${f.port}`;
@@ -111,7 +117,7 @@ test('by keyboard alone: unload in the console makes the model unavailable to a 
   assert.equal((await infer()).status, 200);
   // The focus order: the views, the access panel, then the models' controls.
   const order = await tabTo(page, 'Unload simple');
-  assert.deepEqual(order.slice(0, 5), ['Models', 'Traffic', 'Try a request', 'Access', 'Refresh']);
+  assert.deepEqual(order.slice(0, 6), ['Models', 'Traffic', 'Try a request', 'Server', 'Access', 'Refresh']);
   await page.keyboard.press('Enter');
   await page.getByRole('status').filter({ hasText: 'simple unloaded.' }).waitFor();
   const refused = await infer();
@@ -233,5 +239,18 @@ test('the try-a-request form answers what its curl command answers, and refuses 
   const python = await page.getByLabel('Python tritonclient code').innerText();
   assert.match(python, /httpclient\.InferInput\("INPUT0", \[1,16\], "INT32"\)/);
   assert.match(python, /result = client\.infer\("simple", inputs\)/);
+  assert.deepEqual(o.errors, []);
+});
+
+test('the server view shows the latest warnings as text, never as markup', async (t) => {
+  logger.warn('a model said <img src=x id=injected> & "quoted"');
+  const o = await openConsole(t, open);
+  if (!o) return;
+  const { page } = o;
+  await page.getByRole('link', { name: 'Server' }).click();
+  await page.getByText('a model said <img src=x id=injected> & "quoted"').waitFor();
+  assert.equal(await page.locator('#injected').count(), 0);
+  assert.match(await page.getByRole('table', { name: 'Server' }).innerText(), /^triton\t0\.1\.0\tv20/m);
+  assert.equal(await page.getByLabel('Command line').innerText(), '(started in-process, no command line)');
   assert.deepEqual(o.errors, []);
 });

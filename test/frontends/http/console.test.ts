@@ -7,6 +7,7 @@ import { createRequire } from 'node:module';
 import { EXAMPLES, ROOT } from '../../helpers/paths.js';
 import { request } from '../../helpers/http.js';
 import { spawnServer } from '../../helpers/server.js';
+import { until } from '../../helpers/until.js';
 
 // The web console's files on the HTTP port (--allow-console): on by default for a loopback address, with its
 // URL printed; off by default elsewhere and when turned off; every answer under a CSP that allows no inline
@@ -33,7 +34,8 @@ test('a loopback server serves the console by default, prints its URL, and answe
   const p = await spawnServer(['--model-repository', EXAMPLES, '--model-control-mode=explicit']);
   try {
     const url = p.url;
-    assert.match(p.output(), new RegExp(`Console at ${url.replace(/[.]/g, '\\.')}/console/`));
+    // The line follows "Started HTTPService", which spawnServer waits for.
+    await until(() => p.output().includes(`Console at ${url}/console/`), 'the console URL in the log');
     const page = await request(`${url}/console/`);
     assert.equal(page.status, 200);
     assert.match(page.headers.get('content-type')!, /^text\/html/);
@@ -68,6 +70,34 @@ test('a loopback server serves the console by default, prints its URL, and answe
     }
     // Paths that are not the console's keep the API's answer.
     assert.deepEqual(await rawGet(url, '/v2/nothing'), { status: 404, body: '{"error":"Not Found"}' });
+  } finally {
+    await stop(p);
+  }
+});
+
+test('GET /v2/nereid/server: the command line with secrets hidden, refusals by limit and the latest warnings, in the logging category', async () => {
+  const p = await spawnServer(['--model-repository', EXAMPLES, '--model-control-mode=explicit', '--load-model=simple', '--http-max-input-size=4096',
+    '--http-restricted-api', 'logging:admin-key=s3cret']);
+  try {
+    const url = p.url;
+    assert.equal((await request(`${url}/console/`)).status, 200, 'the page itself is not an API category');
+    const refused = await request(`${url}/v2/nereid/server`);
+    assert.deepEqual([refused.status, refused.json()], [403, { error: "This API is restricted, expecting header 'admin-key'" }]);
+    const big = await request(`${url}/v2/models/simple/infer`, { body: 'x'.repeat(10_000), headers: { 'Content-Type': 'application/json' } });
+    assert.equal(big.status, 400);
+    const r = await request(`${url}/v2/nereid/server`, { headers: { 'admin-key': 's3cret' } });
+    assert.equal(r.status, 200);
+    const s = r.json();
+    assert.equal(s.name, 'triton', "the server metadata's fields, as Triton names itself");
+    assert.ok(Array.isArray(s.extensions));
+    assert.ok(s.nereid_uptime_secs >= 0 && s.nereid_memory_bytes.rss > 0);
+    assert.ok(s.nereid_command_line.includes('--http-restricted-api=logging:admin-key=<hidden>'), s.nereid_command_line.join(' '));
+    assert.ok(s.nereid_command_line.includes('--load-model=simple'));
+    assert.doesNotMatch(JSON.stringify(s), /s3cret/);
+    assert.deepEqual(Object.values(s.nereid_limit_refusals), [1]);
+    const warning = s.nereid_recent_log.find((l: { message: string }) => /refused a request/.test(l.message));
+    assert.equal(warning?.level, 'warning', JSON.stringify(s.nereid_recent_log));
+    assert.equal((await request(`${url}/v2/nereid/server`, { method: 'POST', body: '{}', headers: { 'admin-key': 's3cret' } })).status, 405);
   } finally {
     await stop(p);
   }
