@@ -5,8 +5,9 @@ import { modelsView } from './models.js';
 import { trafficView } from './traffic.js';
 import { tryView } from './try.js';
 import { serverView } from './server.js';
+import { tracesView } from './traces.js';
 
-const VIEWS = { models: modelsView, traffic: trafficView, try: tryView, server: serverView };
+const VIEWS = { models: modelsView, traffic: trafficView, try: tryView, traces: tracesView, server: serverView };
 
 /** The view showing now: stop() ends its timers before the next one starts. */
 let current = null;

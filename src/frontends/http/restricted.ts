@@ -19,7 +19,7 @@ export function category(r: Route): string {
     case 'all_stats': case 'all_instance_stats': return 'statistics';
     // The server's own state (its log lines and command line among it) is the logging category's.
     case 'logging': case 'nereid_server': return 'logging';
-    case 'trace': return 'trace';
+    case 'trace': case 'nereid_traces': return 'trace';
     case 'repo_index': case 'repo_index_named': case 'repo_model': return 'model-repository';
     case 'shm': return 'shared-memory';
     case 'model':

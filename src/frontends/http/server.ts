@@ -293,6 +293,7 @@ function answerWhole(ctx: Context, r: Route, method: string, req: RequestInfo, r
     case 'all_instance_stats': return sendJson(res, 200, JSON.stringify(s.instanceStatistics()));
     case 'logging': return sendJson(res, 200, JSON.stringify(ctx.logger.settings()));
     case 'nereid_server': return sendJson(res, 200, JSON.stringify(serverInfo(s, ctx.logger, ctx.options.commandLine ?? [])));
+    case 'nereid_traces': return sendJson(res, 200, s.traces.recent.json());
     case 'trace': return handleTrace(ctx, r.model ?? '', null, res);
     case 'shm': return handleSharedMemory(ctx, r, res);
     case 'model': return handleModel(ctx, r, req, res, body);
@@ -302,7 +303,7 @@ function answerWhole(ctx: Context, r: Route, method: string, req: RequestInfo, r
 
 function methodAllowed(r: Route, method: string): boolean {
   switch (r.kind) {
-    case 'live': case 'ready': case 'server_metadata': case 'all_stats': case 'all_instance_stats': case 'nereid_server': return method === 'GET';
+    case 'live': case 'ready': case 'server_metadata': case 'all_stats': case 'all_instance_stats': case 'nereid_server': case 'nereid_traces': return method === 'GET';
     case 'logging': case 'trace': return method === 'GET' || method === 'POST';
     case 'repo_index': case 'repo_index_named': case 'repo_model': return method === 'POST';
     case 'shm': return r.action === 'status' ? method === 'GET' : method === 'POST';

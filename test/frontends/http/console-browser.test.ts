@@ -21,6 +21,7 @@ import { tempRepository } from '../../helpers/server.js';
 
 // Warnings and errors go to a file: the server view shows the latest of them.
 const logFile = join(tmpdir(), `nereid-console-test-${process.pid}.log`);
+const traceFile = join(tmpdir(), `nereid-console-test-${process.pid}.trace.json`);
 const logger = createLogger({ info: false, warning: true, error: true, verbose: 0, format: 'default', file: logFile });
 let repo: Awaited<ReturnType<typeof tempRepository>>;
 let server: InferenceServer;
@@ -30,7 +31,8 @@ let browser: Browser | undefined;
 
 before(async () => {
   repo = await tempRepository([{ from: join(EXAMPLES, 'simple') }, { from: join(FIXTURES, 'broken', 'bad_onnx') }]);
-  server = await InferenceServer.create({ modelRepositories: [repo.dir], modelControlMode: 'explicit', loadModels: ['simple'] }, { logger });
+  // Tracing configured but off (level OFF) until the trace view turns it on.
+  server = await InferenceServer.create({ modelRepositories: [repo.dir], modelControlMode: 'explicit', loadModels: ['simple'], trace: [`triton,file=${traceFile}`] }, { logger });
   const base = { port: 0, address: '127.0.0.1', maxInputSize: 1 << 20, console: true };
   open = await startHttpFrontend(server, base, logger);
   restricted = await startHttpFrontend(server, { ...base, restricted: [{ categories: ['model-repository'], key: 'admin-key', value: 'secret' }] }, logger);
@@ -44,6 +46,7 @@ after(async () => {
   await repo.remove();
   await logger.close();
   await rm(logFile, { force: true });
+  await rm(traceFile, { force: true });
 });
 
 const urlOf = (f: HttpFrontend): string => `http://127.0.0.1:${f.port}`;
@@ -117,7 +120,7 @@ test('by keyboard alone: unload in the console makes the model unavailable to a 
   assert.equal((await infer()).status, 200);
   // The focus order: the views, the access panel, then the models' controls.
   const order = await tabTo(page, 'Unload simple');
-  assert.deepEqual(order.slice(0, 6), ['Models', 'Traffic', 'Try a request', 'Server', 'Access', 'Refresh']);
+  assert.deepEqual(order.slice(0, 7), ['Models', 'Traffic', 'Try a request', 'Traces', 'Server', 'Access', 'Refresh']);
   await page.keyboard.press('Enter');
   await page.getByRole('status').filter({ hasText: 'simple unloaded.' }).waitFor();
   const refused = await infer();
@@ -253,4 +256,35 @@ test('the server view shows the latest warnings as text, never as markup', async
   assert.match(await page.getByRole('table', { name: 'Server' }).innerText(), /^triton\t0\.1\.0\tv20/m);
   assert.equal(await page.getByLabel('Command line').innerText(), '(started in-process, no command line)');
   assert.deepEqual(o.errors, []);
+});
+
+test('the trace view changes the trace setting through the trace extension and draws the latest traces as timelines', async (t) => {
+  const o = await openConsole(t, open);
+  if (!o) return;
+  const { page } = o;
+  await page.getByRole('link', { name: 'Traces' }).click();
+  await page.getByText('No trace yet').waitFor();
+  assert.equal(await page.getByLabel('Trace level').inputValue(), 'OFF');
+  await page.getByLabel('Trace level').selectOption('TIMESTAMPS');
+  await page.getByLabel('Trace rate (one request in N)').fill('1');
+  await page.getByRole('button', { name: 'Apply to all models' }).click();
+  await page.getByRole('status').filter({ hasText: 'Trace setting applied.' }).waitFor();
+  const setting = (await (await fetch(`${urlOf(open)}/v2/trace/setting`)).json()) as Record<string, unknown>;
+  assert.deepEqual([setting['trace_level'], setting['trace_rate']], [['TIMESTAMPS'], '1']);
+  for (let i = 0; i < 3; i++) assert.equal((await infer()).status, 200);
+  await page.getByRole('button', { name: 'Refresh traces' }).click();
+  await page.locator('.timeline').nth(2).waitFor();
+  const first = await page.locator('.timeline').first().innerText();
+  assert.match(first, /^Trace \d+: simple version 1, [0-9.]+ ms/);
+  assert.match(first, /queue [0-9.]+ ms, compute input [0-9.]+ ms, infer [0-9.]+ ms, output [0-9.]+ ms/);
+  assert.ok((await page.locator('.timeline .bar').count()) >= 3 * 4);
+  // A refusal is the API's: a rate that is not a number.
+  await page.getByLabel('Trace rate (one request in N)').fill('often');
+  await page.getByRole('button', { name: 'Apply to all models' }).click();
+  await page.getByRole('status').filter({ hasText: 'The trace setting was refused: ' }).waitFor();
+  await page.getByLabel('Trace level').selectOption('OFF');
+  await page.getByRole('button', { name: 'Apply to all models' }).click();
+  await page.getByRole('status').filter({ hasText: 'Trace setting applied.' }).waitFor();
+  assert.equal(server.traces.active, false);
+  assert.deepEqual(o.errors.filter((e) => !/Failed to load resource/.test(e)), []);
 });

@@ -98,6 +98,8 @@ test('GET /v2/nereid/server: the command line with secrets hidden, refusals by l
     const warning = s.nereid_recent_log.find((l: { message: string }) => /refused a request/.test(l.message));
     assert.equal(warning?.level, 'warning', JSON.stringify(s.nereid_recent_log));
     assert.equal((await request(`${url}/v2/nereid/server`, { method: 'POST', body: '{}', headers: { 'admin-key': 's3cret' } })).status, 405);
+    // The latest traces are the trace category's, open here; none while tracing is off.
+    assert.deepEqual((await request(`${url}/v2/nereid/traces`)).json(), { traces: [] });
   } finally {
     await stop(p);
   }
