@@ -31,7 +31,8 @@ async function refresh() {
   const rows = index.map((m) => [
     el('a', { href: `#models/${encodeURIComponent(m.name)}` }, m.name),
     m.version ?? '',
-    el('span', { class: `state-${m.state ?? 'UNKNOWN'}` }, m.state ?? 'UNKNOWN'),
+    // Triton's index gives no state for a model never loaded.
+    el('span', { class: `state-${m.state ?? 'none'}` }, m.state ?? 'not loaded'),
     m.reason ? el('span', { class: 'reason' }, m.reason) : '',
     bytes(m.nereid_memory_bytes),
     buttons(m.name, m.state === 'READY'),

@@ -25,6 +25,16 @@ function rawGet(url: string, path: string): Promise<{ status: number; body: stri
   });
 }
 
+function rawGetHeaders(url: string, path: string, headers: Record<string, string>): Promise<Record<string, string | string[] | undefined>> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    httpGet({ hostname, port, path, headers }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.headers));
+    }).on('error', reject);
+  });
+}
+
 async function stop(p: Awaited<ReturnType<typeof spawnServer>>): Promise<void> {
   p.child.kill('SIGTERM');
   assert.equal(await p.exited, 0, p.output());
@@ -48,7 +58,11 @@ test('a loopback server serves the console by default, prints its URL, and answe
     assert.doesNotMatch(page.body.toString(), /<script(?![^>]*\bsrc=)/, 'every script is a file');
     assert.doesNotMatch(page.body.toString(), /https?:\/\//, 'nothing from elsewhere');
 
-    // uPlot from the installed package, byte for byte.
+    // uPlot from the installed package, byte for byte; gzipped for a client that takes it (fetch inflates it).
+    const raw = await rawGetHeaders(url, '/console/vendor/uPlot.esm.js', { 'accept-encoding': 'gzip' });
+    assert.equal(raw['content-encoding'], 'gzip');
+    assert.ok(Number(raw['content-length']) < 60_000, String(raw['content-length']));
+    assert.equal((await rawGetHeaders(url, '/console/vendor/uPlot.esm.js', {}))['content-encoding'], undefined);
     const uplot = await request(`${url}/console/vendor/uPlot.esm.js`);
     assert.equal(uplot.status, 200);
     assert.match(uplot.headers.get('content-type')!, /^text\/javascript/);
