@@ -18,7 +18,7 @@ const out = process.argv.includes('--out') ? process.argv[process.argv.indexOf('
 const traceFile = join(tmpdir(), `nereid-console-screenshots-${process.pid}.json`);
 
 async function startServer() {
-  const child = spawn(process.execPath, [join(ROOT, 'bin', 'nereid.js'), 'serve', '--model-repository', join(ROOT, 'examples', 'model_repository'),
+  const child = spawn(process.execPath, [join(ROOT, 'bin', 'nereid.js'), 'serve', '--model-repository', 'examples/model_repository',
     '--model-control-mode=explicit', '--load-model=simple', '--load-model=simple_string', '--load-model=digits_pipeline',
     '--http-address=127.0.0.1', '--http-port=0', '--allow-grpc=false', '--allow-metrics=true', '--metrics-port=0',
     '--metrics-config=summary_latencies=true', '--trace-config=level=TIMESTAMPS', '--trace-config=rate=20', `--trace-config=triton,file=${traceFile}`],
