@@ -11,7 +11,7 @@ export class ApiError extends Error {
   }
 }
 
-function headers(json) {
+export function headers(json) {
   const h = {};
   if (access.header !== '') h[access.header] = access.value;
   if (access.key !== '') h.authorization = `Bearer ${access.key}`;

@@ -2,6 +2,7 @@
 // table, and the same request for curl and for Python's tritonclient, to copy.
 import { access, get, modelPath, post } from './api.js';
 import { el, say, table } from './dom.js';
+import { chatBox, isTextModel } from './chat.js';
 import { curlCommand, defaultShape, defaultValues, parseShape, parseValues, pythonClient } from './tensors.js';
 
 /** Values shown per output; the rest are counted. */
@@ -35,6 +36,7 @@ async function buildForm(name) {
     box.replaceChildren(el('p', { class: 'error' }, `Not available: ${e.message}`));
     return;
   }
+  if (isTextModel(meta)) return chatBox(box, name);
   const fields = meta.inputs.map((input) => inputFields(input));
   const form = el('form', { novalidate: true, 'aria-label': `Request to ${name}` },
     ...fields.map((f) => f.node),

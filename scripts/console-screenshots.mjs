@@ -91,6 +91,13 @@ async function main() {
     await page.getByRole('button', { name: 'Send' }).click();
     await page.getByLabel('curl command').waitFor();
     await shot('try');
+    await fetch(`${url}/v2/repository/models/tiny_llm/load`, { method: 'POST' });
+    await page.goto(`${url}/console/#try/tiny_llm`);
+    await page.getByLabel('Message').fill('Tell me a story.');
+    await page.getByLabel('Max tokens').fill('24');
+    await page.getByRole('button', { name: 'Send message' }).click();
+    await page.locator('#chat-figures').filter({ hasText: /finish reason/ }).waitFor();
+    await shot('chat');
     await page.goto(`${url}/console/#traces/digits_pipeline`);
     await page.locator('.timeline').first().waitFor();
     await shot('traces', false);

@@ -30,7 +30,7 @@ let restricted: HttpFrontend;
 let browser: Browser | undefined;
 
 before(async () => {
-  repo = await tempRepository([{ from: join(EXAMPLES, 'simple') }, { from: join(FIXTURES, 'broken', 'bad_onnx') }]);
+  repo = await tempRepository([{ from: join(EXAMPLES, 'simple') }, { from: join(FIXTURES, 'broken', 'bad_onnx') }, { from: join(EXAMPLES, 'tiny_llm') }]);
   // Tracing configured but off (level OFF) until the trace view turns it on.
   server = await InferenceServer.create({ modelRepositories: [repo.dir], modelControlMode: 'explicit', loadModels: ['simple'], trace: [`triton,file=${traceFile}`] }, { logger });
   const base = { port: 0, address: '127.0.0.1', maxInputSize: 1 << 20, console: true };
@@ -287,4 +287,38 @@ test('the trace view changes the trace setting through the trace extension and d
   await page.getByRole('status').filter({ hasText: 'Trace setting applied.' }).waitFor();
   assert.equal(server.traces.active, false);
   assert.deepEqual(o.errors.filter((e) => !/Failed to load resource/.test(e)), []);
+});
+
+test('a text model gets a chat box that streams through generate_stream, the conversation passed back each turn', async (t) => {
+  const loaded = await postJson(`${urlOf(open)}/v2/repository/models/tiny_llm/load`, {});
+  assert.equal(loaded.status, 200);
+  try {
+    const o = await openConsole(t, open);
+    if (!o) return;
+    const { page } = o;
+    await page.goto(`${urlOf(open)}/console/#try/tiny_llm`);
+    await page.getByLabel('Message').fill('Hello there');
+    await page.getByLabel('Max tokens').fill('6');
+    await page.getByRole('button', { name: 'Send message' }).click();
+    const figures = page.locator('#chat-figures');
+    await figures.filter({ hasText: /^6 tokens, first after \d+ ms, [0-9.–]+ tokens\/s, finish reason length\.$/ }).waitFor();
+    const log = page.getByRole('list', { name: 'Conversation with tiny_llm' });
+    assert.equal(await log.locator('li').count(), 2);
+    assert.ok((await log.locator('li.chat-assistant .said').innerText()).length > 0);
+    const stats = async () => (await (await fetch(`${urlOf(open)}/v2/models/tiny_llm/stats`)).json() as any).model_stats[0];
+    const firstPrompt = (await stats()).nereid_prompt_tokens;
+    assert.equal((await stats()).nereid_generated_tokens, 6);
+    // The second turn carries the first: its prompt is longer than the whole first one.
+    await page.getByLabel('Message').fill('And again');
+    await page.getByRole('button', { name: 'Send message' }).click();
+    // The click's handler has set the figures to 'Generating…' (synchronously) until the turn is over.
+    await figures.filter({ hasText: /finish reason/ }).waitFor();
+    assert.equal(await log.locator('li').count(), 4);
+    assert.equal((await stats()).nereid_generated_tokens, 12);
+    assert.ok((await stats()).nereid_prompt_tokens - firstPrompt > firstPrompt, 'the history is sent back');
+    assert.match(await page.getByLabel('curl command').innerText(), /generate_stream' -d '\{"text_input":"","messages":/);
+    assert.deepEqual(o.errors, []);
+  } finally {
+    await postJson(`${urlOf(open)}/v2/repository/models/tiny_llm/unload`, {});
+  }
 });
