@@ -86,10 +86,11 @@ export async function startHttpFrontend(server: InferenceServer, options: HttpOp
     http.listen(options.port, options.address, () => resolve());
   });
   const port = (http.address() as AddressInfo).port;
+  // Before Triton's line, which scripts wait for: whoever has seen that line has seen this one.
+  if (ctx.console !== null) logger.info(`Console at ${consoleUrl(options.address, port, options.tls !== undefined)}`);
   // Triton's line, which scripts wait for; TLS is said apart.
   logger.info(`Started HTTPService at ${options.address}:${port}`);
   if (options.tls !== undefined) logger.info(`HTTPService serves TLS (client certificates ${options.tls.mutual ? 'required' : 'not asked for'})`);
-  if (ctx.console !== null) logger.info(`Console at ${consoleUrl(options.address, port, options.tls !== undefined)}`);
   return {
     port,
     close: () => {

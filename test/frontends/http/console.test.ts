@@ -7,7 +7,6 @@ import { createRequire } from 'node:module';
 import { EXAMPLES, ROOT } from '../../helpers/paths.js';
 import { request } from '../../helpers/http.js';
 import { spawnServer } from '../../helpers/server.js';
-import { until } from '../../helpers/until.js';
 
 // The web console's files on the HTTP port (--allow-console): on by default for a loopback address, with its
 // URL printed; off by default elsewhere and when turned off; every answer under a CSP that allows no inline
@@ -44,8 +43,8 @@ test('a loopback server serves the console by default, prints its URL, and answe
   const p = await spawnServer(['--model-repository', EXAMPLES, '--model-control-mode=explicit']);
   try {
     const url = p.url;
-    // The line follows "Started HTTPService", which spawnServer waits for.
-    await until(() => p.output().includes(`Console at ${url}/console/`), 'the console URL in the log');
+    // Printed before "Started HTTPService", which spawnServer waits for.
+    assert.match(p.output(), new RegExp(`Console at ${url.replace(/[.]/g, '\\.')}/console/`));
     const page = await request(`${url}/console/`);
     assert.equal(page.status, 200);
     assert.match(page.headers.get('content-type')!, /^text\/html/);
