@@ -2,13 +2,15 @@ import { after, before, test, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { rm } from 'node:fs/promises';
+import { rm, writeFile } from 'node:fs/promises';
+import { createHash } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { InferenceServer } from '../../../src/server/inference-server.js';
 import { startHttpFrontend, type HttpFrontend } from '../../../src/frontends/http/server.js';
 import { createLogger } from '../../../src/observability/logger.js';
+import { ApiKeys } from '../../../src/frontends/api-keys.js';
 import { launchChromium, needChromium } from '../../helpers/browser.js';
 import { EXAMPLES, FIXTURES } from '../../helpers/paths.js';
 import { postJson } from '../../helpers/http.js';
@@ -21,6 +23,7 @@ import { tempRepository } from '../../helpers/server.js';
 
 // Warnings and errors go to a file: the server view shows the latest of them.
 const logFile = join(tmpdir(), `nereid-console-test-${process.pid}.log`);
+const keyFile = join(tmpdir(), `nereid-console-test-${process.pid}.keys`);
 const traceFile = join(tmpdir(), `nereid-console-test-${process.pid}.trace.json`);
 const logger = createLogger({ info: false, warning: true, error: true, verbose: 0, format: 'default', file: logFile });
 let repo: Awaited<ReturnType<typeof tempRepository>>;
@@ -28,6 +31,10 @@ let server: InferenceServer;
 let open: HttpFrontend;
 let restricted: HttpFrontend;
 let browser: Browser | undefined;
+let keyed: HttpFrontend;
+let keys: ApiKeys;
+/** The API key of the keyed port: model metadata and the repository, not inference. */
+const KEY = 'console-test-key-0123456789';
 
 before(async () => {
   repo = await tempRepository([{ from: join(EXAMPLES, 'simple') }, { from: join(FIXTURES, 'broken', 'bad_onnx') }, { from: join(EXAMPLES, 'tiny_llm') }]);
@@ -36,6 +43,9 @@ before(async () => {
   const base = { port: 0, address: '127.0.0.1', maxInputSize: 1 << 20, console: true };
   open = await startHttpFrontend(server, base, logger);
   restricted = await startHttpFrontend(server, { ...base, restricted: [{ categories: ['model-repository'], key: 'admin-key', value: 'secret' }] }, logger);
+  await writeFile(keyFile, `reader metadata;model-repository ${createHash('sha256').update(KEY).digest('hex')}\n`);
+  keys = new ApiKeys(keyFile, false, logger);
+  keyed = await startHttpFrontend(server, { ...base, keys }, logger);
 });
 
 after(async () => {
@@ -43,6 +53,9 @@ after(async () => {
   await server.close(5);
   await open.close();
   await restricted.close();
+  await keyed.close();
+  keys.close();
+  await rm(keyFile, { force: true });
   await repo.remove();
   await logger.close();
   await rm(logFile, { force: true });
@@ -62,6 +75,8 @@ async function openConsole(t: TestContext, f: HttpFrontend): Promise<Opened | un
   if (!needChromium(t)) return undefined;
   browser ??= await launchChromium();
   const page = await browser.newPage({ viewport: { width: 1200, height: 900 } });
+  // Closed with its test: a page left open keeps polling.
+  t.after(() => page.close());
   const errors: string[] = [];
   const foreign: string[] = [];
   page.on('console', (m) => m.type() === 'error' && errors.push(m.text()));
@@ -321,4 +336,20 @@ test('a text model gets a chat box that streams through generate_stream, the con
   } finally {
     await postJson(`${urlOf(open)}/v2/repository/models/tiny_llm/unload`, {});
   }
+});
+
+test('with API keys, the console needs the key typed in the Access panel, and its scopes decide as for any client', async (t) => {
+  const o = await openConsole(t, keyed);
+  if (!o) return;
+  const { page } = o;
+  await page.getByText("The repository index was refused: This API requires an API key, expecting header 'Authorization: Bearer <key>'").waitFor();
+  await page.getByText('Access').click();
+  await page.getByLabel('API key (Bearer)').fill(KEY);
+  await page.getByRole('button', { name: 'Refresh' }).click();
+  await page.getByRole('button', { name: 'Unload simple' }).waitFor();
+  // The key has no inference scope: the form's request is refused with the API's words.
+  await page.getByRole('link', { name: 'Try a request' }).click();
+  await page.getByLabel('Model').selectOption('simple');
+  await page.getByRole('button', { name: 'Send' }).click();
+  await page.getByRole('status').filter({ hasText: "simple refused the request: The API key 'reader' lacks scope 'inference'" }).waitFor();
 });
