@@ -102,7 +102,7 @@ async function main() {
     await page.locator('.timeline').first().waitFor();
     await shot('traces', false);
     await page.getByRole('link', { name: 'Server' }).click();
-    await page.getByLabel('Command line').waitFor();
+    await page.getByRole('table', { name: /^Flags given/ }).waitFor();
     await shot('server');
   } finally {
     await stop();

@@ -675,6 +675,27 @@ export const FLAG_EFFECTS: readonly { name: string; id: string; group: string; a
 /** Every accepted flag name (aliases included), without `--`. */
 export const FLAG_NAMES: readonly string[] = FLAGS.map((f) => f.name);
 
+/** One flag as the web console's server view lists it (GET /v2/nereid/server). */
+export interface FlagInEffect {
+  readonly name: string;
+  readonly value: string;
+  /** false: the flag was not given, and `value` is its default as --help words it. */
+  readonly given: boolean;
+}
+
+/**
+ * The flags of a command line parseServeFlags has taken: each one given, under its canonical name, in the
+ * order given (a repeatable flag once per time), then every other flag with its default. Aliases are left out.
+ */
+export function flagsInEffect(argv: readonly string[]): FlagInEffect[] {
+  const given: FlagInEffect[] = [];
+  for (const item of getopt([...argv], FLAGS, { abbreviations: true })) {
+    if (item.option) given.push({ name: (item.option as FlagSpec).id, value: item.value ?? '', given: true });
+  }
+  const named = new Set(given.map((f) => f.name));
+  return [...given, ...FLAGS.filter((f) => f.id === f.name && !named.has(f.name)).map((f) => ({ name: f.name, value: f.def, given: false }))];
+}
+
 export const USAGE: string = formatUsage(
   'Usage: nereid serve --model-repository <path> [flags]\n\n' +
     "Flags are tritonserver's: --flag=value or --flag value; any unambiguous prefix of a flag name works.",

@@ -6,7 +6,7 @@ import { isNereidError } from '../errors.js';
 import type { MetricsOptions } from '../server/options.js';
 import { createLogger, type Logger } from '../observability/logger.js';
 import { InferenceServer } from '../server/inference-server.js';
-import { FlagError, parseServeFlags, USAGE, type ServeOptions } from './flags.js';
+import { FlagError, parseServeFlags, USAGE, type FlagInEffect, type ServeOptions } from './flags.js';
 import { grpcFlagWarnings, grpcOptions } from './grpc-options.js';
 import { httpFlagWarnings, httpOptions, openAiOptions } from './http-options.js';
 import { apiKeys, exportKeyMetrics } from './api-keys.js';
@@ -92,9 +92,9 @@ export async function serveCommand(argv: readonly string[]): Promise<number> {
  * Starts the frontends in turn. When one fails to start, the server and the frontends already started are
  * closed, in that order, and the result is undefined.
  */
-async function startFrontends(opts: ServeOptions, server: InferenceServer, logger: Logger, f: Frontends, keys: ApiKeys | undefined, commandLine: string[]): Promise<Started | undefined> {
+async function startFrontends(opts: ServeOptions, server: InferenceServer, logger: Logger, f: Frontends, keys: ApiKeys | undefined, flags: FlagInEffect[]): Promise<Started | undefined> {
   const steps: Array<{ readonly key: keyof Started; readonly what: string; readonly start: (() => Promise<Closable>) | undefined }> = [
-    { key: 'http', what: 'HTTP', start: opts.http.allow ? () => f.startHttpFrontend(server, { ...httpOptions(opts), keys, commandLine }, logger.child('http/server.ts')) : undefined },
+    { key: 'http', what: 'HTTP', start: opts.http.allow ? () => f.startHttpFrontend(server, { ...httpOptions(opts), keys, flags }, logger.child('http/server.ts')) : undefined },
     { key: 'grpc', what: 'GRPC', start: opts.grpc.allow ? () => f.startGrpcFrontend(server, { ...grpcOptions(opts), keys }, logger.child('grpc/server.ts')) : undefined },
     { key: 'metrics', what: 'metrics', start: opts.metrics.allow ? () => f.startMetricsFrontend(server, opts.metrics, logger.child('metrics/server.ts')) : undefined },
     {

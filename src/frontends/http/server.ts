@@ -22,7 +22,7 @@ import { createHttpServer, type TlsFiles, type TlsLimits } from '../tls-listener
 import { HTTP_ERROR_HEADERS, HTTP_STATUS } from './status.js';
 import { handleGenerate } from './generate.js';
 import { ConsoleAssets, consoleUrl } from './console.js';
-import { serverInfo } from './server-info.js';
+import { serverInfo, type ShownFlag } from './server-info.js';
 import { handleLoad, handleRepoIndex, handleUnload } from './repository.js';
 import { JSON_HEADERS, releaseWhenDone, sendEmpty, sendJson } from './reply.js';
 import type { RootTrace, TraceContextCarrier } from '../../inference/trace.js';
@@ -45,8 +45,8 @@ export interface HttpOptions {
   tlsLimits?: TlsLimits;
   /** --allow-console: serve the web console at /console/ (the CLI turns it on for loopback addresses). */
   console?: boolean;
-  /** The flags the server was started with, secrets hidden, for GET /v2/nereid/server. */
-  commandLine?: readonly string[];
+  /** The flags in effect, secrets hidden, for GET /v2/nereid/server (none for a server started in process). */
+  flags?: readonly ShownFlag[];
 }
 
 export interface HttpFrontend {
@@ -293,7 +293,7 @@ function answerWhole(ctx: Context, r: Route, method: string, req: RequestInfo, r
     case 'all_stats': return sendJson(res, 200, JSON.stringify(s.statistics()));
     case 'all_instance_stats': return sendJson(res, 200, JSON.stringify(s.instanceStatistics()));
     case 'logging': return sendJson(res, 200, JSON.stringify(ctx.logger.settings()));
-    case 'nereid_server': return sendJson(res, 200, JSON.stringify(serverInfo(s, ctx.logger, ctx.options.commandLine ?? [])));
+    case 'nereid_server': return sendJson(res, 200, JSON.stringify(serverInfo(s, ctx.logger, ctx.options.flags ?? [])));
     case 'nereid_traces': return sendJson(res, 200, s.traces.recent.json());
     case 'trace': return handleTrace(ctx, r.model ?? '', null, res);
     case 'shm': return handleSharedMemory(ctx, r, res);

@@ -104,8 +104,12 @@ test('GET /v2/nereid/server: the command line with secrets hidden, refusals by l
     assert.equal(s.name, 'triton', "the server metadata's fields, as Triton names itself");
     assert.ok(Array.isArray(s.extensions));
     assert.ok(s.nereid_uptime_secs >= 0 && s.nereid_memory_bytes.rss > 0);
-    assert.ok(s.nereid_command_line.includes('--http-restricted-api=logging:admin-key=<hidden>'), s.nereid_command_line.join(' '));
-    assert.ok(s.nereid_command_line.includes('--load-model=simple'));
+    // The flags given (canonical names, in order), then every other one at its default.
+    const flags = s.nereid_flags as { name: string; value: string; given: boolean }[];
+    const given = flags.filter((f) => f.given).map((f) => `--${f.name}=${f.value}`);
+    assert.deepEqual(given.slice(-4), ['--model-control-mode=explicit', '--load-model=simple', '--http-max-input-size=4096', '--http-restricted-api=logging:admin-key=<hidden>']);
+    assert.deepEqual(flags.find((f) => f.name === 'grpc-port'), { name: 'grpc-port', value: '8001', given: false });
+    assert.equal(flags.filter((f) => f.name === 'http-port').length, 1);
     assert.doesNotMatch(JSON.stringify(s), /s3cret/);
     assert.deepEqual(Object.values(s.nereid_limit_refusals), [1]);
     const warning = s.nereid_recent_log.find((l: { message: string }) => /refused a request/.test(l.message));
