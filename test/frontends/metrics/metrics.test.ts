@@ -178,6 +178,11 @@ test('histogram_latencies: the first-response histogram of a decoupled model, wi
   assert.equal(m.value('nv_inference_first_response_histogram_ms_count', labels), 1);
   assert.ok(m.value('nv_inference_first_response_histogram_ms_sum', labels) > 0);
   assert.equal(m.find('nv_inference_first_response_histogram_ms_count', { model: 'simple' }).length, 0, 'only decoupled models have one, as in Triton');
+  // The statistics extension carries the histogram's count and sum (nereid_first_response_ms), which the
+  // web console turns into a mean time to first response.
+  const stats = (await request(`${s.url}/v2/models/stream_js/stats`)).json().model_stats[0];
+  assert.deepEqual(stats.nereid_first_response_ms, { count: 1, sum: m.value('nv_inference_first_response_histogram_ms_sum', labels) });
+  assert.equal((await request(`${s.url}/v2/models/simple/stats`)).json().model_stats[0].nereid_first_response_ms, undefined);
 });
 
 test('a version that unloads disappears from the output', async () => {
