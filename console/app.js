@@ -23,7 +23,17 @@ function show() {
   const main = document.getElementById('view');
   main.replaceChildren();
   say('');
-  current = view(main, decodeURIComponent(location.hash.slice(1).split('/').slice(1).join('/')));
+  current = view(main, argument());
+}
+
+/** What follows the view's name in the fragment (a model's name), decoded; a malformed escape is kept as typed. */
+function argument() {
+  const raw = location.hash.slice(1).split('/').slice(1).join('/');
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    return raw;
+  }
 }
 
 function bindAccess() {
