@@ -4,7 +4,7 @@
 //
 //   node scripts/runtime-tree.mjs --out <dir> [--examples] [--platform linux-x64]
 //
-// What goes in: bin/, dist/src/ (without declarations and source maps), proto/, python/ (the Python backend's
+// What goes in: bin/, dist/src/ (without declarations and source maps), proto/, console/ (the web console's files), python/ (the Python backend's
 // stub, used only when the image has a Python), the native addons, a package.json without scripts or
 // dev dependencies, and the production dependencies, found by walking `dependencies`, `optionalDependencies`
 // and required peers from the package (optional peers such as node-llama-cpp's typescript stay out). Then:
@@ -139,6 +139,7 @@ function main() {
   cpSync(join(ROOT, 'bin'), join(out, 'bin'), { recursive: true });
   cpSync(join(ROOT, 'dist', 'src'), join(out, 'dist', 'src'), { recursive: true, filter: own });
   cpSync(join(ROOT, 'proto'), join(out, 'proto'), { recursive: true });
+  cpSync(join(ROOT, 'console'), join(out, 'console'), { recursive: true });
   cpSync(join(ROOT, 'python'), join(out, 'python'), { recursive: true, filter: (p) => !p.includes('__pycache__') });
   for (const addon of ['nereid_shm.node', 'nereid_exit.node']) {
     const from = join(ROOT, 'build', 'Release', addon);

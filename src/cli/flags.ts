@@ -465,6 +465,7 @@ const FLAGS: readonly FlagSpec[] = [
     'the HTTP server runs on the Node.js event loop'),
   flag(HTTP, 'http-max-input-size', '<integer>', '67108864', 'Largest HTTP request body in bytes, before and after decompression (greater than 0).',
     (d, v) => { d.http.maxInputSize = maxInputSize(v); }),
+  noted(flag(HTTP, 'allow-console', BOOL_ARG, 'true on a loopback --http-address, false otherwise', "Serve the web console at /console/ on the HTTP port. It uses the public HTTP API from the browser, so --http-restricted-api, API keys and the model control mode apply to it as to any client. Nereid's own flag.", keepBool), NEREID_OWN),
   flag(HTTP, 'http-restricted-api', '<category>[,<category>...]:<header>=<value>', '', `Serve these API categories only to requests carrying header <header> with value <value>. Categories: ${RESTRICTED_CATEGORIES.join(', ')}. Repeatable; a category may appear in one group only.`,
     (d, v, id) => keep(d, id, restricted(d, id, v))),
   ...sslFlags(HTTP, 'http', 'HTTP', ''),
@@ -675,6 +676,27 @@ export const FLAG_EFFECTS: readonly { name: string; id: string; group: string; a
 
 /** Every accepted flag name (aliases included), without `--`. */
 export const FLAG_NAMES: readonly string[] = FLAGS.map((f) => f.name);
+
+/** One flag as the web console's server view lists it (GET /v2/nereid/server). */
+export interface FlagInEffect {
+  readonly name: string;
+  readonly value: string;
+  /** false: the flag was not given, and `value` is its default as --help words it. */
+  readonly given: boolean;
+}
+
+/**
+ * The flags of a command line parseServeFlags has taken: each one given, under its canonical name, in the
+ * order given (a repeatable flag once per time), then every other flag with its default. Aliases are left out.
+ */
+export function flagsInEffect(argv: readonly string[]): FlagInEffect[] {
+  const given: FlagInEffect[] = [];
+  for (const item of getopt([...argv], FLAGS, { abbreviations: true })) {
+    if (item.option) given.push({ name: (item.option as FlagSpec).id, value: item.value ?? '', given: true });
+  }
+  const named = new Set(given.map((f) => f.name));
+  return [...given, ...FLAGS.filter((f) => f.id === f.name && !named.has(f.name)).map((f) => ({ name: f.name, value: f.def, given: false }))];
+}
 
 export const USAGE: string = formatUsage(
   'Usage: nereid serve --model-repository <path> [flags]\n\n' +

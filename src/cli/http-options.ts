@@ -1,4 +1,5 @@
 import type { HttpOptions } from '../frontends/http/server.js';
+import { isLoopback } from '../frontends/http/console.js';
 import type { OpenAiOptions } from '../frontends/openai/server.js';
 import { DEFAULT_STORE_BOUNDS, MAX_ENTRY_CHARS, type TextStore } from '../frontends/openai/responses-store.js';
 import { parseRedisUrl, redact } from '../scheduler/sequence-store-redis.js';
@@ -15,6 +16,8 @@ export function httpOptions(opts: ServeOptions): HttpOptions {
   if (pattern) o.headerForwardPattern = pattern;
   const tls = tlsFiles(opts, 'http');
   if (tls !== undefined) o.tls = tls;
+  const console = opts.extra['allow-console']?.at(-1);
+  o.console = console === undefined ? isLoopback(opts.http.address) : console === 'true';
   return o;
 }
 

@@ -6,10 +6,11 @@ import { isNereidError } from '../errors.js';
 import type { MetricsOptions } from '../server/options.js';
 import { createLogger, type Logger } from '../observability/logger.js';
 import { InferenceServer } from '../server/inference-server.js';
-import { FlagError, parseServeFlags, USAGE, type ServeOptions } from './flags.js';
+import { FlagError, parseServeFlags, USAGE, type FlagInEffect, type ServeOptions } from './flags.js';
 import { grpcFlagWarnings, grpcOptions } from './grpc-options.js';
 import { httpFlagWarnings, httpOptions, openAiOptions, openAiResponseStore } from './http-options.js';
 import { apiKeys, exportKeyMetrics } from './api-keys.js';
+import { shownFlags } from './shown-flags.js';
 import type { ApiKeys } from '../frontends/api-keys.js';
 
 /** A started frontend, as far as stopping it goes. */
@@ -76,7 +77,7 @@ export async function serveCommand(argv: readonly string[]): Promise<number> {
   exportKeyMetrics(keys, server);
   // Ready only once every listener is open: a client that waits for ready on one protocol may dial any other.
   const listening = server.holdReadiness();
-  const started = await startFrontends(opts, server, logger, await frontends, keys);
+  const started = await startFrontends(opts, server, logger, await frontends, keys, shownFlags(argv));
   if (started === undefined) {
     keys?.close();
     return 1;
@@ -91,9 +92,9 @@ export async function serveCommand(argv: readonly string[]): Promise<number> {
  * Starts the frontends in turn. When one fails to start, the server and the frontends already started are
  * closed, in that order, and the result is undefined.
  */
-async function startFrontends(opts: ServeOptions, server: InferenceServer, logger: Logger, f: Frontends, keys: ApiKeys | undefined): Promise<Started | undefined> {
+async function startFrontends(opts: ServeOptions, server: InferenceServer, logger: Logger, f: Frontends, keys: ApiKeys | undefined, flags: FlagInEffect[]): Promise<Started | undefined> {
   const steps: Array<{ readonly key: keyof Started; readonly what: string; readonly start: (() => Promise<Closable>) | undefined }> = [
-    { key: 'http', what: 'HTTP', start: opts.http.allow ? () => f.startHttpFrontend(server, { ...httpOptions(opts), keys }, logger.child('http/server.ts')) : undefined },
+    { key: 'http', what: 'HTTP', start: opts.http.allow ? () => f.startHttpFrontend(server, { ...httpOptions(opts), keys, flags }, logger.child('http/server.ts')) : undefined },
     { key: 'grpc', what: 'GRPC', start: opts.grpc.allow ? () => f.startGrpcFrontend(server, { ...grpcOptions(opts), keys }, logger.child('grpc/server.ts')) : undefined },
     { key: 'metrics', what: 'metrics', start: opts.metrics.allow ? () => f.startMetricsFrontend(server, opts.metrics, logger.child('metrics/server.ts')) : undefined },
     {

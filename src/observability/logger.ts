@@ -76,7 +76,21 @@ export interface Logger {
   update(partial: Readonly<Record<string, unknown>>): void;
   /** Closes the shared output (the log file); later lines go to stderr. Idempotent. */
   close(): Promise<void>;
+  /** The latest warnings and errors written (at most RECENT_LINES, oldest first), for the web console. */
+  recent?(): readonly LogRecord[];
 }
+
+export interface LogRecord {
+  /** Milliseconds since the epoch. */
+  readonly atMs: number;
+  readonly level: 'E' | 'W';
+  /** The message as written, cut at RECENT_CHARS characters. */
+  readonly message: string;
+}
+
+/** Bounds of the ring of recent warnings and errors: a flood of them costs this much memory and no more. */
+export const RECENT_LINES = 100;
+export const RECENT_CHARS = 2000;
 
 function noop(): void {}
 
@@ -90,6 +104,9 @@ class Sink {
   private stampSecond = -1;
   private stampText = '';
   readonly locations = new LogLocations();
+  /** The latest warnings and errors, a ring of RECENT_LINES written at `next`. */
+  private readonly ring: LogRecord[] = [];
+  private next = 0;
 
   constructor(settings: LogSettings, quote: boolean) {
     this.settings = { ...settings };
@@ -120,6 +137,18 @@ class Sink {
       : `${level}${this.defaultStamp(us)}${tail}${msg}\n`;
     if (this.fd >= 0) writeSync(this.fd, line);
     else process.stderr.write(line);
+    if (level === 'E' || level === 'W') this.keep(level, message);
+  }
+
+  private keep(level: 'E' | 'W', message: string): void {
+    const record = { atMs: Date.now(), level, message: message.length > RECENT_CHARS ? `${message.slice(0, RECENT_CHARS)}…` : message };
+    if (this.ring.length < RECENT_LINES) this.ring.push(record);
+    else this.ring[this.next] = record;
+    this.next = (this.next + 1) % RECENT_LINES;
+  }
+
+  recent(): LogRecord[] {
+    return this.ring.length < RECENT_LINES ? [...this.ring] : [...this.ring.slice(this.next), ...this.ring.slice(0, this.next)];
   }
 
   close(): void {
@@ -222,6 +251,10 @@ class TaggedLogger implements Logger {
   close(): Promise<void> {
     this.sink.close();
     return Promise.resolve();
+  }
+
+  recent(): readonly LogRecord[] {
+    return this.sink.recent();
   }
 }
 

@@ -40,6 +40,8 @@ export interface LatencyObserver {
   cacheMiss(ns: number): void;
   /** A decoupled request's first response (an empty final flag is not a response). */
   firstResponse(ns: number): void;
+  /** What it has recorded, as nereid_ fields of the statistics JSON (read only when statistics are asked for). */
+  statisticsJSON?(): Record<string, unknown>;
 }
 
 /**
@@ -208,6 +210,12 @@ export class ModelStatistics {
       batch_stats: [...this.batches.values()].sort((a, b) => a.batch_size - b.batch_size),
       // Triton's memory_usage: what the version's load took (Nereid measures CPU memory only, see models/load-meter.ts).
       memory_usage: this.memoryBytes === undefined ? [] : [{ type: 'CPU', id: 0, byte_size: this.memoryBytes }],
+      // Nereid's additions, counted anyway for the metrics: what a client polling the statistics (the web
+      // console) needs beyond Triton's fields.
+      nereid_failures: this.failures,
+      nereid_prompt_tokens: this.promptTokens,
+      nereid_generated_tokens: this.generatedTokens,
+      ...this.observer?.statisticsJSON?.(),
     };
   }
 }

@@ -396,26 +396,27 @@ export class InferenceServer {
   }
 
   async loadModel(name: string, request: LoadRequest = {}): Promise<void> {
-    this.checkControlMode();
+    checkControlMode(this.options);
     await this.manager.load(name, request);
   }
 
   /** With unloadDependents, the models it ran on that nothing else needs go too (see ModelManager.unload). */
   async unloadModel(name: string, options: { unloadDependents?: boolean } = {}): Promise<void> {
-    this.checkControlMode();
+    checkControlMode(this.options);
     await this.manager.unload(name, options.unloadDependents ?? false);
   }
 
-  /** Triton's words and code when model control is off, in modes none and poll alike (its model_control_enabled). */
-  private checkControlMode(): void {
-    if ((this.options.modelControlMode ?? 'none') !== 'explicit') {
-      throw unavailable('explicit model load / unload is not allowed if polling is enabled');
-    }
+  /** Refusals by the server's limits so far, by limit name (nereid_limit_refusal_count). */
+  limitRefusalCounts(): Record<string, number> {
+    return Object.fromEntries(this.refusals.entries());
   }
 
-  /** Triton's statistics JSON: `{ model_stats: [...] }` for READY versions. */
+  /**
+   * Triton's statistics JSON: `{ model_stats: [...] }` for READY versions, with Nereid's additions: what is
+   * queued and in flight now, as nv_inference_pending_request_count has it.
+   */
   statistics(name?: string, version?: number): { model_stats: Record<string, unknown>[] } {
-    return { model_stats: this.manager.statisticsOf(name, version).map((m) => m.stats.toJSON()) };
+    return { model_stats: this.manager.statisticsOf(name, version).map((m) => ({ ...m.stats.toJSON(), nereid_pending_count: m.waiting(), nereid_inflight_count: m.inflight() })) };
   }
 
   /**
@@ -519,6 +520,13 @@ function loadAtStart(manager: ModelManager, options: ServerOptions): Promise<Map
 }
 
 /** The server's metrics (prom-client's module loaded as `Metrics`), reading the manager at scrape time. */
+/** Triton's words and code when model control is off, in modes none and poll alike (its model_control_enabled). */
+function checkControlMode(options: ServerOptions): void {
+  if ((options.modelControlMode ?? 'none') !== 'explicit') {
+    throw unavailable('explicit model load / unload is not allowed if polling is enabled');
+  }
+}
+
 function serverMetrics(Metrics: typeof ServerMetrics, options: ServerOptions, manager: () => ModelManager, refusals: LimitRefusals, log: Logger): ServerMetrics {
   const m = options.metrics!;
   return new Metrics(() => manager().loadedVersions(), {

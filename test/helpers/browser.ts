@@ -32,11 +32,7 @@ export interface PageCheck {
  * waits for its charts, and saves a full-page screenshot under test-output/.
  */
 export async function openReport(file: string, screenshot: string): Promise<PageCheck> {
-  const { chromium } = await import('playwright-core');
-  const browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: ['--no-sandbox', '--disable-background-networking', '--disable-component-update', '--disable-default-apps', '--disable-sync', '--no-first-run', '--disable-domain-reliability', '--disable-client-side-phishing-detection', '--metrics-recording-only', '--disable-features=Translate,OptimizationHints,MediaRouter,AutofillServerCommunication', '--disable-gpu'],
-  });
+  const browser = await launchChromium();
   try {
     const page = await browser.newPage({ viewport: { width: 1100, height: 900 } });
     const consoleErrors: string[] = [];
@@ -60,4 +56,13 @@ export async function openReport(file: string, screenshot: string): Promise<Page
   } finally {
     await browser.close();
   }
+}
+
+/** Debian's chromium, headless, with its calls home turned off. */
+export async function launchChromium(): Promise<import('playwright-core').Browser> {
+  const { chromium } = await import('playwright-core');
+  return chromium.launch({
+    executablePath: CHROMIUM,
+    args: ['--no-sandbox', '--disable-background-networking', '--disable-component-update', '--disable-default-apps', '--disable-sync', '--no-first-run', '--disable-domain-reliability', '--disable-client-side-phishing-detection', '--metrics-recording-only', '--disable-features=Translate,OptimizationHints,MediaRouter,AutofillServerCommunication', '--disable-gpu'],
+  });
 }

@@ -4,7 +4,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isNereidError, type ErrorCode } from '../../src/errors.js';
-import { createLogger, NOOP_LOGGER, type LogSettings, type Logger } from '../../src/observability/logger.js';
+import { createLogger, NOOP_LOGGER, RECENT_CHARS, RECENT_LINES, type LogSettings, type Logger } from '../../src/observability/logger.js';
 import { ROOT } from '../helpers/paths.js';
 
 /** `observability_logger.test.ts:<line>`: the one line of this file that makes the call `call` (not one that asks where it is). */
@@ -197,4 +197,27 @@ test('NOOP_LOGGER prints nothing, reports everything off, still validates update
   assert.equal(NOOP_LOGGER.settings().log_info, false);
   rejects(() => NOOP_LOGGER.update({ log_format: 'x' }), 'INVALID_SETTING', /log_format/);
   await NOOP_LOGGER.close();
+});
+
+test('recent(): the latest warnings and errors written, at most RECENT_LINES of at most RECENT_CHARS characters each', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'nereid-log-ring-'));
+  const logger = createLogger({ info: true, warning: true, error: true, verbose: 0, format: 'default', file: join(dir, 'log') });
+  try {
+    const child = logger.child('model.ts');
+    child.info('not kept: info');
+    for (let i = 0; i < RECENT_LINES + 50; i++) (i % 2 === 0 ? child.warn : logger.error)(`line ${i}`);
+    logger.warn('x'.repeat(RECENT_CHARS + 500));
+    const recent = logger.recent!();
+    assert.equal(recent.length, RECENT_LINES);
+    assert.equal(recent[0]!.message, 'line 51', 'the oldest ones are dropped');
+    assert.deepEqual([recent.at(-2)!.level, recent.at(-2)!.message], ['E', `line ${RECENT_LINES + 49}`]);
+    assert.equal(recent.at(-1)!.message.length, RECENT_CHARS + 1, 'cut, with an ellipsis');
+    assert.ok(!recent.some((r) => r.message.includes('info')));
+    logger.update({ log_warning: false });
+    logger.warn('not written, not kept');
+    assert.notEqual(logger.recent!().at(-1)!.message, 'not written, not kept');
+  } finally {
+    await logger.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

@@ -62,6 +62,7 @@ test('the packed package installs offline and every export imports', { timeout: 
     assert.ok(paths.includes('dist/src/index.js'), 'the tarball holds the compiled code');
     assert.ok(paths.includes('dist/src/experimental.d.ts'), 'the tarball holds the type declarations');
     assert.deepEqual(paths.filter((p) => p.startsWith('dist/test/') || p.startsWith('test/')), [], 'no tests in the tarball');
+    for (const file of ['console/index.html', 'console/app.js']) assert.ok(paths.includes(file), `the tarball holds the web console's ${file}`);
     // The install script builds the native addons from binding.gyp's sources (it is skipped below).
     const gyp = JSON.parse(readFileSync(join(ROOT, 'binding.gyp'), 'utf8')) as { targets: { sources: string[] }[] };
     for (const file of ['scripts/build-native.mjs', 'binding.gyp', ...gyp.targets.flatMap((t) => t.sources)]) {

@@ -34,7 +34,9 @@ test('the in-process API: create, metadata, infer, statistics, close', async () 
     assert.ok(stats.execution_count >= 1);
     assert.ok(stats.inference_stats.success.count >= 1);
     assert.ok(stats.inference_stats.compute_infer.ns > 0);
-    assert.deepEqual(Object.keys(stats), ['name', 'version', 'last_inference', 'inference_count', 'execution_count', 'inference_stats', 'response_stats', 'batch_stats', 'memory_usage']);
+    // Triton's fields, then Nereid's own (nereid_ prefixed), which a Triton client ignores.
+    assert.deepEqual(Object.keys(stats), ['name', 'version', 'last_inference', 'inference_count', 'execution_count', 'inference_stats', 'response_stats', 'batch_stats', 'memory_usage',
+      'nereid_failures', 'nereid_prompt_tokens', 'nereid_generated_tokens', 'nereid_pending_count', 'nereid_inflight_count']);
     assert.deepEqual(Object.keys(stats.inference_stats), ['success', 'fail', 'queue', 'compute_input', 'compute_infer', 'compute_output', 'cache_hit', 'cache_miss']);
 
     await assert.rejects(server.infer({ model: 'simple', inputs: [int32('INPUT0', a)] }), (e) => isNereidError(e) && e.code === 'INVALID_ARG');
@@ -42,7 +44,10 @@ test('the in-process API: create, metadata, infer, statistics, close', async () 
     const short: Tensor = { name: 'INPUT0', datatype: 'INT32', shape: [1, 16], data: new Uint8Array(60) };
     await assert.rejects(server.infer({ model: 'simple', inputs: [short, int32('INPUT1', a)] }),
       (e) => isNereidError(e) && e.code === 'INVALID_ARG' && e.message === "input byte size mismatch for input 'INPUT0' for model 'simple'. Expected 64, got 60");
-    assert.ok((server.statistics('simple').model_stats[0] as any).inference_stats.fail.count >= 1);
+    const after = server.statistics('simple').model_stats[0] as any;
+    assert.ok(after.inference_stats.fail.count >= 1);
+    assert.equal(after.nereid_failures.REJECTED + after.nereid_failures.OTHER + after.nereid_failures.BACKEND + after.nereid_failures.CANCELED, after.inference_stats.fail.count);
+    assert.deepEqual([after.nereid_pending_count, after.nereid_inflight_count], [0, 0]);
     await assert.rejects(server.unloadModel('simple'), (e) => isNereidError(e) && e.code === 'UNAVAILABLE');
   } finally {
     await server.close();

@@ -17,8 +17,9 @@ export function category(r: Route): string {
     case 'live': case 'ready': return 'health';
     case 'server_metadata': return 'metadata';
     case 'all_stats': case 'all_instance_stats': return 'statistics';
-    case 'logging': return 'logging';
-    case 'trace': return 'trace';
+    // The server's own state (its log lines and command line among it) is the logging category's.
+    case 'logging': case 'nereid_server': return 'logging';
+    case 'trace': case 'nereid_traces': return 'trace';
     case 'repo_index': case 'repo_index_named': case 'repo_model': return 'model-repository';
     case 'shm': return 'shared-memory';
     case 'model':

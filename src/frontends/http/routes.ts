@@ -3,7 +3,7 @@
  * digits only, as Triton's router matches them (anything else is a 404).
  */
 export type Route =
-  | { kind: 'live' | 'ready' | 'server_metadata' | 'all_stats' | 'all_instance_stats' | 'logging' | 'repo_index' }
+  | { kind: 'live' | 'ready' | 'server_metadata' | 'all_stats' | 'all_instance_stats' | 'logging' | 'repo_index' | 'nereid_server' | 'nereid_traces' }
   | { kind: 'model'; model: string; version: number | undefined; action: ModelAction }
   | { kind: 'repo_model'; model: string; action: 'load' | 'unload'; repository: string }
   | { kind: 'repo_index_named'; repository: string }
@@ -29,6 +29,9 @@ export function route(path: string): Route | undefined {
     case '/v2/logging': return { kind: 'logging' };
     case '/v2/repository/index': return { kind: 'repo_index' };
     case '/v2/trace/setting': return { kind: 'trace', model: undefined };
+    // Nereid's own: what the web console's server view shows (see server-info.ts).
+    case '/v2/nereid/server': return { kind: 'nereid_server' };
+    case '/v2/nereid/traces': return { kind: 'nereid_traces' };
     default: break;
   }
   let m = MODEL.exec(path);

@@ -21,6 +21,8 @@ import { originForm } from '../request-target.js';
 import { createHttpServer, type TlsFiles, type TlsLimits } from '../tls-listener.js';
 import { HTTP_ERROR_HEADERS, HTTP_STATUS } from './status.js';
 import { handleGenerate } from './generate.js';
+import { ConsoleAssets, consoleUrl } from './console.js';
+import { serverInfo, type ShownFlag } from './server-info.js';
 import { handleLoad, handleRepoIndex, handleUnload } from './repository.js';
 import { JSON_HEADERS, releaseWhenDone, sendEmpty, sendJson } from './reply.js';
 import type { RootTrace, TraceContextCarrier } from '../../inference/trace.js';
@@ -41,6 +43,10 @@ export interface HttpOptions {
   tls?: TlsFiles;
   /** Bounds on TLS handshakes; the defaults unless given (tests give others). */
   tlsLimits?: TlsLimits;
+  /** --allow-console: serve the web console at /console/ (the CLI turns it on for loopback addresses). */
+  console?: boolean;
+  /** The flags in effect, secrets hidden, for GET /v2/nereid/server (none for a server started in process). */
+  flags?: readonly ShownFlag[];
 }
 
 export interface HttpFrontend {
@@ -58,7 +64,7 @@ export async function startHttpFrontend(server: InferenceServer, options: HttpOp
   const json = new JsonParser();
   const ctx: Context = {
     server, options, json, logger, restrict: restriction(options.restricted), keys: options.keys ?? null, tenants: new WeakMap(), forwarded: rawHeaderForwarder(options.headerForwardPattern),
-    parseBody: (body, exact) => json.parseBody(body, exact), routes: new RouteCache(),
+    parseBody: (body, exact) => json.parseBody(body, exact), routes: new RouteCache(), console: options.console === true ? new ConsoleAssets() : null,
   };
   const { server: http, stop } = createHttpServer({ keepAliveTimeout: 65_000 }, options.tls, (req, res) => {
     // Dispatch is synchronous up to the handler that waits for something: an async function per layer of
@@ -80,6 +86,8 @@ export async function startHttpFrontend(server: InferenceServer, options: HttpOp
     http.listen(options.port, options.address, () => resolve());
   });
   const port = (http.address() as AddressInfo).port;
+  // Before Triton's line, which scripts wait for: whoever has seen that line has seen this one.
+  if (ctx.console !== null) logger.info(`Console at ${consoleUrl(options.address, port, options.tls !== undefined)}`);
   // Triton's line, which scripts wait for; TLS is said apart.
   logger.info(`Started HTTPService at ${options.address}:${port}`);
   if (options.tls !== undefined) logger.info(`HTTPService serves TLS (client certificates ${options.tls.mutual ? 'required' : 'not asked for'})`);
@@ -128,11 +136,15 @@ interface Context {
   /** JSON bodies of the endpoints other than infer: json.parseBody. */
   readonly parseBody: (body: Buffer, exact?: boolean) => Promise<unknown>;
   readonly routes: RouteCache;
+  /** null when the console is off. */
+  readonly console: ConsoleAssets | null;
 }
 
 /** Routes a request node:http read; what answers at once returns nothing, what waits returns its promise. */
 function handle(ctx: Context, req: IncomingMessage, res: ServerResponse): Promise<void> | void {
   const r = routeOf(ctx, req.url ?? '/');
+  // Only a path no API route takes can be the console's.
+  if (r === undefined && ctx.console !== null && ctx.console.answer(req, res)) return;
   const method = req.method ?? 'GET';
   if (refused(ctx, r, method, req.headers, res)) return;
   if (wholeBody(r, method)) return answerWhole(ctx, r, method, req, res, req);
@@ -160,7 +172,9 @@ function directHandlers(ctx: Context): DirectHandlers<Route | null> {
   return {
     decide(head) {
       const r = routeOf(ctx, head.url) ?? null;
-      return r === null || !methodAllowed(r, head.method) || wholeBody(r, head.method) ? r : undefined;
+      // With the console on, a path no API route takes is left to node:http, where the console answers it.
+      if (r === null) return ctx.console === null ? null : undefined;
+      return !methodAllowed(r, head.method) || wholeBody(r, head.method) ? r : undefined;
     },
     serve(head, body, answer, r) {
       let pending: Promise<void> | void;
@@ -279,6 +293,8 @@ function answerWhole(ctx: Context, r: Route, method: string, req: RequestInfo, r
     case 'all_stats': return sendJson(res, 200, JSON.stringify(s.statistics()));
     case 'all_instance_stats': return sendJson(res, 200, JSON.stringify(s.instanceStatistics()));
     case 'logging': return sendJson(res, 200, JSON.stringify(ctx.logger.settings()));
+    case 'nereid_server': return sendJson(res, 200, JSON.stringify(serverInfo(s, ctx.logger, ctx.options.flags ?? [])));
+    case 'nereid_traces': return sendJson(res, 200, s.traces.recent.json());
     case 'trace': return handleTrace(ctx, r.model ?? '', null, res);
     case 'shm': return handleSharedMemory(ctx, r, res);
     case 'model': return handleModel(ctx, r, req, res, body);
@@ -288,7 +304,7 @@ function answerWhole(ctx: Context, r: Route, method: string, req: RequestInfo, r
 
 function methodAllowed(r: Route, method: string): boolean {
   switch (r.kind) {
-    case 'live': case 'ready': case 'server_metadata': case 'all_stats': case 'all_instance_stats': return method === 'GET';
+    case 'live': case 'ready': case 'server_metadata': case 'all_stats': case 'all_instance_stats': case 'nereid_server': case 'nereid_traces': return method === 'GET';
     case 'logging': case 'trace': return method === 'GET' || method === 'POST';
     case 'repo_index': case 'repo_index_named': case 'repo_model': return method === 'POST';
     case 'shm': return r.action === 'status' ? method === 'GET' : method === 'POST';

@@ -88,6 +88,27 @@ export class MetricModelReporter implements LatencyObserver {
     this.firstResponseHistogram?.observe(ns / 1e6);
   }
 
+  /**
+   * For the statistics JSON: the request and queue latency quantiles of the summaries' window (with
+   * summary_latencies), and the first-response histogram's sum and count (with histogram_latencies).
+   */
+  statisticsJSON(): Record<string, unknown> {
+    const out: Record<string, unknown> = {};
+    const s = this.summaries;
+    if (s !== null) {
+      const quantiles = (x: BoundSummary | null): Record<string, number> | undefined => {
+        if (x === null) return undefined;
+        const values = x.values();
+        // An empty window has no values (NaN, which JSON cannot hold).
+        return Object.fromEntries(x.quantiles.flatMap((q, i) => (Number.isNaN(values[i]) ? [] : [[String(q), values[i]!]])));
+      };
+      out['nereid_latency_quantiles_us'] = { request: quantiles(s.request), queue: quantiles(s.queue) };
+    }
+    const h = this.firstResponseHistogram;
+    if (h !== null) out['nereid_first_response_ms'] = { count: h.count, sum: h.sum };
+    return out;
+  }
+
   /** Advances every summary's time window one step. */
   rotate(): void {
     const s = this.summaries;

@@ -5,6 +5,7 @@ import { TraceSettings, type NewSetting, type TraceSetting } from './settings.js
 import { TraceFile } from './trace-file.js';
 import { parseTraceparent } from './traceparent.js';
 import { TritonTrace, type TraceOwner } from './triton-trace.js';
+import { RecentTraces } from './recent-traces.js';
 import type { OtelRuntime } from './otel-trace.js';
 
 /** A trace setting as the trace APIs show it. */
@@ -30,6 +31,8 @@ export class TraceManager implements TraceOwner {
   private readonly settings: TraceSettings;
   private readonly file: TraceFile;
   private readonly retired = new Set<TraceSetting>();
+  /** The latest traces in Triton mode, for the web console. */
+  readonly recent = new RecentTraces();
 
   private constructor(readonly config: TraceConfig, private readonly otel: OtelRuntime | null, logger: Logger) {
     this.file = new TraceFile(config.file, (m) => logger.error(m));
@@ -74,7 +77,10 @@ export class TraceManager implements TraceOwner {
 
   finished(setting: TraceSetting, records: string | null): void {
     setting.live--;
-    if (records !== null) setting.collect(records);
+    if (records !== null) {
+      setting.collect(records);
+      this.recent.add(records);
+    }
     if (setting.retired && setting.live === 0 && this.retired.delete(setting)) setting.flush();
   }
 

@@ -178,6 +178,11 @@ test('histogram_latencies: the first-response histogram of a decoupled model, wi
   assert.equal(m.value('nv_inference_first_response_histogram_ms_count', labels), 1);
   assert.ok(m.value('nv_inference_first_response_histogram_ms_sum', labels) > 0);
   assert.equal(m.find('nv_inference_first_response_histogram_ms_count', { model: 'simple' }).length, 0, 'only decoupled models have one, as in Triton');
+  // The statistics extension carries the histogram's count and sum (nereid_first_response_ms), which the
+  // web console turns into a mean time to first response.
+  const stats = (await request(`${s.url}/v2/models/stream_js/stats`)).json().model_stats[0];
+  assert.deepEqual(stats.nereid_first_response_ms, { count: 1, sum: m.value('nv_inference_first_response_histogram_ms_sum', labels) });
+  assert.equal((await request(`${s.url}/v2/models/simple/stats`)).json().model_stats[0].nereid_first_response_ms, undefined);
 });
 
 test('a version that unloads disappears from the output', async () => {
@@ -217,6 +222,11 @@ test('summary_latencies and counter_latencies=false: summaries whose count and s
     assert.equal(m.types.has('nv_inference_request_duration_us'), false);
     assert.equal(m.types.has('nv_cpu_utilization'), false, '--allow-cpu-metrics=false');
     assert.equal(m.value('nv_inference_request_success', labels), 4);
+    // The statistics extension carries the same window's request and queue quantiles (nereid_ fields).
+    const stats = (await request(`${t.url}/v2/models/simple/stats`)).json().model_stats[0];
+    assert.deepEqual(Object.keys(stats.nereid_latency_quantiles_us.request), ['0.5', '0.99']);
+    assert.equal(stats.nereid_latency_quantiles_us.request['0.99'], m.value('nv_inference_request_summary_us', { ...labels, quantile: '0.99' }));
+    assert.ok(stats.nereid_latency_quantiles_us.queue['0.5'] >= 0);
   } finally {
     await t.close();
   }
