@@ -46,13 +46,16 @@ const { values: a } = parseArgs({
     settle: { type: 'string' },
     out: { type: 'string' },
     'nereid-args': { type: 'string', default: '' },
+    console: { type: 'boolean', default: false },
     help: { type: 'boolean', short: 'h', default: false },
   },
 });
 if (a.help) {
   process.stdout.write(`usage: node bench/http.mjs [--quick] [--only reference|nereid] [--sections http,big,cold,grpc]
        [--rounds N] [--duration S] [--warmup S] [--slices N] [--concurrency 1,8,32] [--big-concurrency 1,4]
-       [--starts N] [--settle S] [--out FILE] [--nereid-args '--flag value ...']
+       [--starts N] [--settle S] [--out FILE] [--nereid-args '--flag value ...'] [--console]
+--console: each Nereid under test has its web console's traffic view open in headless chromium (polling the
+statistics every 2 s), to show what an open console costs.
 see bench/README.md
 `);
   process.exit(0);
@@ -241,7 +244,23 @@ async function startNereidOn(label, dirs) {
   log(`nereid (${label}): pid ${s.pid} port ${s.port}, ready in ${fmt(s.readyMs)} ms`);
   for (const p of s.placement) log(`  ${p.instance}: ${p.where} (${p.why})`);
   results.nereidPlacement[label] = s.placement;
+  if (a.console) await openConsole(s);
   return s;
+}
+
+/** --console: the traffic view open on `s` in headless chromium until the server stops. */
+async function openConsole(s) {
+  const { chromium } = await import('playwright-core');
+  const browser = await chromium.launch({ executablePath: '/usr/bin/chromium', args: ['--no-sandbox', '--disable-gpu', '--no-first-run'] });
+  const page = await browser.newPage();
+  await page.goto(`${s.origin}/console/#traffic`);
+  await page.waitForSelector('canvas', { timeout: 15_000 }).catch(() => log('warning: the console drew no chart'));
+  const stopServer = s.stop.bind(s);
+  s.stop = async () => {
+    await browser.close();
+    return stopServer();
+  };
+  log(`  console open: ${s.origin}/console/#traffic`);
 }
 
 async function stop(s) {
