@@ -8,14 +8,14 @@ import { ROOT, EXAMPLES } from '../helpers/paths.js';
 import { connect, unary } from '../helpers/grpc.js';
 
 // A package installed under a folder whose name has a space (or any character a file URL escapes) finds its own
-// files: the gRPC frontend's .proto files and a JavaScript model's worker.
+// files: the gRPC frontend's .proto files, a JavaScript model's worker and the web console's files.
 
 test('nereid serves gRPC and JavaScript models when installed under a path with a space', async () => {
   const base = await mkdtemp(join(tmpdir(), 'nereid install '));
   const pkg = join(base, 'my packages', 'nereid');
   try {
     await mkdir(pkg, { recursive: true });
-    for (const part of ['package.json', 'bin', 'proto', 'python', join('dist', 'src')]) await cp(join(ROOT, part), join(pkg, part), { recursive: true });
+    for (const part of ['package.json', 'bin', 'proto', 'python', 'console', join('dist', 'src')]) await cp(join(ROOT, part), join(pkg, part), { recursive: true });
     await cp(join(ROOT, 'build', 'Release'), join(pkg, 'build', 'Release'), { recursive: true }).catch(() => undefined);
     await symlink(join(ROOT, 'node_modules'), join(pkg, 'node_modules'));
     const child = spawn(process.execPath, [
@@ -48,6 +48,10 @@ test('nereid serves gRPC and JavaScript models when installed under a path with 
       } finally {
         client.close();
       }
+      const http = Number(/Started HTTPService at [^:]+:(\d+)/.exec(out)![1]);
+      const page = await fetch(`http://127.0.0.1:${http}/console/`);
+      assert.equal(page.status, 200);
+      assert.match(await page.text(), /<html/i);
     } finally {
       child.kill('SIGTERM');
       await exited;

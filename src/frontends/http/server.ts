@@ -55,6 +55,16 @@ export interface HttpFrontend {
 }
 
 
+/** The console's files; without them (a package copied without its console folder) the server runs without it. */
+function consoleAssets(logger: Logger): ConsoleAssets | null {
+  try {
+    return new ConsoleAssets();
+  } catch (e) {
+    logger.warn(`the web console is off: its files cannot be read (${(e as Error).message})`);
+    return null;
+  }
+}
+
 /**
  * The KServe v2 HTTP/REST frontend with Triton's extensions, on node:http. It translates between the wire
  * and the InferenceServer API and nothing more; every error is answered as `{"error": "..."}` with the status
@@ -64,7 +74,7 @@ export async function startHttpFrontend(server: InferenceServer, options: HttpOp
   const json = new JsonParser();
   const ctx: Context = {
     server, options, json, logger, restrict: restriction(options.restricted), keys: options.keys ?? null, tenants: new WeakMap(), forwarded: rawHeaderForwarder(options.headerForwardPattern),
-    parseBody: (body, exact) => json.parseBody(body, exact), routes: new RouteCache(), console: options.console === true ? new ConsoleAssets() : null,
+    parseBody: (body, exact) => json.parseBody(body, exact), routes: new RouteCache(), console: options.console === true ? consoleAssets(logger) : null,
   };
   const { server: http, stop } = createHttpServer({ keepAliveTimeout: 65_000 }, options.tls, (req, res) => {
     // Dispatch is synchronous up to the handler that waits for something: an async function per layer of
