@@ -132,11 +132,14 @@ export default class Drifting {
     try { n = Number(readFileSync(file, 'utf8')); } catch {}
     writeFileSync(file, String(n + 1));
     this.factor = n === 0 ? 3 : 1;
-    this.start = Date.now();
+    this.count = 0;
   }
   async execute(requests) {
-    const seconds = (Date.now() - this.start) / 1000;
-    await new Promise((resolve) => setTimeout(resolve, this.factor * (2 + 20 * seconds)));
+    // Slower with every request it has served (never stable), and the first instance ever made three times
+    // slower (the starting config's two runs disagree); by count, not by time, so that the instances after the
+    // first behave alike however long the machine took between their load and their measurement.
+    this.count += 1;
+    await new Promise((resolve) => setTimeout(resolve, this.factor * (2 + this.count / 4)));
     return requests.map((r) => new InferenceResponse([new Tensor('OUT', getInputTensorByName(r, 'IN').asArray())]));
   }
 }
