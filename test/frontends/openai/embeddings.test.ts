@@ -9,19 +9,20 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import OpenAI from 'openai';
 import { LLAMA_MODEL, llamaServer } from '../../helpers/llama-server.js';
-import { EXAMPLES } from '../../helpers/paths.js';
+import { EXAMPLES, FIXTURES } from '../../helpers/paths.js';
 import { postJson } from '../../helpers/http.js';
 import { spawnServer, type ServerProcess } from '../../helpers/server.js';
 
-// /v1/embeddings with the official openai client against `nereid serve`: tiny_embed is the example tiny_llm's
-// GGUF served with parameter embedding "true". Its vectors are compared with llama.cpp's own server, run with
-// --embeddings on the same file (built by scripts/build-llama-server.mjs; without it that test skips, and
-// fails under CI). The GGUF names no pooling, so llama-server is told `--pooling last`, what llama.cpp gives
-// such a model in process; both scale the vector to unit length.
+// /v1/embeddings with the official openai client against `nereid serve`: tiny_embed is the fixture made by
+// scripts/models/make_tiny_llm.py --embedding, a GGUF that names its pooling (mean), served with parameter
+// embedding "true". Its vectors are compared with llama.cpp's own server, run with --embeddings on the same file
+// and no --pooling, so that it too pools as the GGUF says (built by scripts/build-llama-server.mjs; without it
+// that test skips, and fails under CI). Both scale the vector to unit length.
 
 const { bin, skip, missing } = llamaServer();
 const KEY = 'embeddings-test-key';
 const READER_KEY = 'embeddings-test-reader';
+const EMBED_MODEL = join(FIXTURES, 'embedding', 'tiny_embed', '1', 'model.gguf');
 const sha256 = (s: string): string => createHash('sha256').update(s).digest('hex');
 
 let repo: string;
@@ -31,15 +32,6 @@ let base: string;
 
 before(async () => {
   repo = await mkdtemp(join(tmpdir(), 'nereid-embeddings-'));
-  await mkdir(join(repo, 'tiny_embed', '1'), { recursive: true });
-  await copyFile(LLAMA_MODEL, join(repo, 'tiny_embed', '1', 'model.gguf'));
-  await writeFile(join(repo, 'tiny_embed', 'config.pbtxt'), `backend: "llamacpp"
-max_batch_size: 0
-input [ { name: "text_input" data_type: TYPE_STRING dims: [ 1 ] } ]
-output [ { name: "embedding" data_type: TYPE_FP32 dims: [ -1 ] } ]
-parameters { key: "embedding" value { string_value: "true" } }
-parameters { key: "context_size" value { string_value: "256" } }
-`);
   // An embedding model that does not declare its vector output: refused at load.
   await mkdir(join(repo, 'bad_embed', '1'), { recursive: true });
   await copyFile(LLAMA_MODEL, join(repo, 'bad_embed', '1', 'model.gguf'));
@@ -51,7 +43,7 @@ parameters { key: "embedding" value { string_value: "true" } }
 `);
   const keys = join(repo, 'keys');
   await writeFile(keys, `admin * ${sha256(KEY)}\nreader metadata ${sha256(READER_KEY)}\n`, { mode: 0o600 });
-  p = await spawnServer(['--model-repository', repo, '--model-repository', EXAMPLES, '--model-control-mode=explicit', '--load-model=tiny_embed', '--load-model=tiny_llm', '--openai-port=0', '--openai-address=127.0.0.1', `--api-keys-file=${keys}`]);
+  p = await spawnServer(['--model-repository', repo, '--model-repository', join(FIXTURES, 'embedding'), '--model-repository', EXAMPLES, '--model-control-mode=explicit', '--load-model=tiny_embed', '--load-model=tiny_llm', '--openai-port=0', '--openai-address=127.0.0.1', `--api-keys-file=${keys}`]);
   let port = 0;
   for (let i = 0; i < 200 && port === 0; i++) {
     port = Number(/Started OpenAI-compatible service at 127\.0\.0\.1:(\d+)/.exec(p.output())?.[1] ?? 0);
@@ -142,7 +134,7 @@ test('under --api-keys-file the scope is inference: a metadata-only key is refus
 test('the vectors equal llama.cpp server\'s own for the same GGUF and text', { skip }, async () => {
   if (missing) throw new Error(missing);
   const port = await freePort();
-  const engine: ChildProcess = spawn(bin, ['-m', LLAMA_MODEL, '--host', '127.0.0.1', '--port', String(port), '-t', '1', '-c', '256', '--embeddings', '--pooling', 'last', '--no-webui', '--no-warmup'], { stdio: 'ignore' });
+  const engine: ChildProcess = spawn(bin, ['-m', EMBED_MODEL, '--host', '127.0.0.1', '--port', String(port), '-t', '1', '-c', '256', '--embeddings', '--no-webui', '--no-warmup'], { stdio: 'ignore' });
   try {
     for (let i = 0; !(await fetch(`http://127.0.0.1:${port}/health`).then((r) => r.ok, () => false)); i++) {
       if (i > 200) throw new Error('llama-server did not start');
