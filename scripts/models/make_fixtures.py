@@ -19,6 +19,7 @@ test/fixtures/ is a Triton-style model repository:
   sequence/      state_no_start: implicit state with no START control;
                  string_sum: a TYPE_STRING implicit state with a data_file start
   cache/         cached_add: two inputs, response_cache on
+  embedding/     tiny_embed: a tiny GGUF embedding model (make_tiny_llm.py --embedding)
 
 test/fixtures/README.md (written by this script) describes each model and
 what the server is expected to do with it. Needs Debian's python3-numpy and
@@ -391,6 +392,20 @@ def write_cache(w):
         extra_bottom="response_cache { enable: true }\n"))
 
 
+def write_embedding(w):
+    """The llama.cpp embedding model the embeddings tests serve; the GGUF names its pooling (mean)."""
+    import make_tiny_llm
+    name = "tiny_embed"
+    w.write_bytes("embedding/%s/1/model.gguf" % name, make_tiny_llm.tiny_llm_bytes(embedding=True))
+    params = [("embedding", "true"), ("threads", "1"), ("context_size", "256")]
+    w.write_text("embedding/%s/config.pbtxt" % name, config_text(
+        name, [io("text_input", "TYPE_STRING", [1])], [io("embedding", "TYPE_FP32", [-1])], 0, backend="llamacpp",
+        header=HEADER + "\nA tiny GGUF embedding model (scripts/models/make_tiny_llm.py --embedding): one\n"
+        "unit vector per text, mean-pooled as the GGUF's llama.pooling_type says.",
+        extra_bottom="parameters [\n%s\n]\ninstance_group [ { count: 1 kind: KIND_CPU } ]\n" % ",\n".join(
+            '  {\n    key: "%s"\n    value: { string_value: "%s" }\n  }' % kv for kv in params)))
+
+
 # ------------------------------------------------------------------ warmup
 
 def bytes_tensor(items):
@@ -594,6 +609,14 @@ element "0", serialized): a running sum carried as strings.
 `response_cache { enable: true }`. Two requests that differ only in INPUT1
 must get different answers: a cache key must cover every input.
 
+## embedding/
+
+`tiny_embed`: the llamacpp backend with parameter `embedding` "true": text_input
+TYPE_STRING [1] → `embedding` FP32 [-1] (32 floats, unit length). The GGUF is
+`scripts/models/make_tiny_llm.py --embedding`: tiny_llm's random weights with
+`llama.pooling_type` = MEAN and no chat template, so llama.cpp (in process, and
+llama-server --embeddings without --pooling) averages the tokens' states.
+
 ## torch/
 
 Made by `scripts/models/make_torch_examples.py` (with the TorchScript example),
@@ -637,7 +660,7 @@ SLOW_TIMING = ("batch 1: 79-91 ms per request, batch 8: 225-245 ms, steady acros
                "(still alive) the first run took 540-640 ms, later runs ~100 ms")
 
 
-REPOS = ["dtypes", "autocomplete", "big", "reshape", "versions", "broken", "slow", "batching", "warmup", "sequence", "cache"]
+REPOS = ["dtypes", "autocomplete", "big", "reshape", "versions", "broken", "slow", "batching", "warmup", "sequence", "cache", "embedding"]
 
 
 def main():
@@ -656,6 +679,7 @@ def main():
     write_warmup(w)
     write_sequence(w)
     write_cache(w)
+    write_embedding(w)
     w.write_text("README.md", README % {"iters": SLOW_ITERS, "dim": SLOW_DIM, "timing": SLOW_TIMING})
     # Only the generated repositories are cleaned; other files in test/fixtures stay.
     for r in w.remove_stale(REPOS):

@@ -8,11 +8,15 @@ ChatML chat template, and writes a two-layer model of width 32 whose weights com
 so the same inputs always give the same file (about 3 MB). The text it generates is gibberish; what matters
 is that it is a real model that llama.cpp tokenizes, evaluates and samples like any other.
 
-Usage: python3 scripts/models/make_tiny_llm.py [OUTPUT] [--width N] [--layers N]
+Usage: python3 scripts/models/make_tiny_llm.py [OUTPUT] [--width N] [--layers N] [--embedding]
   OUTPUT defaults to the example repository's tiny_llm. --width and --layers make a larger model of the same kind
   (width a multiple of 32; heads of 16; feed-forward 4x the width), for benchmarks that need a token to take as
   long as a real model's (bench/gateway.mjs --model-width); the committed examples always use the tiny shape.
-make_examples.py calls it too, to write examples/model_repository/tiny_llm with its config.
+  --embedding makes the embedding variant: the same weights, named nereid-tiny-embed, without a chat template,
+  and with the GGUF key llama.pooling_type = MEAN, so llama.cpp pools its vectors as the mean of the tokens'
+  states (as it does for real embedding models) without being told.
+make_examples.py calls it too, to write examples/model_repository/tiny_llm with its config, and make_fixtures.py
+for test/fixtures/embedding/tiny_embed.
 Needs numpy (gguf-py's only requirement here), git, and node_modules (npm ci) for the bundle.
 """
 import os
@@ -62,7 +66,7 @@ def read_vocab(gguf, path):
     return tokens, scores, types, ids
 
 
-def write_model(gguf, out, tokens, scores, types, ids, shape):
+def write_model(gguf, out, tokens, scores, types, ids, shape, embedding=False):
     N_EMBD, N_LAYER = shape['embd'], shape['layers']
     N_HEAD, N_FF = N_EMBD // 16, 4 * N_EMBD
     rng = np.random.default_rng(SEED)
@@ -72,7 +76,7 @@ def write_model(gguf, out, tokens, scores, types, ids, shape):
         return (rng.standard_normal(shape) * s).astype(np.float32)
 
     w = gguf.GGUFWriter(out, 'llama')
-    w.add_name('nereid-tiny-llm')
+    w.add_name('nereid-tiny-embed' if embedding else 'nereid-tiny-llm')
     w.add_context_length(CONTEXT_LENGTH)
     w.add_embedding_length(N_EMBD)
     w.add_block_count(N_LAYER)
@@ -93,7 +97,10 @@ def write_model(gguf, out, tokens, scores, types, ids, shape):
     w.add_unk_token_id(ids['unknown_token_id'])
     w.add_add_bos_token(True)
     w.add_add_eos_token(False)
-    w.add_chat_template(CHATML)
+    if embedding:
+        w.add_pooling_type(gguf.PoolingType.MEAN)
+    else:
+        w.add_chat_template(CHATML)
 
     # The embedding and the output projection are the two large tensors (vocabulary x width), kept in Q8_0.
     # The output is not tied to the embedding: tied random weights make each token predict itself, and the
@@ -119,8 +126,8 @@ def write_model(gguf, out, tokens, scores, types, ids, shape):
     w.close()
 
 
-def tiny_llm_bytes(shape=TINY):
-    """The model file's bytes (make_examples.py writes them into the example repository)."""
+def tiny_llm_bytes(shape=TINY, embedding=False):
+    """The model file's bytes (make_examples.py and make_fixtures.py write them into their repositories)."""
     if not os.path.isfile(BUNDLE):
         raise SystemExit(f'{BUNDLE} is missing: run npm ci first (node-llama-cpp ships the llama.cpp source bundle)')
     with tempfile.TemporaryDirectory(prefix='llama-src-') as src:
@@ -130,7 +137,7 @@ def tiny_llm_bytes(shape=TINY):
             import gguf  # noqa: E402 (from the bundle, checked out just above)
             tokens, scores, types, ids = read_vocab(gguf, os.path.join(src, VOCAB))
             path = os.path.join(src, 'model.gguf')
-            write_model(gguf, path, tokens, scores, types, ids, shape)
+            write_model(gguf, path, tokens, scores, types, ids, shape, embedding)
             with open(path, 'rb') as f:
                 return f.read()
         finally:
@@ -140,6 +147,9 @@ def tiny_llm_bytes(shape=TINY):
 def main():
     args = sys.argv[1:]
     shape = dict(TINY)
+    embedding = '--embedding' in args
+    if embedding:
+        args.remove('--embedding')
     for flag, key in (('--width', 'embd'), ('--layers', 'layers')):
         if flag in args:
             i = args.index(flag)
@@ -148,7 +158,7 @@ def main():
     if shape['embd'] % 32 != 0 or shape['embd'] <= 0 or shape['layers'] <= 0:
         raise SystemExit('--width must be a positive multiple of 32 and --layers positive')
     out = os.path.abspath(args[0]) if args else DEFAULT_OUTPUT
-    data = tiny_llm_bytes(shape)
+    data = tiny_llm_bytes(shape, embedding)
     os.makedirs(os.path.dirname(out), exist_ok=True)
     with open(out, 'wb') as f:
         f.write(data)

@@ -26,7 +26,8 @@ import { ManagedEngine } from './managed-engine.js';
  *
  * Requests use Triton's LLM tensors: `text_input` in, `text_output` out, sampling as request parameters
  * (max_tokens, temperature, top_p, top_k, seed, stop, …); a `messages` parameter (chat messages as JSON) makes it
- * a chat completion. A decoupled model streams the engine's tokens as they come.
+ * a chat completion. A decoupled model streams the engine's tokens as they come. With the parameter `embedding`
+ * "true" the model answers each text with the engine's /v1/embeddings vector in its output `embedding`.
  */
 export function createOpenAiBackend(): Backend {
   const engines = new EngineShares();
@@ -38,7 +39,10 @@ export function createOpenAiBackend(): Backend {
       if (config.input.length === 0) {
         config.input = [{ name: 'text_input', data_type: 'TYPE_STRING', format: 'FORMAT_NONE', dims: [1], allow_ragged_batch: false, optional: false, ...flags }];
       }
-      if (config.output.length === 0) config.output = [{ name: 'text_output', data_type: 'TYPE_STRING', dims: [1], label_filename: '', ...flags }];
+      if (config.output.length === 0) {
+        const embedding = config.parameters?.['embedding']?.string_value === 'true';
+        config.output = [embedding ? { name: 'embedding', data_type: 'TYPE_FP32', dims: [-1], label_filename: '', ...flags } : { name: 'text_output', data_type: 'TYPE_STRING', dims: [1], label_filename: '', ...flags }];
+      }
       // A gateway instance only waits on the network: many of them, so many requests are in flight at once.
       if (config.instance_group.length === 0) {
         config.instance_group = [{ name: '', kind: 'KIND_CPU', count: 64, gpus: [], secondary_devices: [], profile: [], passive: false, host_policy: '' }];

@@ -5,6 +5,7 @@ import { engineMetrics, type EngineMetrics } from './engine-metrics.js';
 import { isContextError } from './context-error.js';
 import { toolCallsOf, type ToolCall } from './tool-calls.js';
 import { logprobsOf, type TokenLogprob } from './logprobs.js';
+import { embeddingOf, type Embedding } from './embedding.js';
 
 /** Where an engine is and how to talk to it: from the model's config parameters. */
 export interface EngineSettings {
@@ -44,6 +45,8 @@ const LOAD_REUSE_MS = 250;
 
 /** Longest /metrics text read from an engine: a runaway engine cannot make a scrape hold more. */
 const MAX_METRICS_TEXT = 4 * 1024 * 1024;
+
+const ENDPOINTS = { completions: '/v1/completions', chat: '/v1/chat/completions', embeddings: '/v1/embeddings' } as const;
 
 const CONNECT_ERRORS = new Set(['ECONNREFUSED', 'ECONNRESET', 'EHOSTUNREACH', 'ENETUNREACH', 'EAI_AGAIN', 'ENOTFOUND', 'UND_ERR_SOCKET', 'UND_ERR_CONNECT_TIMEOUT']);
 
@@ -203,6 +206,12 @@ export class Engine {
     });
   }
 
+  /** One text's vector from the engine's /v1/embeddings, asked for as floats (every engine gives those). */
+  async embed(input: string, signal?: AbortSignal, traceparent?: string): Promise<Embedding> {
+    const r = await this.send('embeddings', { input, encoding_format: 'float' }, signal, traceparent);
+    return embeddingOf(parseJson(await r.body.text(), this.description), this.description);
+  }
+
   close(): Promise<void> {
     return this.pool.close();
   }
@@ -213,8 +222,8 @@ export class Engine {
   }
 
   /** POSTs to the engine, retrying only when the request never reached it; a non-2xx answer becomes an error. */
-  private async send(kind: 'completions' | 'chat', body: EngineBody, signal?: AbortSignal, traceparent?: string): Promise<Dispatcher.ResponseData> {
-    const path = this.path(kind === 'chat' ? '/v1/chat/completions' : '/v1/completions');
+  private async send(kind: 'completions' | 'chat' | 'embeddings', body: EngineBody, signal?: AbortSignal, traceparent?: string): Promise<Dispatcher.ResponseData> {
+    const path = this.path(ENDPOINTS[kind]);
     const payload = JSON.stringify({ ...body, model: this.settings.modelId });
     // A traced request's context goes on to the engine (W3C traceparent), so that its trace continues there.
     const headers = traceparent ? { ...this.headers, traceparent } : this.headers;

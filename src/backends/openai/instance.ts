@@ -7,6 +7,7 @@ import { READY_INSTANCE, type BackendInstance, type BackendRequest, type EngineL
 import type { Completion, Engine, EngineBody } from './engine.js';
 import type { ManagedEngine } from './managed-engine.js';
 import { ToolCallAssembler } from './tool-calls.js';
+import { EMBEDDING_OUTPUT, embeddingText, isEmbeddingModel, vectorTensor } from './embedding.js';
 
 /** The engine an instance talks to, shared by the model's instances; `managed` when Nereid runs it. */
 export interface SharedEngine {
@@ -31,7 +32,8 @@ const decoder = new TextDecoder();
  * per chunk of text, then the usage on a last response); an ordinary one answers the whole text. With
  * `logprobs`, the engine's figures of a chunk's tokens ride on its response as the parameter logprobs (the JSON
  * text of OpenAI's chat list, logprobs.ts); `n` stays refused: one request answers one text. The engine's
- * health, checked in the background, is the instance's readiness.
+ * health, checked in the background, is the instance's readiness. An embedding model (parameter `embedding`
+ * "true", embedding.ts) sends each text to the engine's /v1/embeddings and answers its vector.
  */
 export class GatewayInstance implements BackendInstance {
   private healthy = true;
@@ -46,6 +48,7 @@ export class GatewayInstance implements BackendInstance {
     private readonly outputName: string,
     private readonly logger: Logger,
     private readonly instanceName: string,
+    private readonly embedding: boolean,
   ) {
     this.release = () => shared.release();
     this.managed = shared.managed;
@@ -57,10 +60,11 @@ export class GatewayInstance implements BackendInstance {
 
   static async create(spec: InstanceSpec, shared: SharedEngine): Promise<GatewayInstance> {
     const decoupled = spec.config.model_transaction_policy?.decoupled ?? false;
-    const output = spec.config.output.find((o) => o.data_type === 'TYPE_STRING');
+    const embedding = isEmbeddingModel(spec.config, spec.name);
+    const output = embedding ? { name: EMBEDDING_OUTPUT } : spec.config.output.find((o) => o.data_type === 'TYPE_STRING');
     if (!output) throw invalidArg(`model '${spec.name}' (backend openai) needs a TYPE_STRING output for the text (text_output)`);
     if (!spec.config.input.some((i) => i.data_type === 'TYPE_STRING')) throw invalidArg(`model '${spec.name}' (backend openai) needs a TYPE_STRING input for the prompt (text_input)`);
-    const instance = new GatewayInstance(shared.engine, shared, decoupled, output.name, spec.logger, spec.instanceName);
+    const instance = new GatewayInstance(shared.engine, shared, decoupled, output.name, spec.logger, spec.instanceName, embedding);
     if (instance.managed) return instance;
     await instance.check();
     if (!instance.healthy) spec.logger.warn(`model '${spec.name}': ${shared.engine.description} does not answer its health check; the model is not ready until it does`);
@@ -138,12 +142,18 @@ export class GatewayInstance implements BackendInstance {
     const managed = this.managed;
     let generation = 0;
     try {
-      const { kind, body } = engineRequest(r);
+      const call = this.embedding ? embeddingText(r) : engineRequest(r);
       if (managed) {
         if (!managed.ready()) await this.engineUp(managed, r);
         generation = managed.generation;
       }
       const traceparent = trace === undefined ? undefined : trace.traceparent();
+      if (typeof call === 'string') {
+        const e = await this.engine.embed(call, r.signal, traceparent);
+        r.sender.send([vectorTensor(e.vector)], true, e.promptTokens === undefined ? undefined : { prompt_tokens: e.promptTokens });
+        return;
+      }
+      const { kind, body } = call;
       if (!this.decoupled) {
         const c = await this.engine.complete(kind, body, r.signal, traceparent);
         r.sender.send([this.text(c.text)], true, usageParameters(c));
