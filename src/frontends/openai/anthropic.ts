@@ -2,7 +2,7 @@ import type { ServerResponse } from 'node:http';
 import type { InferenceResponse, Parameters, RootTrace } from '../../inference/index.js';
 import type { InferenceServer } from '../../server/inference-server.js';
 import { OpenAiError } from './errors.js';
-import { toolCallsOf } from './model-answers.js';
+import { readPieces, toolCallsOf } from './model-answers.js';
 import type { TextRequest } from './requests.js';
 import type { ToolCall } from './responses.js';
 import { ending, errorEvent, MessageReply, type ToolUse } from './anthropic-replies.js';
@@ -53,14 +53,7 @@ async function stream(res: ServerResponse, reply: MessageReply, first: IteratorR
   res.once('close', stop);
   try {
     res.write(reply.opening());
-    let last: Parameters | undefined;
-    for (let r = first; !r.done; r = await responses.next()) {
-      const piece = textOf(r.value);
-      if (piece !== '') res.write(reply.text(piece));
-      const pieces = tools ? toolCallsOf(r.value.parameters) : undefined;
-      if (pieces !== undefined) res.write(reply.callPieces(pieces));
-      last = r.value.parameters ?? last;
-    }
+    const last = await readPieces(first, responses, tools, (piece) => res.write(reply.text(piece)), (pieces) => res.write(reply.callPieces(pieces)));
     if (!res.destroyed) res.write(reply.closing(ending(last)));
   } catch (e) {
     if (!res.destroyed) res.write(errorEvent(e));

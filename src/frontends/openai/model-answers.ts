@@ -1,8 +1,9 @@
 import { isNereidError } from '../../errors.js';
-import type { Parameters } from '../../inference/index.js';
+import type { InferenceResponse, Parameters } from '../../inference/index.js';
 import { OpenAiError } from './errors.js';
 import type { TextRequest } from './requests.js';
 import type { FinishReason, TokenLogprob, ToolCall, Usage } from './responses.js';
+import { textOf } from './text-models.js';
 
 /**
  * What a text model's responses carry beside their text, read into OpenAI's terms: the finish reason, the token
@@ -55,4 +56,21 @@ export function usage(p: Parameters | undefined): Usage | undefined {
   const completion = p?.['completion_tokens'];
   if (typeof prompt !== 'number' || typeof completion !== 'number') return undefined;
   return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
+}
+
+/**
+ * Reads a model's streamed responses in order, handing on each text piece and, when the request has tools, each
+ * response's tool-call pieces; resolves to the last parameters seen (the finish reason and counts).
+ */
+export async function readPieces(first: IteratorResult<InferenceResponse>, responses: AsyncIterableIterator<InferenceResponse>, tools: boolean,
+  onText: (piece: string) => void, onCalls: (pieces: ToolCall[]) => void): Promise<Parameters | undefined> {
+  let last: Parameters | undefined;
+  for (let r = first; !r.done; r = await responses.next()) {
+    const piece = textOf(r.value);
+    if (piece !== '') onText(piece);
+    const pieces = tools ? toolCallsOf(r.value.parameters) : undefined;
+    if (pieces !== undefined) onCalls(pieces);
+    last = r.value.parameters ?? last;
+  }
+  return last;
 }

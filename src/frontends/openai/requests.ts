@@ -219,7 +219,8 @@ function includeUsage(v: unknown): boolean {
   return u === true;
 }
 
-function optionalNumber(b: Body, key: string, min: number, max: number, integer: boolean): number | undefined {
+/** A number field within bounds, undefined when absent or null; else a 400 naming the field. */
+export function optionalNumber(b: Body, key: string, min: number, max: number, integer: boolean): number | undefined {
   const v = b[key];
   if (v === undefined || v === null) return undefined;
   if (typeof v !== 'number' || !Number.isFinite(v) || (integer && !Number.isInteger(v)) || v < min || v > max) {
@@ -228,7 +229,8 @@ function optionalNumber(b: Body, key: string, min: number, max: number, integer:
   return v;
 }
 
-function optionalBool(b: Body, key: string): boolean | undefined {
+/** A boolean field, undefined when absent or null; else a 400 naming the field. */
+export function optionalBool(b: Body, key: string): boolean | undefined {
   const v = b[key];
   if (v === undefined || v === null) return undefined;
   if (typeof v !== 'boolean') throw badRequest(`'${key}' must be a boolean`, key);

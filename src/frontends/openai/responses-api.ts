@@ -3,7 +3,7 @@ import type { InferenceResponse, Parameters, RootTrace } from '../../inference/i
 import type { InferenceServer } from '../../server/inference-server.js';
 import { isNereidError } from '../../errors.js';
 import { badRequest, OpenAiError } from './errors.js';
-import { toolCallsOf } from './model-answers.js';
+import { readPieces, toolCallsOf } from './model-answers.js';
 import { chatRequest } from './requests.js';
 import type { ToolCall } from './responses.js';
 import type { ChatMessage, ResponsesRequest } from './responses-requests.js';
@@ -134,14 +134,7 @@ async function stream(res: ServerResponse, reply: ResponseReply, first: Iterator
   res.once('close', stop);
   try {
     res.write(reply.opening());
-    let last: Parameters | undefined;
-    for (let r = first; !r.done; r = await responses.next()) {
-      const piece = textOf(r.value);
-      if (piece !== '') res.write(reply.delta(piece));
-      const pieces = tools ? toolCallsOf(r.value.parameters) : undefined;
-      if (pieces !== undefined) res.write(reply.callPieces(pieces));
-      last = r.value.parameters ?? last;
-    }
+    const last = await readPieces(first, responses, tools, (piece) => res.write(reply.delta(piece)), (pieces) => res.write(reply.callPieces(pieces)));
     if (res.destroyed) return;
     const end = ending(last);
     const output = reply.streamed();

@@ -1,4 +1,5 @@
 import { badRequest } from './errors.js';
+import { optionalBool, optionalNumber } from './requests.js';
 import { functionCallItem, functionCallOutputItem, responsesTools, type ChatToolCall, type ResponsesTools } from './responses-tools.js';
 
 /**
@@ -76,9 +77,9 @@ export function responsesRequest(body: unknown): ResponsesRequest {
     model,
     input: inputMessages(body['input']),
     instructions: optionalString(body, 'instructions', Infinity),
-    maxOutputTokens: optionalNumber(body, 'max_output_tokens', 1, MAX_TOKENS_LIMIT, true),
-    temperature: optionalNumber(body, 'temperature', 0, 2, false),
-    topP: optionalNumber(body, 'top_p', 0, 1, false),
+    maxOutputTokens: optionalNumber(body, 'max_output_tokens', 1, MAX_TOKENS_LIMIT, true) ?? null,
+    temperature: optionalNumber(body, 'temperature', 0, 2, false) ?? null,
+    topP: optionalNumber(body, 'top_p', 0, 1, false) ?? null,
     textFormat: format.echo,
     responseFormat: format.chat,
     stream: optionalBool(body, 'stream') ?? false,
@@ -220,22 +221,6 @@ function optionalString(b: Body, key: string, max: number): string | null {
   const v = b[key];
   if (v === undefined || v === null) return null;
   if (typeof v !== 'string' || v.length > max) throw badRequest(`'${key}' must be a string${max === Infinity ? '' : ` of at most ${max} characters`}`, key);
-  return v;
-}
-
-function optionalNumber(b: Body, key: string, min: number, max: number, integer: boolean): number | null {
-  const v = b[key];
-  if (v === undefined || v === null) return null;
-  if (typeof v !== 'number' || !Number.isFinite(v) || (integer && !Number.isInteger(v)) || v < min || v > max) {
-    throw badRequest(`'${key}' must be ${integer ? 'an integer' : 'a number'} from ${min} to ${max}, got ${JSON.stringify(v)}`, key);
-  }
-  return v;
-}
-
-function optionalBool(b: Body, key: string): boolean | undefined {
-  const v = b[key];
-  if (v === undefined || v === null) return undefined;
-  if (typeof v !== 'boolean') throw badRequest(`'${key}' must be a boolean`, key);
   return v;
 }
 
