@@ -60,6 +60,8 @@ const EXCEPTIONS: readonly string[] = [
   // The OpenAI frontend reads bodies and parses JSON with the HTTP frontend's bounded reader and parser.
   'frontends/openai/server.ts -> frontends/http/body.ts',
   'frontends/openai/server.ts -> frontends/http/json-parse.ts',
+  // The Redis sequence store connects as the Redis caches do.
+  'scheduler/sequence-store-redis.ts -> cache/redis-reach.ts',
 ];
 
 /**

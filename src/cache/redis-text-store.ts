@@ -1,6 +1,7 @@
 import { createRequire } from 'node:module';
 import type { Redis as RedisClient } from 'ioredis';
 import { NereidError } from '../errors.js';
+import { reachRedis } from './redis-reach.js';
 
 // Keeps a value and its place in the index of ids by time, then drops what is past the TTL from the index and
 // the oldest entries past the count, all inside Redis so that replicas sharing it keep one bound.
@@ -65,16 +66,8 @@ export class RedisTextStore {
     });
     client.defineCommand('nereidTextPut', { numberOfKeys: 1, lua: PUT });
     client.defineCommand('nereidTextDrop', { numberOfKeys: 1, lua: DROP });
-    // An 'error' listener keeps a lost connection from ending the process; at start-up it keeps the reason.
-    let reason: string | undefined;
-    client.on('error', (e: Error) => void (reason ??= e.message));
-    try {
-      await client.connect();
-      await client.ping();
-    } catch (e) {
-      client.disconnect();
-      throw new NereidError('INVALID_ARG', `${o.setting}: cannot reach Redis: ${reason ?? (e as Error).message}`);
-    }
+    const unreachable = await reachRedis(client);
+    if (unreachable !== undefined) throw new NereidError('INVALID_ARG', `${o.setting}: cannot reach Redis: ${unreachable}`);
     return new RedisTextStore(client as StoreClient, o);
   }
 

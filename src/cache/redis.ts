@@ -5,6 +5,7 @@ import type { Logger } from '../observability/logger.js';
 import type { Tensor } from '../tensor/tensor.js';
 import { packTensors, unpackTensors } from '../tensor/pack.js';
 import type { ResponseCache } from './cache.js';
+import { reachRedis } from './redis-reach.js';
 
 /**
  * Triton's `redis` cache, on ioredis (loaded only when configured). Settings as Triton's redis_cache names them:
@@ -46,19 +47,8 @@ export class RedisResponseCache implements ResponseCache {
     };
     const { Redis } = createRequire(import.meta.url)('ioredis') as typeof import('ioredis');
     const client = new Redis(options);
-    // connect() rejects with "Connection is closed."; the reason (refused, WRONGPASS, …) comes as an error event.
-    let reason: string | undefined;
-    const onError = (e: Error): void => void (reason ??= e.message);
-    client.on('error', onError);
-    try {
-      await client.connect();
-      await client.ping();
-    } catch (e) {
-      client.disconnect();
-      throw new NereidError('INTERNAL', `Failed to initialize RedisCache: ${reason ?? (e as Error).message}`);
-    } finally {
-      client.off('error', onError);
-    }
+    const unreachable = await reachRedis(client);
+    if (unreachable !== undefined) throw new NereidError('INTERNAL', `Failed to initialize RedisCache: ${unreachable}`);
     return new RedisResponseCache(client, ms('wait_timeout', 1000), logger);
   }
 

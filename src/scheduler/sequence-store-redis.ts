@@ -2,6 +2,7 @@ import { createRequire } from 'node:module';
 import type { Redis as RedisClient } from 'ioredis';
 import { invalidArg } from '../errors.js';
 import { decodeSequence, encodeSequence, type SequenceStateStore, type StoredSequence } from './sequence-store.js';
+import { reachRedis } from '../cache/redis-reach.js';
 
 // Compare-and-set on the step counter, done inside Redis so that no other commit comes between the check and
 // the write.
@@ -57,17 +58,9 @@ export class RedisSequenceStore implements SequenceStateStore {
     });
     client.defineCommand('nereidSequenceCommit', { numberOfKeys: 1, lua: COMMIT });
     client.defineCommand('nereidSequenceLoad', { numberOfKeys: 1, lua: LOAD });
-    // Errors reach the steps that fail on them; an 'error' listener keeps a lost connection from ending the process.
-    // At start-up it also keeps the reason (refused, WRONGPASS, …): connect() only says "Connection is closed.".
-    let reason: string | undefined;
-    client.on('error', (e: Error) => void (reason ??= e.message));
-    try {
-      await client.connect();
-      await client.ping();
-    } catch (e) {
-      client.disconnect();
-      throw invalidArg(`--sequence-state-store ${redact(url)}: cannot reach Redis: ${reason ?? (e as Error).message}`);
-    }
+    // Errors reach the steps that fail on them (reachRedis's listener keeps a lost connection from ending the process).
+    const unreachable = await reachRedis(client);
+    if (unreachable !== undefined) throw invalidArg(`--sequence-state-store ${redact(url)}: cannot reach Redis: ${unreachable}`);
     return new RedisSequenceStore(client as CommitClient);
   }
 
