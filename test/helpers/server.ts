@@ -7,6 +7,7 @@ import { startHttpFrontend, type HttpFrontend } from '../../src/frontends/http/s
 import type { ServerOptions } from '../../src/server/options.js';
 import { createLogger } from '../../src/observability/logger.js';
 import { ROOT } from './paths.js';
+import { until } from './until.js';
 
 export interface TestServer {
   readonly server: InferenceServer;
@@ -80,4 +81,11 @@ export function runNereid(args: string[]): Promise<{ code: number | null; out: s
     child.stderr.on('data', (b: Buffer) => (out += b.toString()));
     child.once('exit', (code) => resolve({ code, out }));
   });
+}
+
+/** The URL of a spawned server's OpenAI port (`--openai-port=0`), once its start line names the port. */
+export async function openAiUrl(server: ServerProcess): Promise<string> {
+  const started = /Started OpenAI-compatible service at [^:]+:(\d+)/;
+  await until(() => started.test(server.output()), 'the OpenAI port');
+  return `http://127.0.0.1:${started.exec(server.output())![1]}`;
 }

@@ -4,7 +4,7 @@ import Anthropic from '@anthropic-ai/sdk';
 import { Ajv } from 'ajv';
 import { EXAMPLES } from '../../helpers/paths.js';
 import { postJson, request } from '../../helpers/http.js';
-import { spawnServer, type ServerProcess } from '../../helpers/server.js';
+import { openAiUrl, spawnServer, type ServerProcess } from '../../helpers/server.js';
 import { until } from '../../helpers/until.js';
 
 // Tool use on Anthropic's Messages API, called with the official @anthropic-ai/sdk over the example tiny_llm
@@ -18,9 +18,7 @@ let claude: Anthropic;
 
 before(async () => {
   p = await spawnServer(['--model-repository', EXAMPLES, '--model-control-mode=explicit', '--load-model=tiny_llm', '--openai-port=0', '--openai-address=127.0.0.1']);
-  const started = /Started OpenAI-compatible service at [^:]+:(\d+)/;
-  await until(() => started.test(p.output()), 'the OpenAI port');
-  base = `http://127.0.0.1:${started.exec(p.output())![1]}`;
+  base = await openAiUrl(p);
   await until(async () => (await request(`${p.url}/v2/models/tiny_llm/ready`)).status === 200, 'tiny_llm');
   claude = new Anthropic({ apiKey: 'unused', baseURL: base, maxRetries: 0 });
 });

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import Anthropic from '@anthropic-ai/sdk';
 import { EXAMPLES } from '../../helpers/paths.js';
 import { postJson, request } from '../../helpers/http.js';
-import { spawnServer, type ServerProcess } from '../../helpers/server.js';
+import { openAiUrl, spawnServer, type ServerProcess } from '../../helpers/server.js';
 import { until } from '../../helpers/until.js';
 
 // Anthropic's Messages API on the OpenAI port of `nereid serve`, called with the official @anthropic-ai/sdk
@@ -28,9 +28,7 @@ before(async () => {
   const keys = join(dir, 'keys');
   await writeFile(keys, `admin * ${sha256(KEY)}\nreader metadata ${sha256(READER_KEY)}\n`, { mode: 0o600 });
   p = await spawnServer(['--model-repository', EXAMPLES, '--model-control-mode=explicit', '--load-model=tiny_llm', '--openai-port=0', '--openai-address=127.0.0.1', `--api-keys-file=${keys}`, '--allow-metrics=true', '--metrics-port=0']);
-  const started = /Started OpenAI-compatible service at [^:]+:(\d+)/;
-  await until(() => started.test(p.output()), 'the OpenAI port');
-  base = `http://127.0.0.1:${started.exec(p.output())![1]}`;
+  base = await openAiUrl(p);
   await until(async () => (await request(`${p.url}/v2/models/tiny_llm/ready`)).status === 200, 'tiny_llm');
   claude = new Anthropic({ apiKey: KEY, baseURL: base, maxRetries: 0 });
 });

@@ -11,7 +11,7 @@ import OpenAI from 'openai';
 import { LLAMA_MODEL, llamaServer } from '../../helpers/llama-server.js';
 import { EXAMPLES, FIXTURES } from '../../helpers/paths.js';
 import { postJson } from '../../helpers/http.js';
-import { spawnServer, type ServerProcess } from '../../helpers/server.js';
+import { openAiUrl, spawnServer, type ServerProcess } from '../../helpers/server.js';
 
 // /v1/embeddings with the official openai client against `nereid serve`: tiny_embed is the fixture made by
 // scripts/models/make_tiny_llm.py --embedding, a GGUF that names its pooling (mean), served with parameter
@@ -63,13 +63,8 @@ parameters { key: "base_url" value { string_value: "http://127.0.0.1:9" } }
   const keys = join(repo, 'keys');
   await writeFile(keys, `admin * ${sha256(KEY)}\nreader metadata ${sha256(READER_KEY)}\n`, { mode: 0o600 });
   p = await spawnServer(['--model-repository', repo, '--model-repository', join(FIXTURES, 'embedding'), '--model-repository', EXAMPLES, '--model-control-mode=explicit', '--load-model=tiny_embed', '--load-model=tiny_llm', '--openai-port=0', '--openai-address=127.0.0.1', `--api-keys-file=${keys}`]);
-  let port = 0;
-  for (let i = 0; i < 200 && port === 0; i++) {
-    port = Number(/Started OpenAI-compatible service at 127\.0\.0\.1:(\d+)/.exec(p.output())?.[1] ?? 0);
-    if (port === 0) await sleep(50);
-  }
-  assert.ok(port > 0, p.output());
-  base = `http://127.0.0.1:${port}/v1`;
+  const openai = await openAiUrl(p);
+  base = `${openai}/v1`;
   client = new OpenAI({ baseURL: base, apiKey: KEY, maxRetries: 0 });
 });
 

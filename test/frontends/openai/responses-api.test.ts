@@ -10,7 +10,7 @@ import OpenAI from 'openai';
 import { Ajv } from 'ajv';
 import { EXAMPLES } from '../../helpers/paths.js';
 import { postJson, request } from '../../helpers/http.js';
-import { spawnServer, type ServerProcess } from '../../helpers/server.js';
+import { openAiUrl, spawnServer, type ServerProcess } from '../../helpers/server.js';
 import { until } from '../../helpers/until.js';
 
 // OpenAI's Responses API on the OpenAI port of `nereid serve`, called with the official openai client over the
@@ -28,19 +28,12 @@ let client: OpenAI;
 
 const sha256 = (s: string): string => createHash('sha256').update(s).digest('hex');
 
-/** The OpenAI port of a spawned server, once it listens. */
-async function openAiBase(server: ServerProcess): Promise<string> {
-  const started = /Started OpenAI-compatible service at [^:]+:(\d+)/;
-  await until(() => started.test(server.output()), 'the OpenAI port');
-  return `http://127.0.0.1:${started.exec(server.output())![1]}`;
-}
-
 before(async () => {
   dir = await mkdtemp(join(tmpdir(), 'nereid-responses-'));
   const keys = join(dir, 'keys');
   await writeFile(keys, `admin * ${sha256(KEY)}\nother inference ${sha256(OTHER_KEY)}\nreader metadata ${sha256(READER_KEY)}\n`, { mode: 0o600 });
   p = await spawnServer(['--model-repository', EXAMPLES, '--model-control-mode=explicit', '--load-model=tiny_llm', '--openai-port=0', '--openai-address=127.0.0.1', `--api-keys-file=${keys}`, '--allow-metrics=true', '--metrics-port=0']);
-  base = await openAiBase(p);
+  base = await openAiUrl(p);
   await until(async () => (await request(`${p.url}/v2/models/tiny_llm/ready`)).status === 200, 'tiny_llm');
   client = new OpenAI({ apiKey: KEY, baseURL: `${base}/v1`, maxRetries: 0 });
 });
@@ -365,7 +358,7 @@ describe('--openai-response-store redis://…: servers sharing one Redis see eac
   });
 
   test('stored on one, retrieved, continued and deleted through the other; kept in Redis with a TTL', async () => {
-    const [onA, onB] = await Promise.all([a, b].map(async (s) => new OpenAI({ apiKey: 'unused', baseURL: `${await openAiBase(s)}/v1`, maxRetries: 0 })));
+    const [onA, onB] = await Promise.all([a, b].map(async (s) => new OpenAI({ apiKey: 'unused', baseURL: `${await openAiUrl(s)}/v1`, maxRetries: 0 })));
     await until(async () => (await request(`${a.url}/v2/models/tiny_llm/ready`)).status === 200, 'tiny_llm');
     const first = await onA!.responses.create({ model: 'tiny_llm', input: HELLO, max_output_tokens: 4, temperature: 0 });
     assert.deepEqual(await onB!.responses.retrieve(first.id), first);
@@ -382,14 +375,14 @@ describe('--openai-response-store redis://…: servers sharing one Redis see eac
   });
 
   test('a Redis gone: storing fails a whole response as 503 and a stream with the error and response.failed events', async () => {
-    const onA = new OpenAI({ apiKey: 'unused', baseURL: `${await openAiBase(a)}/v1`, maxRetries: 0 });
+    const onA = new OpenAI({ apiKey: 'unused', baseURL: `${await openAiUrl(a)}/v1`, maxRetries: 0 });
     redis.kill();
     await new Promise((r) => redis.once('exit', r));
     const whole = await refused(onA.responses.create({ model: 'tiny_llm', input: HELLO, max_output_tokens: 2 }));
     assert.equal(whole.status, 503);
     assert.match(whole.message, /the response store \(--openai-response-store redis:\/\/127\.0\.0\.1:\d+\/5\) did not answer/);
     // The text streams, then the response cannot be stored: the stream ends in an error, never in response.completed.
-    const raw = await fetch(`${await openAiBase(a)}/v1/responses`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'tiny_llm', input: HELLO, max_output_tokens: 3, stream: true }) });
+    const raw = await fetch(`${await openAiUrl(a)}/v1/responses`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ model: 'tiny_llm', input: HELLO, max_output_tokens: 3, stream: true }) });
     const events = (await raw.text()).split('\n\n').filter((e) => e !== '').map((e) => JSON.parse(e.slice(e.indexOf('\ndata: ') + 7)));
     const types = events.map((e) => e.type);
     assert.deepEqual(types.slice(-2), ['error', 'response.failed'], types.join());

@@ -4,7 +4,7 @@ import OpenAI from 'openai';
 import { Ajv } from 'ajv';
 import { EXAMPLES } from '../../helpers/paths.js';
 import { postJson, request } from '../../helpers/http.js';
-import { spawnServer, type ServerProcess } from '../../helpers/server.js';
+import { openAiUrl, spawnServer, type ServerProcess } from '../../helpers/server.js';
 import { until } from '../../helpers/until.js';
 
 // Function tools on OpenAI's Responses API, called with the official openai client over the example tiny_llm
@@ -18,9 +18,7 @@ let client: OpenAI;
 
 before(async () => {
   p = await spawnServer(['--model-repository', EXAMPLES, '--model-control-mode=explicit', '--load-model=tiny_llm', '--openai-port=0', '--openai-address=127.0.0.1']);
-  const started = /Started OpenAI-compatible service at [^:]+:(\d+)/;
-  await until(() => started.test(p.output()), 'the OpenAI port');
-  base = `http://127.0.0.1:${started.exec(p.output())![1]}`;
+  base = await openAiUrl(p);
   await until(async () => (await request(`${p.url}/v2/models/tiny_llm/ready`)).status === 200, 'tiny_llm');
   client = new OpenAI({ apiKey: 'unused', baseURL: `${base}/v1`, maxRetries: 0 });
 });

@@ -4,7 +4,7 @@ import OpenAI from 'openai';
 import { Ajv } from 'ajv';
 import { EXAMPLES } from '../../helpers/paths.js';
 import { postJson } from '../../helpers/http.js';
-import { spawnServer, type ServerProcess } from '../../helpers/server.js';
+import { openAiUrl, spawnServer, type ServerProcess } from '../../helpers/server.js';
 
 // Structured output (response_format) with the official openai client against `nereid serve` and the example
 // tiny_llm (random weights, real llama.cpp): whatever gibberish the model draws, the grammar lets it write only
@@ -14,13 +14,8 @@ let p: ServerProcess;
 let client: OpenAI;
 before(async () => {
   p = await spawnServer(['--model-repository', EXAMPLES, '--model-control-mode=explicit', '--load-model=tiny_llm', '--openai-port=0', '--openai-address=127.0.0.1']);
-  let port = 0;
-  for (let i = 0; i < 200 && port === 0; i++) {
-    port = Number(/Started OpenAI-compatible service at 127\.0\.0\.1:(\d+)/.exec(p.output())?.[1] ?? 0);
-    if (port === 0) await new Promise((r) => setTimeout(r, 50));
-  }
-  assert.ok(port > 0, p.output());
-  client = new OpenAI({ baseURL: `http://127.0.0.1:${port}/v1`, apiKey: 'unused', maxRetries: 0 });
+  const openai = await openAiUrl(p);
+  client = new OpenAI({ baseURL: `${openai}/v1`, apiKey: 'unused', maxRetries: 0 });
 });
 after(async () => {
   p.child.kill('SIGTERM');

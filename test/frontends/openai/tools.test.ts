@@ -5,7 +5,7 @@ import type { ChatCompletionChunk, ChatCompletionTool } from 'openai/resources/c
 import { Ajv } from 'ajv';
 import { EXAMPLES } from '../../helpers/paths.js';
 import { postJson } from '../../helpers/http.js';
-import { spawnServer, type ServerProcess } from '../../helpers/server.js';
+import { openAiUrl, spawnServer, type ServerProcess } from '../../helpers/server.js';
 
 // Tool calls with the official openai client against `nereid serve` and the example tiny_llm (random weights,
 // real llama.cpp). The functions are rendered by the model's chat wrapper in its function-calling syntax; a
@@ -17,13 +17,8 @@ let client: OpenAI;
 let base: string;
 before(async () => {
   p = await spawnServer(['--model-repository', EXAMPLES, '--model-control-mode=explicit', '--load-model=tiny_llm', '--openai-port=0', '--openai-address=127.0.0.1']);
-  let port = 0;
-  for (let i = 0; i < 200 && port === 0; i++) {
-    port = Number(/Started OpenAI-compatible service at 127\.0\.0\.1:(\d+)/.exec(p.output())?.[1] ?? 0);
-    if (port === 0) await new Promise((r) => setTimeout(r, 50));
-  }
-  assert.ok(port > 0, p.output());
-  base = `http://127.0.0.1:${port}/v1`;
+  const openai = await openAiUrl(p);
+  base = `${openai}/v1`;
   client = new OpenAI({ baseURL: base, apiKey: 'unused', maxRetries: 0 });
 });
 after(async () => {
