@@ -1,26 +1,17 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { createServer } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { RedisTextStore, type RedisTextStoreOptions } from '../../src/cache/redis-text-store.js';
 import { isNereidError } from '../../src/errors.js';
+import { REDIS_SKIP, freeRedisPort, startRedis } from '../helpers/redis.js';
 
 // The Redis store of the Responses API's stored responses against a real redis-server from Debian, started here
 // on a free loopback port: its bounds (entries, size of each, a TTL) kept inside Redis, deletion, and a Redis
 // that is gone failing the call as UNAVAILABLE.
 
-const missing = spawnSync('redis-server', ['--version']).error ? 'redis-server is not installed (Debian package redis-server)' : undefined;
-const skip = missing && process.env.CI !== 'true' ? missing : false;
+const skip = REDIS_SKIP;
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const srv = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 const cli = (...args: string[]): string => spawnSync('redis-cli', ['-p', String(port), ...args], { encoding: 'utf8' }).stdout.trim();
 
@@ -28,9 +19,8 @@ let port: number;
 let redis: ChildProcess | undefined;
 before(async () => {
   if (skip) return;
-  port = await freePort();
-  redis = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
-  for (let i = 0; i < 100 && cli('ping') !== 'PONG'; i++) await sleep(50);
+  port = await freeRedisPort();
+  redis = await startRedis(port);
 });
 after(() => {
   redis?.kill();
@@ -77,7 +67,7 @@ test('an expired entry is gone, and leaves the index once another is stored', { 
 });
 
 test('no Redis: connect names the setting; a store whose Redis went away fails calls as UNAVAILABLE', { skip }, async () => {
-  await assert.rejects(RedisTextStore.connect(options({ port: await freePort() })), (e: unknown) => isNereidError(e) && e.code === 'INVALID_ARG' && /^--openai-response-store redis:\/\/127\.0\.0\.1: cannot reach Redis/.test(e.message));
+  await assert.rejects(RedisTextStore.connect(options({ port: await freeRedisPort() })), (e: unknown) => isNereidError(e) && e.code === 'INVALID_ARG' && /^--openai-response-store redis:\/\/127\.0\.0\.1: cannot reach Redis/.test(e.message));
   const s = await RedisTextStore.connect(options());
   try {
     cli('client', 'kill', 'type', 'normal');

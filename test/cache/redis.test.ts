@@ -2,38 +2,20 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { appendFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { EXAMPLES, ROOT } from '../helpers/paths.js';
 import { startServeCommand } from '../helpers/serve-process.js';
 import { startTestServer, tempRepository, type TestServer } from '../helpers/server.js';
 import { postJson, request } from '../helpers/http.js';
+import { REDIS_SKIP, freeRedisPort, startRedis } from '../helpers/redis.js';
 
 // The redis cache against a real redis-server from Debian, started here on a free loopback port: hits after
 // misses, an outage that only costs hits, and hits again once Redis is back.
 
-const missing = spawnSync('redis-server', ['--version']).error ? 'redis-server is not installed (Debian package redis-server)' : undefined;
-const skip = missing && process.env.CI !== 'true' ? missing : false;
+const skip = REDIS_SKIP;
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const srv = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
-async function startRedis(port: number, extra: string[] = []): Promise<ChildProcess> {
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...extra], { stdio: 'ignore' });
-  for (let i = 0; i < 100; i++) {
-    if (spawnSync('redis-cli', ['-p', String(port), 'ping'], { encoding: 'utf8' }).stdout.match(/PONG|NOAUTH/)) return child;
-    await sleep(50);
-  }
-  child.kill();
-  throw new Error('redis-server did not start');
-}
 
 let port: number;
 let redis: ChildProcess | undefined;
@@ -41,7 +23,7 @@ let repo: { dir: string; remove(): Promise<void> };
 let s: TestServer;
 before(async () => {
   if (skip) return;
-  port = await freePort();
+  port = await freeRedisPort();
   redis = await startRedis(port);
   repo = await tempRepository([{ from: join(EXAMPLES, 'digits') }]);
   await appendFile(join(repo.dir, 'digits', 'config.pbtxt'), '\nresponse_cache { enable: true }\n');
@@ -101,14 +83,14 @@ async function serveWithCache(settings: string[]): Promise<{ code: number | null
 }
 
 test('redis cache: an unreachable Redis at start-up stops the server with Triton\'s message', { skip }, async () => {
-  const r = await serveWithCache(['host=127.0.0.1', `port=${await freePort()}`]);
+  const r = await serveWithCache(['host=127.0.0.1', `port=${await freeRedisPort()}`]);
   assert.doesNotMatch(r.output, /\[served\]/);
   assert.match(r.output, /exited with 1/);
   assert.match(r.output, /Failed to initialize RedisCache: connect ECONNREFUSED/);
 });
 
 test('redis cache: a failed login at start-up stops the server; the right password serves', { skip }, async () => {
-  const authPort = await freePort();
+  const authPort = await freeRedisPort();
   const secured = await startRedis(authPort, ['--requirepass', 'sesame']);
   try {
     const wrong = await serveWithCache(['host=127.0.0.1', `port=${authPort}`, 'password=wrong']);

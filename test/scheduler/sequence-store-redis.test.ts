@@ -2,27 +2,18 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { connect, createServer, type Server, type Socket } from 'node:net';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { InferenceServer } from '../../src/server/inference-server.js';
 import { createLogger } from '../../src/observability/logger.js';
 import { storeWaitMs } from '../../src/scheduler/sequence-store-redis.js';
 import { EXAMPLES } from '../helpers/paths.js';
+import { REDIS_SKIP, freeRedisPort, startRedis } from '../helpers/redis.js';
 
 // --sequence-state-store against a real redis-server, reached through a TCP relay that can hold back what the
 // server sends: Redis stays up (its clock and key expiry run on) while this server's commands get no answer,
 // as in a network stall. sequence_accumulator's sequences expire after 5 s idle.
 
-const missing = spawnSync('redis-server', ['--version']).error ? 'redis-server is not installed (Debian package redis-server)' : undefined;
-const skip = missing && process.env.CI !== 'true' ? missing : false;
+const skip = REDIS_SKIP;
 
-async function freePort(): Promise<number> {
-  return new Promise((resolve) => {
-    const srv = createServer().listen(0, '127.0.0.1', () => {
-      const { port } = srv.address() as { port: number };
-      srv.close(() => resolve(port));
-    });
-  });
-}
 
 /** A relay to Redis; while `held`, the commands it receives wait and are passed on once released. */
 class Relay {
@@ -64,9 +55,8 @@ let server: InferenceServer;
 
 before(async () => {
   if (skip) return;
-  const port = await freePort();
-  redis = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
-  for (let i = 0; i < 100 && !spawnSync('redis-cli', ['-p', String(port), 'ping'], { encoding: 'utf8' }).stdout.includes('PONG'); i++) await sleep(50);
+  const port = await freeRedisPort();
+  redis = await startRedis(port);
   await relay.start(port);
   server = await InferenceServer.create({
     modelRepositories: [EXAMPLES], modelControlMode: 'explicit', loadModels: ['sequence_accumulator'],
@@ -112,7 +102,7 @@ test('a store that stalls: the step is refused while its sequence is alive, and 
 });
 
 test('a store that cannot be reached at start-up: the server does not start, and the message says why', { skip }, async () => {
-  const closed = await freePort();
+  const closed = await freeRedisPort();
   await assert.rejects(
     InferenceServer.create({ modelRepositories: [EXAMPLES], modelControlMode: 'explicit', sequenceStateStore: `redis://127.0.0.1:${closed}` }, { logger: quiet }),
     new RegExp(`^NereidError: --sequence-state-store redis://127\\.0\\.0\\.1:${closed}: cannot reach Redis: connect ECONNREFUSED`),

@@ -3,7 +3,6 @@ import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import OpenAI from 'openai';
@@ -12,6 +11,7 @@ import { EXAMPLES } from '../../helpers/paths.js';
 import { postJson, request } from '../../helpers/http.js';
 import { openAiUrl, spawnServer, type ServerProcess } from '../../helpers/server.js';
 import { until } from '../../helpers/until.js';
+import { REDIS_SKIP, freeRedisPort, startRedis } from '../../helpers/redis.js';
 
 // OpenAI's Responses API on the OpenAI port of `nereid serve`, called with the official openai client over the
 // example tiny_llm (llama.cpp, random weights: gibberish, so the tests check shapes, counts and limits). At
@@ -325,9 +325,7 @@ test('a client that drops a stream cancels its generation, counted as a failure;
   for (const id of ids) assert.ok(await refused(client.responses.retrieve(id)) instanceof OpenAI.NotFoundError);
 });
 
-const redisMissing = spawnSync('redis-server', ['--version']).error ? 'redis-server is not installed (Debian package redis-server)' : undefined;
-
-describe('--openai-response-store redis://…: servers sharing one Redis see each other\'s stored responses', { skip: redisMissing && process.env.CI !== 'true' ? redisMissing : false }, () => {
+describe('--openai-response-store redis://…: servers sharing one Redis see each other\'s stored responses', { skip: REDIS_SKIP }, () => {
   let redisPort: number;
   let redis: ChildProcess;
   let a: ServerProcess;
@@ -335,14 +333,8 @@ describe('--openai-response-store redis://…: servers sharing one Redis see eac
   const cli = (...args: string[]): string => spawnSync('redis-cli', ['-p', String(redisPort), '-n', '5', ...args], { encoding: 'utf8' }).stdout.trim();
 
   before(async () => {
-    redisPort = await new Promise<number>((resolve) => {
-      const srv = createServer().listen(0, '127.0.0.1', () => {
-        const { port } = srv.address() as { port: number };
-        srv.close(() => resolve(port));
-      });
-    });
-    redis = spawn('redis-server', ['--port', String(redisPort), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
-    await until(() => cli('ping') === 'PONG', 'redis-server to answer PING');
+    redisPort = await freeRedisPort();
+    redis = await startRedis(redisPort);
     const store = `--openai-response-store=redis://127.0.0.1:${redisPort}/5`;
     // B loads no model: reading and deleting stored responses needs none.
     [a, b] = await Promise.all([
