@@ -163,6 +163,13 @@ export class Engine {
   async stream(kind: 'completions' | 'chat', body: EngineBody, onChunk: (c: Completion) => void, signal?: AbortSignal, traceparent?: string): Promise<void> {
     const r = await this.send(kind, { ...body, stream: true, stream_options: { include_usage: true } }, signal, traceparent);
     const engine = this.description;
+    // An engine (or a proxy before it) that does not stream answers one whole JSON completion: one chunk.
+    if (!isEventStream(r.headers['content-type'])) {
+      const json = parseJson(await r.body.text(), engine);
+      if (json && typeof json === 'object' && 'error' in json) throw engineError(500, json, engine);
+      onChunk(completionOf(json, kind, engine));
+      return;
+    }
     const timeoutMs = this.settings.timeoutMs;
     await new Promise<void>((resolve, reject) => {
       let done = false;
@@ -260,6 +267,12 @@ function rootOf(baseUrl: string): URL {
   return new URL(baseUrl.replace(/\/+$/, '').replace(/\/v1$/, ''));
 }
 
+/** True for text/event-stream, and for an answer that names no type (read as events, as before). */
+function isEventStream(contentType: string | string[] | undefined): boolean {
+  const type = Array.isArray(contentType) ? contentType[0] : contentType;
+  return type === undefined || !/^\s*application\/json\b/i.test(type);
+}
+
 function parseJson(text: string, engine: string): unknown {
   try {
     return JSON.parse(text);
@@ -274,6 +287,8 @@ function engineError(status: number, body: unknown, engine: string): NereidError
   if (status === 404) return invalidArg(`${engine}: not found: ${message}`);
   if (status === 400 && isContextError(body, message)) return new NereidError('CONTEXT_LENGTH_EXCEEDED', `${engine} refused the request (${status}): ${message}`);
   if (status === 429 || status === 503) return unavailable(`${engine} is overloaded or not ready (${status}): ${message}`);
+  // llama-server without --embeddings, or an engine without the endpoint's feature.
+  if (status === 501) return new NereidError('UNSUPPORTED', `${engine} does not support this request (${status}): ${message}`);
   if (status >= 400 && status < 500) return invalidArg(`${engine} refused the request (${status}): ${message}`);
   return new NereidError('INTERNAL', `${engine} failed (${status}): ${message}`);
 }

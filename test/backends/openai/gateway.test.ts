@@ -52,6 +52,7 @@ let keyedPort: number;
 let engine: ChildProcess | undefined;
 let keyed: ChildProcess | undefined;
 let garbage: Server | undefined;
+let plain: Server | undefined;
 let s: TestServer;
 let repo: string;
 
@@ -81,6 +82,15 @@ before(async () => {
   });
   await new Promise<void>((r) => garbage!.listen(0, '127.0.0.1', () => r()));
   const garbagePort = (garbage.address() as { port: number }).port;
+  // An engine (or a proxy in front of one) that ignores `stream` and answers one whole JSON completion.
+  plain = createHttpServer((req, res) => {
+    if (req.url === '/health') return res.end('ok');
+    req.resume();
+    res.writeHead(200, { 'content-type': 'application/json; charset=utf-8' });
+    res.end(JSON.stringify({ choices: [{ index: 0, text: 'one whole answer', finish_reason: 'length' }], usage: { prompt_tokens: 3, completion_tokens: 4 } }));
+  });
+  await new Promise<void>((r) => plain!.listen(0, '127.0.0.1', () => r()));
+  const plainPort = (plain.address() as { port: number }).port;
   const { mkdtemp } = await import('node:fs/promises');
   const { tmpdir } = await import('node:os');
   repo = await mkdtemp(join(tmpdir(), 'nereid-gateway-'));
@@ -90,6 +100,9 @@ before(async () => {
   await gatewayModel(repo, 'llm_badkey', `http://127.0.0.1:${keyedPort}`, { decoupled: false, extra: 'parameters { key: "api_key_env" value { string_value: "NEREID_TEST_ENGINE_WRONG_KEY" } }' });
   await gatewayModel(repo, 'llm_garbage', `http://127.0.0.1:${garbagePort}`, { decoupled: false });
   await gatewayModel(repo, 'llm_down', `http://127.0.0.1:${await freePort()}`, { decoupled: false });
+  await gatewayModel(repo, 'llm_plain', `http://127.0.0.1:${plainPort}`);
+  // An embedding model on an engine started without --embeddings.
+  await gatewayModel(repo, 'llm_no_embeddings', `http://127.0.0.1:${enginePort}`, { decoupled: false, extra: 'parameters { key: "embedding" value { string_value: "true" } }' });
   process.env['NEREID_TEST_ENGINE_KEY'] = 'sesame';
   process.env['NEREID_TEST_ENGINE_WRONG_KEY'] = 'not-it';
   s = await startTestServer({ modelRepositories: [repo] });
@@ -101,6 +114,7 @@ after(async () => {
   engine?.kill('SIGKILL');
   keyed?.kill('SIGKILL');
   garbage?.close();
+  plain?.close();
   const { rm } = await import('node:fs/promises');
   await rm(repo, { recursive: true, force: true });
 });
@@ -197,6 +211,25 @@ test('an engine that answers garbage: a clear error naming the engine; other mod
   const r = await postJson(`${s.url}/v2/models/llm_garbage/generate`, { text_input: 'x', max_tokens: 2 });
   assert.equal(r.status, 500);
   assert.match(r.json().error, /engine http:\/\/127\.0\.0\.1:\d+ \(model 'tiny'\) answered something that is not JSON/);
+  assert.equal((await postJson(`${s.url}/v2/models/llm_whole/generate`, { text_input: 'x', max_tokens: 2 })).status, 200);
+});
+
+test('an engine that answers a stream request with one whole JSON completion: its text as one event, then usage', { skip }, async () => {
+  const r = await postJson(`${s.url}/v2/models/llm_plain/generate_stream`, { text_input: 'x', max_tokens: 4 });
+  assert.equal(r.status, 200);
+  const all = events(r.body.toString());
+  assert.equal(all.map((e) => e.text_output).join(''), 'one whole answer');
+  const last = all.at(-1);
+  assert.equal(last.finish_reason, 'length');
+  assert.equal(last.completion_tokens, 4);
+  const whole = await postJson(`${s.url}/v2/models/llm_plain/generate`, { text_input: 'x', max_tokens: 4 });
+  assert.equal(whole.json().text_output, 'one whole answer');
+});
+
+test('an engine without the feature asked (llama-server without --embeddings, 501): UNSUPPORTED in the engine\'s words, not an internal error', { skip }, async () => {
+  const r = await postJson(`${s.url}/v2/models/llm_no_embeddings/infer`, { inputs: [{ name: 'text_input', datatype: 'BYTES', shape: [1], data: ['hello'] }] });
+  assert.equal(r.status, 501);
+  assert.match(r.json().error, /engine http:\/\/127\.0\.0\.1:\d+ \(model 'tiny'\) does not support this request \(501\): .*--embeddings/);
   assert.equal((await postJson(`${s.url}/v2/models/llm_whole/generate`, { text_input: 'x', max_tokens: 2 })).status, 200);
 });
 
