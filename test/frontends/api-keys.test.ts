@@ -267,6 +267,9 @@ test('quota: past its rate a key is answered 429 with Retry-After, on every port
   assert.ok(retry >= 1 && retry <= 60, String(retry));
   const grpcOver = await failure(unary(client, 'ModelInfer', grpcInfer('simple'), { metadata: meta(key['rated']) }));
   assert.deepEqual([grpcOver.code, grpcOver.details], [grpc.status.RESOURCE_EXHAUSTED, "The API key 'rated' is over its rate of 0.0166667 requests a second"]);
+  // gRPC has no header for it: the same seconds come as the trailer retry-after.
+  const grpcRetry = Number(grpcOver.metadata.get('retry-after')[0]);
+  assert.ok(grpcRetry >= 1 && grpcRetry <= 60, String(grpcRetry));
   const openai = await postJson(`${openaiUrl}/v1/completions`, { model: 'simple', prompt: 'hi' }, k);
   assert.equal(openai.status, 429);
   assert.equal(openai.json().error.type, 'rate_limit_error');
@@ -301,6 +304,7 @@ test('quota: a key at its concurrency limit is refused until its request in flig
   }, 'the refusal of a second request in flight', 30_000);
   const grpcRefused = await failure(unary(client, 'ModelInfer', grpcInfer('simple'), { metadata: meta(key['single']) }));
   assert.equal(grpcRefused.code, grpc.status.RESOURCE_EXHAUSTED);
+  assert.deepEqual(grpcRefused.metadata.get('retry-after'), ['1']);
   held.destroy();
   await until(async () => (await postJson(url, INFER, k)).status === 200, 'the slot to be free again', 30_000);
   // gRPC calls hold their slot until they end, and give it back.

@@ -67,5 +67,5 @@ export function requestModel(rpc: string, request: unknown): string | undefined 
 const CODE = { 'unauthenticated': Status.UNAUTHENTICATED, 'permission-denied': Status.PERMISSION_DENIED, 'over-quota': Status.RESOURCE_EXHAUSTED } as const;
 
 export function callStatus(r: KeyRefusal): CallStatus {
-  return { code: CODE[r.kind], details: r.message };
+  return { code: CODE[r.kind], details: r.message, retryAfterSecs: r.retryAfterSecs };
 }

@@ -258,6 +258,7 @@ const OK: CallStatus = { code: Status.OK, details: '' };
 function statusFields(status: CallStatus): Array<[string, string]> {
   const fields: Array<[string, string]> = [['grpc-status', String(status.code)]];
   if (status.details !== '') fields.push(['grpc-message', percentEncode(status.details)]);
+  if (status.retryAfterSecs !== undefined) fields.push(['retry-after', String(status.retryAfterSecs)]);
   return fields;
 }
 

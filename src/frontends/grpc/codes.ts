@@ -25,4 +25,6 @@ export type StatusCode = (typeof Status)[keyof typeof Status];
 export interface CallStatus {
   readonly code: StatusCode;
   readonly details: string;
+  /** Seconds after which a refused call may be tried again, sent as the trailer retry-after (HTTP's header). */
+  readonly retryAfterSecs?: number | undefined;
 }

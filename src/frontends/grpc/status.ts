@@ -34,7 +34,7 @@ export const GRPC_STATUS: Record<ErrorCode, StatusCode> = {
 export function toServiceError(e: unknown, ctx: ErrorContext): CallStatus {
   if (isNereidError(e)) {
     if (e.limit !== undefined) ctx.server.reportError(e);
-    return { code: GRPC_STATUS[e.code], details: e.message };
+    return { code: GRPC_STATUS[e.code], details: e.message, retryAfterSecs: e.retryAfterSecs };
   }
   ctx.logger.error(`unexpected error in the gRPC frontend: ${(e as Error)?.stack ?? String(e)}`);
   return { code: Status.INTERNAL, details: 'internal error' };
