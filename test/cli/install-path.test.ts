@@ -60,3 +60,48 @@ test('nereid serves gRPC and JavaScript models when installed under a path with 
     await rm(base, { recursive: true, force: true });
   }
 });
+
+test('a package copied without its console folder serves without the console, and says why once', async () => {
+  const pkg = await mkdtemp(join(tmpdir(), 'nereid-no-console-'));
+  try {
+    for (const part of ['package.json', 'bin', 'proto', 'python', join('dist', 'src')]) await cp(join(ROOT, part), join(pkg, part), { recursive: true });
+    await cp(join(ROOT, 'build', 'Release'), join(pkg, 'build', 'Release'), { recursive: true }).catch(() => undefined);
+    await symlink(join(ROOT, 'node_modules'), join(pkg, 'node_modules'));
+    const child = spawn(process.execPath, [
+      join(pkg, 'bin', 'nereid.js'), 'serve', `--model-repository=${EXAMPLES}`, '--model-control-mode=explicit',
+      '--load-model=simple', '--http-port=0', '--http-address=127.0.0.1', '--allow-grpc=false', '--allow-metrics=false',
+    ], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (b: Buffer) => (out += b.toString()));
+    child.stderr.on('data', (b: Buffer) => (out += b.toString()));
+    const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
+    try {
+      const http = await new Promise<number>((resolve, reject) => {
+        const poll = setInterval(() => {
+          const m = /Started HTTPService at [^:]+:(\d+)/.exec(out);
+          if (m) {
+            clearInterval(poll);
+            resolve(Number(m[1]));
+          }
+        }, 20);
+        void exited.then((code) => {
+          clearInterval(poll);
+          reject(new Error(`nereid exited with ${code}:\n${out}`));
+        });
+      });
+      assert.equal(out.match(/the web console is off: its files cannot be read \(ENOENT/g)?.length, 1, out);
+      assert.equal((await fetch(`http://127.0.0.1:${http}/console/`)).status, 404);
+      assert.equal((await fetch(`http://127.0.0.1:${http}/v2/health/ready`)).status, 200);
+      const infer = await fetch(`http://127.0.0.1:${http}/v2/models/simple/infer`, {
+        method: 'POST', headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ inputs: ['INPUT0', 'INPUT1'].map((name) => ({ name, datatype: 'INT32', shape: [1, 16], data: Array.from({ length: 16 }, (_, i) => i) })) }),
+      });
+      assert.equal(infer.status, 200);
+    } finally {
+      child.kill('SIGTERM');
+      await exited;
+    }
+  } finally {
+    await rm(pkg, { recursive: true, force: true });
+  }
+});
