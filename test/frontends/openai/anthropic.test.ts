@@ -1,6 +1,5 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createHash } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,6 +8,7 @@ import { EXAMPLES } from '../../helpers/paths.js';
 import { postJson, request } from '../../helpers/http.js';
 import { openAiUrl, spawnServer, type ServerProcess } from '../../helpers/server.js';
 import { until } from '../../helpers/until.js';
+import { writeKeysFile } from '../../helpers/api-keys.js';
 
 // Anthropic's Messages API on the OpenAI port of `nereid serve`, called with the official @anthropic-ai/sdk
 // over the example tiny_llm (llama.cpp, random weights). At temperature 0 a generation is greedy, so the same
@@ -21,12 +21,9 @@ let p: ServerProcess;
 let base: string;
 let claude: Anthropic;
 
-const sha256 = (s: string): string => createHash('sha256').update(s).digest('hex');
-
 before(async () => {
   dir = await mkdtemp(join(tmpdir(), 'nereid-anthropic-'));
-  const keys = join(dir, 'keys');
-  await writeFile(keys, `admin * ${sha256(KEY)}\nreader metadata ${sha256(READER_KEY)}\n`, { mode: 0o600 });
+  const keys = await writeKeysFile(dir, [['admin', '*', KEY], ['reader', 'metadata', READER_KEY]]);
   p = await spawnServer(['--model-repository', EXAMPLES, '--model-control-mode=explicit', '--load-model=tiny_llm', '--openai-port=0', '--openai-address=127.0.0.1', `--api-keys-file=${keys}`, '--allow-metrics=true', '--metrics-port=0']);
   base = await openAiUrl(p);
   await until(async () => (await request(`${p.url}/v2/models/tiny_llm/ready`)).status === 200, 'tiny_llm');

@@ -1,7 +1,6 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createHash } from 'node:crypto';
 import { copyFile, mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -12,6 +11,7 @@ import { LLAMA_MODEL, llamaServer } from '../../helpers/llama-server.js';
 import { EXAMPLES, FIXTURES } from '../../helpers/paths.js';
 import { postJson } from '../../helpers/http.js';
 import { openAiUrl, spawnServer, type ServerProcess } from '../../helpers/server.js';
+import { writeKeysFile } from '../../helpers/api-keys.js';
 
 // /v1/embeddings with the official openai client against `nereid serve`: tiny_embed is the fixture made by
 // scripts/models/make_tiny_llm.py --embedding, a GGUF that names its pooling (mean), served with parameter
@@ -23,8 +23,6 @@ const { bin, skip, missing } = llamaServer();
 const KEY = 'embeddings-test-key';
 const READER_KEY = 'embeddings-test-reader';
 const EMBED_MODEL = join(FIXTURES, 'embedding', 'tiny_embed', '1', 'model.gguf');
-const sha256 = (s: string): string => createHash('sha256').update(s).digest('hex');
-
 let repo: string;
 let p: ServerProcess;
 let client: OpenAI;
@@ -60,8 +58,7 @@ model_transaction_policy { decoupled: true }
 parameters { key: "embedding" value { string_value: "true" } }
 parameters { key: "base_url" value { string_value: "http://127.0.0.1:9" } }
 `);
-  const keys = join(repo, 'keys');
-  await writeFile(keys, `admin * ${sha256(KEY)}\nreader metadata ${sha256(READER_KEY)}\n`, { mode: 0o600 });
+  const keys = await writeKeysFile(repo, [['admin', '*', KEY], ['reader', 'metadata', READER_KEY]]);
   p = await spawnServer(['--model-repository', repo, '--model-repository', join(FIXTURES, 'embedding'), '--model-repository', EXAMPLES, '--model-control-mode=explicit', '--load-model=tiny_embed', '--load-model=tiny_llm', '--openai-port=0', '--openai-address=127.0.0.1', `--api-keys-file=${keys}`]);
   const openai = await openAiUrl(p);
   base = `${openai}/v1`;

@@ -1,7 +1,6 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { createHash } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,6 +11,7 @@ import { postJson, request } from '../../helpers/http.js';
 import { openAiUrl, spawnServer, type ServerProcess } from '../../helpers/server.js';
 import { until } from '../../helpers/until.js';
 import { REDIS_SKIP, freeRedisPort, startRedis } from '../../helpers/redis.js';
+import { writeKeysFile } from '../../helpers/api-keys.js';
 
 // OpenAI's Responses API on the OpenAI port of `nereid serve`, called with the official openai client over the
 // example tiny_llm (llama.cpp, random weights: gibberish, so the tests check shapes, counts and limits). At
@@ -26,12 +26,9 @@ let p: ServerProcess;
 let base: string;
 let client: OpenAI;
 
-const sha256 = (s: string): string => createHash('sha256').update(s).digest('hex');
-
 before(async () => {
   dir = await mkdtemp(join(tmpdir(), 'nereid-responses-'));
-  const keys = join(dir, 'keys');
-  await writeFile(keys, `admin * ${sha256(KEY)}\nother inference ${sha256(OTHER_KEY)}\nreader metadata ${sha256(READER_KEY)}\n`, { mode: 0o600 });
+  const keys = await writeKeysFile(dir, [['admin', '*', KEY], ['other', 'inference', OTHER_KEY], ['reader', 'metadata', READER_KEY]]);
   p = await spawnServer(['--model-repository', EXAMPLES, '--model-control-mode=explicit', '--load-model=tiny_llm', '--openai-port=0', '--openai-address=127.0.0.1', `--api-keys-file=${keys}`, '--allow-metrics=true', '--metrics-port=0']);
   base = await openAiUrl(p);
   await until(async () => (await request(`${p.url}/v2/models/tiny_llm/ready`)).status === 200, 'tiny_llm');
